@@ -1,0 +1,271 @@
+using System.Diagnostics;
+using System.Threading.Channels;
+using BoundedWork.Internal;
+
+namespace BoundedWork;
+
+/// <summary>
+/// A fixed-size, resizable executor: a bounded queue consumed by dedicated worker threads of its own, so that
+/// blocking work never runs on (and never starves) the shared ThreadPool.
+/// </summary>
+/// <remarks>
+/// <para>
+/// No step of waking a worker, taking an item, running it or completing its result needs a ThreadPool thread:
+/// workers park on a semaphore that submitters release directly, and the queue is read with non-blocking
+/// <see cref="ChannelReader{T}.TryRead(out T)"/> calls only.
+/// </para>
+/// <para>
+/// Every item ends in exactly one outcome, counted in <see cref="GetStatistics"/>: completed, failed, cancelled,
+/// rejected, discarded or abandoned. Items that do not run are reported to their caller (an exception, a
+/// <see langword="false"/> return or a faulted task), to <see cref="BoundedExecutorOptions.OnRejected"/>, or
+/// returned by <see cref="ShutdownAsync(CancellationToken)"/>. Nothing is dropped silently.
+/// </para>
+/// </remarks>
+public sealed partial class BoundedExecutor : IAsyncDisposable
+{
+    private readonly Channel<QueuedItem> _queue;
+    private readonly ChannelReader<QueuedItem> _reader;
+    private readonly ChannelWriter<QueuedItem> _writer;
+    private readonly int _queueCapacity;
+    private readonly RejectionPolicy _policy;
+    private readonly TimeSpan _waitTimeout;
+    private readonly bool _flowExecutionContext;
+    private readonly TimeProvider _timeProvider;
+    private readonly Action<WorkItemFailedArguments>? _onError;
+    private readonly Action<WorkItemRejectedArguments>? _onRejected;
+    private readonly SpaceWaiters _spaceWaiters = new();
+
+    private long _submitted;
+    private long _rejected;
+    private long _discarded;
+    private long _cancelled;
+    private long _abandoned;
+    private long _callerRuns;
+    private long _callerCompleted;
+    private long _callerFailed;
+    private long _callbackFailures;
+
+    /// <summary>Creates an executor and starts its worker threads.</summary>
+    /// <param name="options">The settings; copied, so later changes to the object have no effect.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">A setting is invalid; the message names each invalid setting.</exception>
+    public BoundedExecutor(BoundedExecutorOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var errors = options.GetValidationErrors();
+        if (errors.Count > 0)
+        {
+            throw new ArgumentException($"Invalid BoundedExecutorOptions for executor '{options.Name}': {string.Join(" ", errors)}", nameof(options));
+        }
+
+        Name = options.Name;
+        MaxWorkerCount = options.MaxWorkerCount;
+        _queueCapacity = options.QueueCapacity;
+        _policy = options.RejectionPolicy;
+        _waitTimeout = options.WaitTimeout;
+        _flowExecutionContext = options.FlowExecutionContext;
+        _timeProvider = options.TimeProvider;
+        _onError = options.OnError;
+        _onRejected = options.OnRejected;
+
+        // The executor's own admission counter bounds the queue (see TryAdmit), so the channel never holds more
+        // than QueueCapacity unclaimed items. Readers only ever call TryRead: no continuation is ever scheduled.
+        _queue = Channel.CreateUnbounded<QueuedItem>(new UnboundedChannelOptions
+        {
+            SingleReader = false,
+            SingleWriter = false,
+            AllowSynchronousContinuations = false,
+        });
+        _reader = _queue.Reader;
+        _writer = _queue.Writer;
+
+        lock (LifecycleLock)
+        {
+            _targetWorkers = options.WorkerCount;
+            for (var i = 0; i < options.WorkerCount; i++)
+            {
+                StartWorkerUnsynchronized();
+            }
+        }
+    }
+
+    /// <summary>Gets the executor's name.</summary>
+    public string Name { get; }
+
+    /// <summary>Gets the hard maximum worker count that <see cref="Resize(int)"/> accepts.</summary>
+    public int MaxWorkerCount { get; }
+
+    /// <summary>Gets the queue capacity.</summary>
+    public int QueueCapacity => _queueCapacity;
+
+    /// <summary>Gets the policy applied when the queue is full.</summary>
+    public RejectionPolicy RejectionPolicy => _policy;
+
+    /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
+    public bool IsShutdown => (Volatile.Read(ref _state) & ShutdownBit) != 0;
+
+    /// <summary>Gets the number of items waiting in the queue now.</summary>
+    public int QueueLength => (int)(Volatile.Read(ref _state) & CountMask);
+
+    /// <summary>
+    /// Gets a value indicating whether the current thread is one of this executor's worker threads.
+    /// </summary>
+    public bool IsWorkerThread => Worker.Current?.Owner == this;
+
+    /// <summary>
+    /// Queues a fire-and-forget item if there is room now. Never blocks and never runs the item on the caller.
+    /// </summary>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <returns><see langword="true"/> if queued; <see langword="false"/> if the queue is full or the executor is shut down (the item is counted as rejected and reported to <see cref="BoundedExecutorOptions.OnRejected"/>).</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    public bool TryExecute(Action action)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return TryExecuteCore(action, null, QueuedItem.InvokeAction);
+    }
+
+    /// <summary>
+    /// Queues a fire-and-forget item with its state, without a closure, if there is room now.
+    /// </summary>
+    /// <typeparam name="TState">The state's type; a reference type avoids boxing.</typeparam>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="state">The argument passed to <paramref name="action"/>.</param>
+    /// <returns><see langword="true"/> if queued; otherwise <see langword="false"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    public bool TryExecute<TState>(Action<TState> action, TState state)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return TryExecuteCore(action, state, StateInvoker<TState>.Instance);
+    }
+
+    /// <summary>
+    /// Queues a fire-and-forget item, applying the executor's <see cref="RejectionPolicy"/> when the queue is full.
+    /// Under the Wait policy this call blocks; called from one of this executor's own workers it runs the item
+    /// inline instead, so a worker can never deadlock waiting on its own queue.
+    /// </summary>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    /// <exception cref="RejectedExecutionException">The Abort policy rejected the item, the Wait policy timed out, or the executor is shut down (under any policy).</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled while waiting for room (the item is counted as cancelled).</exception>
+    public void Execute(Action action, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        ExecuteCore(action, null, QueuedItem.InvokeAction, cancellationToken);
+    }
+
+    /// <summary>
+    /// Queues a fire-and-forget item with its state, without a closure, applying the executor's <see cref="RejectionPolicy"/>.
+    /// </summary>
+    /// <typeparam name="TState">The state's type; a reference type avoids boxing.</typeparam>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="state">The argument passed to <paramref name="action"/>.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    /// <exception cref="RejectedExecutionException">The item was rejected.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled while waiting for room.</exception>
+    public void Execute<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        ExecuteCore(action, state, StateInvoker<TState>.Instance, cancellationToken);
+    }
+
+    /// <summary>
+    /// Queues a fire-and-forget item, applying the <see cref="RejectionPolicy"/>; under the Wait policy the wait
+    /// for room is asynchronous. The returned task completes when the item is accepted, not when it has run.
+    /// </summary>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <returns>A task that completes when the item is queued (or handled by the policy).</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    /// <exception cref="RejectedExecutionException">The item was rejected (thrown through the returned task).</exception>
+    public ValueTask ExecuteAsync(Action action, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return ExecuteAsyncCore(action, null, QueuedItem.InvokeAction, cancellationToken);
+    }
+
+    /// <summary>
+    /// Queues a fire-and-forget item with its state, applying the <see cref="RejectionPolicy"/>; the Wait policy waits asynchronously.
+    /// </summary>
+    /// <typeparam name="TState">The state's type; a reference type avoids boxing.</typeparam>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="state">The argument passed to <paramref name="action"/>.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <returns>A task that completes when the item is queued (or handled by the policy).</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    public ValueTask ExecuteAsync<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return ExecuteAsyncCore(action, state, StateInvoker<TState>.Instance, cancellationToken);
+    }
+
+    /// <summary>
+    /// Runs a blocking delegate on a worker thread and lets the caller await its completion. The caller's
+    /// continuation never runs on a worker thread.
+    /// </summary>
+    /// <param name="action">The blocking work.</param>
+    /// <param name="cancellationToken">Cancels the item if it has not started yet; it then never runs and the task is cancelled.</param>
+    /// <returns>A task that completes when the item has run; faulted with the item's exception or a <see cref="RejectedExecutionException"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    public Task RunAsync(Action action, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return RunCore<object?>(action, cancellationToken);
+    }
+
+    /// <summary>
+    /// Runs a blocking function on a worker thread and lets the caller await its result:
+    /// <c>await executor.RunAsync(() => legacy.Get(id))</c>. The caller's continuation never runs on a worker thread.
+    /// </summary>
+    /// <typeparam name="TResult">The function's result type.</typeparam>
+    /// <param name="function">The blocking work.</param>
+    /// <param name="cancellationToken">Cancels the item if it has not started yet; it then never runs and the task is cancelled.</param>
+    /// <returns>A task with the function's result; faulted with its exception or a <see cref="RejectedExecutionException"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="function"/> is <see langword="null"/>.</exception>
+    public Task<TResult> RunAsync<TResult>(Func<TResult> function, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(function);
+        return RunCore<TResult>(function, cancellationToken);
+    }
+
+    /// <inheritdoc/>
+    public async ValueTask DisposeAsync() => await ShutdownAsync(CancellationToken.None).ConfigureAwait(false);
+
+    private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
+
+    private static long Timestamp() => 0;
+
+    private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
+    {
+        if (_onRejected is { } callback)
+        {
+            try
+            {
+                callback(new WorkItemRejectedArguments(Name, item.ToWorkItem(), reason));
+            }
+            catch (Exception)
+            {
+                Interlocked.Increment(ref _callbackFailures);
+            }
+        }
+    }
+
+    private void InvokeOnError(in QueuedItem item, Exception exception)
+    {
+        if (_onError is { } callback)
+        {
+            try
+            {
+                callback(new WorkItemFailedArguments(Name, item.ToWorkItem(), exception));
+            }
+            catch (Exception)
+            {
+                Interlocked.Increment(ref _callbackFailures);
+            }
+        }
+    }
+
+    /// <summary>Called by an awaited item whose caller cancelled it before it started.</summary>
+    internal void OnAwaitedItemCancelled() => Interlocked.Increment(ref _cancelled);
+}

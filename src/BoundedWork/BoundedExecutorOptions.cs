@@ -1,0 +1,120 @@
+namespace BoundedWork;
+
+/// <summary>
+/// Settings of a <see cref="BoundedExecutor"/>. The executor copies them when it is created; later changes
+/// to this object have no effect on it (resize a running executor with <see cref="BoundedExecutor.Resize(int)"/>).
+/// </summary>
+public sealed class BoundedExecutorOptions
+{
+    /// <summary>The largest queue capacity an executor accepts.</summary>
+    public const int MaxQueueCapacity = int.MaxValue;
+
+    /// <summary>The largest worker count an executor accepts.</summary>
+    public const int MaxWorkerLimit = 4096;
+
+    /// <summary>
+    /// Gets or sets the executor's name, used for its worker threads (<c>payments#3</c>), in messages and in metrics.
+    /// </summary>
+    /// <value>Defaults to <c>"bounded-executor"</c>.</value>
+    public string Name { get; set; } = "bounded-executor";
+
+    /// <summary>Gets or sets the number of dedicated worker threads to start with.</summary>
+    /// <value>Defaults to <see cref="Environment.ProcessorCount"/>. Must be between 1 and <see cref="MaxWorkerCount"/>.</value>
+    public int WorkerCount { get; set; } = Environment.ProcessorCount;
+
+    /// <summary>
+    /// Gets or sets the hard maximum worker count. No caller, including an admin endpoint or a configuration
+    /// reload, can resize the executor beyond it.
+    /// </summary>
+    /// <value>Defaults to 64. Must be between 1 and <see cref="MaxWorkerLimit"/>.</value>
+    public int MaxWorkerCount { get; set; } = 64;
+
+    /// <summary>Gets or sets how many items may wait in the queue (items being run are not counted).</summary>
+    /// <value>Defaults to 1024. Must be at least 1.</value>
+    public int QueueCapacity { get; set; } = 1024;
+
+    /// <summary>Gets or sets what happens to a new item when the queue is full.</summary>
+    /// <value>Defaults to <see cref="BoundedWork.RejectionPolicy.Abort"/>.</value>
+    public RejectionPolicy RejectionPolicy { get; set; } = RejectionPolicy.Abort;
+
+    /// <summary>
+    /// Gets or sets how long the <see cref="BoundedWork.RejectionPolicy.Wait"/> policy waits for room before rejecting.
+    /// </summary>
+    /// <value>Defaults to 30 seconds. Must be positive or <see cref="Timeout.InfiniteTimeSpan"/>.</value>
+    public TimeSpan WaitTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets a value indicating whether the submitter's <see cref="ExecutionContext"/> (AsyncLocal values,
+    /// logging scopes, the current <c>Activity</c>) flows to the item. Turn it off for raw speed.
+    /// </summary>
+    /// <value>Defaults to <see langword="true"/>.</value>
+    public bool FlowExecutionContext { get; set; } = true;
+
+    /// <summary>
+    /// Gets or sets the callback told about every fire-and-forget item that threw. It runs on the worker thread;
+    /// an exception it throws is swallowed and counted in <see cref="BoundedExecutorStatistics.CallbackFailures"/>.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/> (the failure is only counted).</value>
+    public Action<WorkItemFailedArguments>? OnError { get; set; }
+
+    /// <summary>
+    /// Gets or sets the callback told about every item that was rejected, discarded or evicted, fire-and-forget
+    /// and awaited alike, on the thread that made the decision. Items abandoned at a shutdown deadline are not
+    /// passed here: <see cref="BoundedExecutor.ShutdownAsync(CancellationToken)"/> returns them.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/> (the item is only counted, and the caller told where it can be).</value>
+    public Action<WorkItemRejectedArguments>? OnRejected { get; set; }
+
+    /// <summary>Gets or sets the clock used for the wait timeout.</summary>
+    /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>
+    /// Checks every setting and returns one message per invalid setting, each naming the setting and its value.
+    /// </summary>
+    /// <returns>An empty list when the options are valid.</returns>
+    public IReadOnlyList<string> GetValidationErrors()
+    {
+        var errors = new List<string>();
+        if (string.IsNullOrWhiteSpace(Name))
+        {
+            errors.Add("Name must not be empty.");
+        }
+
+        if (MaxWorkerCount < 1 || MaxWorkerCount > MaxWorkerLimit)
+        {
+            errors.Add($"MaxWorkerCount must be between 1 and {MaxWorkerLimit} (was {MaxWorkerCount}).");
+        }
+
+        if (WorkerCount < 1)
+        {
+            errors.Add($"WorkerCount must be at least 1 (was {WorkerCount}).");
+        }
+        else if (WorkerCount > MaxWorkerCount)
+        {
+            errors.Add($"WorkerCount ({WorkerCount}) must not exceed MaxWorkerCount ({MaxWorkerCount}).");
+        }
+
+        if (QueueCapacity < 1)
+        {
+            errors.Add($"QueueCapacity must be at least 1 (was {QueueCapacity}).");
+        }
+
+        if (!Enum.IsDefined(RejectionPolicy))
+        {
+            errors.Add($"RejectionPolicy '{RejectionPolicy}' is not one of {string.Join(", ", Enum.GetNames<RejectionPolicy>())}.");
+        }
+
+        if (WaitTimeout != Timeout.InfiniteTimeSpan && (WaitTimeout <= TimeSpan.Zero || WaitTimeout.TotalMilliseconds > int.MaxValue))
+        {
+            errors.Add($"WaitTimeout must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan (was {WaitTimeout}).");
+        }
+
+        if (TimeProvider is null)
+        {
+            errors.Add("TimeProvider must not be null.");
+        }
+
+        return errors;
+    }
+}

@@ -1,0 +1,67 @@
+namespace BoundedWork;
+
+/// <summary>
+/// One snapshot of an executor's state and counters, taken by <see cref="BoundedExecutor.GetStatistics"/>.
+/// </summary>
+/// <remarks>
+/// The snapshot is taken without stopping the executor. Every counter only grows, and the outcome counters
+/// are read before <see cref="Submitted"/>, so a snapshot never shows more outcomes than submissions. When the
+/// executor is quiescent (nothing queued or running), <see cref="Submitted"/> equals the sum of the outcome
+/// counters exactly.
+/// </remarks>
+public sealed record BoundedExecutorStatistics
+{
+    /// <summary>Gets the executor's name.</summary>
+    public required string Name { get; init; }
+
+    /// <summary>Gets the worker count the executor is converging to (the last resize).</summary>
+    public required int TargetWorkerCount { get; init; }
+
+    /// <summary>Gets the number of worker threads alive now (above target while shrinking, until busy workers finish).</summary>
+    public required int LiveWorkerCount { get; init; }
+
+    /// <summary>Gets the number of workers running an item now.</summary>
+    public required int BusyWorkerCount { get; init; }
+
+    /// <summary>Gets the largest number of live workers seen at once.</summary>
+    public required int PeakWorkerCount { get; init; }
+
+    /// <summary>Gets the hard maximum worker count.</summary>
+    public required int MaxWorkerCount { get; init; }
+
+    /// <summary>Gets the number of items waiting in the queue.</summary>
+    public required int QueueLength { get; init; }
+
+    /// <summary>Gets the queue capacity.</summary>
+    public required int QueueCapacity { get; init; }
+
+    /// <summary>Gets the number of items submitted, whatever became of them.</summary>
+    public required long Submitted { get; init; }
+
+    /// <summary>Gets the number of items that ran to completion (on a worker or, under CallerRuns, on the caller).</summary>
+    public required long Completed { get; init; }
+
+    /// <summary>Gets the number of items that threw.</summary>
+    public required long Failed { get; init; }
+
+    /// <summary>Gets the number of items cancelled by their caller before they started.</summary>
+    public required long Cancelled { get; init; }
+
+    /// <summary>Gets the number of items rejected (queue full, wait timed out, or shut down).</summary>
+    public required long Rejected { get; init; }
+
+    /// <summary>Gets the number of items discarded by the Discard policy or evicted by the DiscardOldest policy.</summary>
+    public required long Discarded { get; init; }
+
+    /// <summary>Gets the number of items still queued at a shutdown deadline and handed back to the caller.</summary>
+    public required long Abandoned { get; init; }
+
+    /// <summary>Gets the number of items run on the submitting thread by the CallerRuns policy (also counted as completed or failed).</summary>
+    public required long CallerRuns { get; init; }
+
+    /// <summary>Gets the number of times an <see cref="BoundedExecutorOptions.OnError"/> or <see cref="BoundedExecutorOptions.OnRejected"/> callback threw.</summary>
+    public required long CallbackFailures { get; init; }
+
+    /// <summary>Gets a value indicating whether shutdown has begun (the executor accepts no new items).</summary>
+    public required bool IsShutdown { get; init; }
+}

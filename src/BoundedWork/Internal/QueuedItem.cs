@@ -1,0 +1,41 @@
+namespace BoundedWork.Internal;
+
+/// <summary>
+/// An item as it sits in the queue. A struct, so queuing a fire-and-forget item allocates nothing.
+/// </summary>
+internal readonly struct QueuedItem
+{
+    /// <summary>Invokes a plain <see cref="Action"/>.</summary>
+    public static readonly Action<object, object?> InvokeAction = static (callback, _) => ((Action)callback)();
+
+    /// <summary>
+    /// The user's delegate, invoked through <see cref="Invoker"/>, or an <see cref="AwaitedItem"/> when
+    /// <see cref="Invoker"/> is <see langword="null"/>.
+    /// </summary>
+    public readonly object Callback;
+    public readonly object? State;
+    public readonly Action<object, object?>? Invoker;
+    public readonly ExecutionContext? Context;
+    public readonly long EnqueuedTimestamp;
+
+    public QueuedItem(object callback, object? state, Action<object, object?>? invoker, ExecutionContext? context, long enqueuedTimestamp)
+    {
+        Callback = callback;
+        State = state;
+        Invoker = invoker;
+        Context = context;
+        EnqueuedTimestamp = enqueuedTimestamp;
+    }
+
+    public AwaitedItem? Awaited => Invoker is null ? (AwaitedItem)Callback : null;
+
+    public WorkItem ToWorkItem() => Invoker is null
+        ? ((AwaitedItem)Callback).ToWorkItem()
+        : new WorkItem((Delegate)Callback, State, Invoker, isAwaited: false);
+}
+
+/// <summary>Invokes an <see cref="Action{T}"/> with its state without a closure.</summary>
+internal static class StateInvoker<TState>
+{
+    public static readonly Action<object, object?> Instance = static (callback, state) => ((Action<TState>)callback)((TState)state!);
+}
