@@ -1,5 +1,3 @@
-using System.Diagnostics;
-
 namespace BoundedWork.Internal;
 
 /// <summary>
@@ -42,8 +40,8 @@ internal sealed class SpaceWaiters
             }
         }
 
-        // Already removed by WakeOne: its wake-up belongs to someone else now.
-        Debug.Assert(node.Value.Task.IsCompleted, "A waiter removed from the list must have been woken.");
+        // Already removed by WakeOne or WakeAll (which completes it just after releasing the lock):
+        // the wake-up it carries belongs to someone else now.
         WakeOne();
     }
 

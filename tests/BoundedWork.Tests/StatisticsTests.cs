@@ -1,0 +1,68 @@
+namespace BoundedWork.Tests;
+
+public class StatisticsTests
+{
+    [Fact]
+    public async Task CountsWhileItemsAreGated_AreExact()
+    {
+        await using var executor = TestKit.Create(workers: 2, capacity: 5, name: "stats");
+        using var gate = new Gate();
+        executor.Execute(gate.Blocker);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered(2);
+        for (var i = 0; i < 5; i++)
+        {
+            executor.Execute(() => { });
+        }
+
+        Assert.False(executor.TryExecute(() => { }));
+
+        var statistics = executor.GetStatistics();
+        Assert.Equal("stats", statistics.Name);
+        Assert.Equal(2, statistics.TargetWorkerCount);
+        Assert.Equal(2, statistics.LiveWorkerCount);
+        Assert.Equal(2, statistics.BusyWorkerCount);
+        Assert.Equal(5, statistics.QueueLength);
+        Assert.Equal(5, executor.QueueLength);
+        Assert.Equal(5, statistics.QueueCapacity);
+        Assert.Equal(8, statistics.Submitted);
+        Assert.Equal(0, statistics.Completed);
+        Assert.Equal(1, statistics.Rejected);
+        Assert.False(statistics.IsShutdown);
+
+        gate.Open();
+        await executor.ShutdownAsync();
+        var final = executor.GetStatistics();
+        Assert.Equal(7, final.Completed);
+        Assert.Equal(0, final.QueueLength);
+        Assert.Equal(0, final.BusyWorkerCount);
+        Assert.Equal(0, final.LiveWorkerCount);
+        Assert.True(final.IsShutdown);
+        TestKit.AssertConserved(final);
+    }
+
+    [Fact]
+    public async Task Snapshot_TakenUnderLoad_NeverShowsMoreOutcomesThanSubmissions()
+    {
+        await using var executor = TestKit.Create(workers: 2, capacity: 16, policy: RejectionPolicy.Discard);
+        using var stop = new CancellationTokenSource();
+        var producer = new Thread(() =>
+        {
+            for (var i = 0; i < 20_000; i++)
+            {
+                executor.Execute(() => { });
+            }
+        });
+        producer.Start();
+
+        while (producer.IsAlive)
+        {
+            var s = executor.GetStatistics();
+            Assert.True(s.Completed + s.Failed + s.Cancelled + s.Rejected + s.Discarded + s.Abandoned <= s.Submitted, s.ToString());
+            Assert.InRange(s.QueueLength, 0, 16);
+        }
+
+        await executor.ShutdownAsync();
+        TestKit.AssertConserved(executor.GetStatistics());
+    }
+}
