@@ -212,21 +212,51 @@ public sealed partial class BoundedExecutor
     private void RunOnWorker(Worker worker, in QueuedItem item)
     {
         var awaited = item.Awaited;
-        if (awaited is not null)
+        if (awaited is not null && !awaited.TryClaim())
         {
-            if (!awaited.TryClaim())
-            {
-                return; // cancelled by its caller while queued: already counted
-            }
-
-            worker.SetBusy(true);
-            var outcome = awaited.Run(worker.CleanContext);
-            worker.SetBusy(false);
-            worker.Count(outcome);
-            return;
+            return; // cancelled by its caller while queued: already counted
         }
 
         worker.SetBusy(true);
+        var started = RecordStart(item);
+        if (awaited is not null)
+        {
+            worker.Count(awaited.Run(worker.CleanContext));
+        }
+        else
+        {
+            RunFireAndForget(worker, item);
+        }
+
+        if (started != 0 && _instruments.RunDurationEnabled)
+        {
+            _instruments.RecordRun(started);
+        }
+
+        worker.SetBusy(false);
+    }
+
+    /// <summary>Records the item's queue wait; returns the start timestamp if run time is measured, else 0.</summary>
+    private long RecordStart(in QueuedItem item)
+    {
+        var measureWait = item.EnqueuedTimestamp != 0 && _instruments.WaitDurationEnabled;
+        if (!measureWait && !_instruments.RunDurationEnabled)
+        {
+            return 0;
+        }
+
+        var now = Stopwatch.GetTimestamp();
+        if (measureWait)
+        {
+            _instruments.RecordWait(item.EnqueuedTimestamp, now);
+        }
+
+        return now;
+    }
+
+    private void RunFireAndForget(Worker worker, in QueuedItem item)
+    {
+        Activity? activity = null;
         try
         {
             if (item.Context is not null)
@@ -234,23 +264,25 @@ public sealed partial class BoundedExecutor
                 ExecutionContext.Restore(item.Context);
             }
 
+            activity = StartRunActivity();
             item.Invoker!(item.Callback, item.State);
             worker.Count(ItemOutcome.Completed);
         }
         catch (Exception ex)
         {
             worker.Count(ItemOutcome.Failed);
+            activity?.SetStatus(ActivityStatusCode.Error, ex.Message);
             InvokeOnError(item, ex);
         }
         finally
         {
+            activity?.Dispose();
+
             // Whatever the item did to AsyncLocals must not leak into the next item.
             if (ExecutionContext.Capture() != worker.CleanContext && worker.CleanContext is not null)
             {
                 ExecutionContext.Restore(worker.CleanContext);
             }
-
-            worker.SetBusy(false);
         }
     }
 

@@ -34,6 +34,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     private readonly Action<WorkItemFailedArguments>? _onError;
     private readonly Action<WorkItemRejectedArguments>? _onRejected;
     private readonly SpaceWaiters _spaceWaiters = new();
+    private readonly ExecutorInstruments _instruments;
 
     private long _submitted;
     private long _rejected;
@@ -67,6 +68,8 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         _timeProvider = options.TimeProvider;
         _onError = options.OnError;
         _onRejected = options.OnRejected;
+        _instruments = new ExecutorInstruments(this, options.MeterFactory);
+        _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
 
         // The executor's own admission counter bounds the queue (see TryAdmit), so the channel never holds more
         // than QueueCapacity unclaimed items. Readers only ever call TryRead: no continuation is ever scheduled.
@@ -234,7 +237,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 
     private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
 
-    private static long Timestamp() => 0;
+    private long Timestamp() => _instruments.WaitDurationEnabled ? Stopwatch.GetTimestamp() : 0;
 
     private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
     {
@@ -264,6 +267,22 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
                 Interlocked.Increment(ref _callbackFailures);
             }
         }
+    }
+
+    /// <summary>
+    /// Starts the activity that traces one item's run, in the item's own execution context, so that the activity
+    /// current at submission is its parent. Returns <see langword="null"/> when nobody listens.
+    /// </summary>
+    internal Activity? StartRunActivity()
+    {
+        if (!BoundedWorkDiagnostics.ActivitySource.HasListeners())
+        {
+            return null;
+        }
+
+        var activity = BoundedWorkDiagnostics.ActivitySource.StartActivity(BoundedWorkDiagnostics.RunActivityName, ActivityKind.Internal);
+        activity?.SetTag(BoundedWorkDiagnostics.ExecutorTag, Name);
+        return activity;
     }
 
     /// <summary>Called by an awaited item whose caller cancelled it before it started.</summary>

@@ -65,6 +65,13 @@ public sealed class BoundedExecutorOptions
     /// <value>Defaults to <see langword="null"/> (the item is only counted, and the caller told where it can be).</value>
     public Action<WorkItemRejectedArguments>? OnRejected { get; set; }
 
+    /// <summary>
+    /// Gets or sets the factory that creates the executor's <c>BoundedWork</c> meter (pass the one from dependency
+    /// injection so metrics are scoped to the host).
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: the executor creates its own meter.</value>
+    public System.Diagnostics.Metrics.IMeterFactory? MeterFactory { get; set; }
+
     /// <summary>Gets or sets the clock used for the wait timeout.</summary>
     /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;

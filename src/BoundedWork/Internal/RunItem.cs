@@ -40,6 +40,7 @@ internal sealed class RunItem<TResult> : AwaitedItem
             ExecutionContext.Restore(_context);
         }
 
+        var activity = _owner.StartRunActivity();
         try
         {
             var result = _work is Func<TResult> func ? func() : InvokeAction();
@@ -53,11 +54,13 @@ internal sealed class RunItem<TResult> : AwaitedItem
         }
         catch (Exception ex)
         {
+            activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
             _promise.TrySetException(ex);
             return ItemOutcome.Failed;
         }
         finally
         {
+            activity?.Dispose();
             if (restoreTo is not null && ExecutionContext.Capture() != restoreTo)
             {
                 ExecutionContext.Restore(restoreTo);

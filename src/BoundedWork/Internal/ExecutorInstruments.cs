@@ -1,0 +1,75 @@
+using System.Diagnostics;
+using System.Diagnostics.Metrics;
+
+namespace BoundedWork.Internal;
+
+/// <summary>
+/// One executor's metrics. Gauges and counters are observed from <see cref="BoundedExecutor.GetStatistics"/> when
+/// a listener collects, so they cost nothing per item; the two histograms are recorded per item only while
+/// someone listens to them.
+/// </summary>
+internal sealed class ExecutorInstruments : IDisposable
+{
+    private readonly Meter _meter;
+    private readonly bool _ownsMeter;
+    private readonly KeyValuePair<string, object?> _executorTag;
+    private readonly Histogram<double> _waitDuration;
+    private readonly Histogram<double> _runDuration;
+
+    public ExecutorInstruments(BoundedExecutor executor, IMeterFactory? meterFactory)
+    {
+        _executorTag = new(BoundedWorkDiagnostics.ExecutorTag, executor.Name);
+        if (meterFactory is null)
+        {
+            _meter = new Meter(BoundedWorkDiagnostics.MeterName);
+            _ownsMeter = true;
+        }
+        else
+        {
+            // Tagged with the executor so the factory hands each executor its own meter.
+            _meter = meterFactory.Create(new MeterOptions(BoundedWorkDiagnostics.MeterName) { Tags = [_executorTag] });
+        }
+
+        var tag = _executorTag;
+        _meter.CreateObservableUpDownCounter("boundedwork.queue.length", () => new Measurement<int>(executor.QueueLength, tag), "{item}", "Items waiting in the queue.");
+        _meter.CreateObservableUpDownCounter("boundedwork.queue.capacity", () => new Measurement<int>(executor.QueueCapacity, tag), "{item}", "How many items the queue can hold.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers", () => new Measurement<int>(executor.GetStatistics().LiveWorkerCount, tag), "{thread}", "Live worker threads.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.target", () => new Measurement<int>(executor.GetStatistics().TargetWorkerCount, tag), "{thread}", "The worker count the executor converges to.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.busy", () => new Measurement<int>(executor.GetStatistics().BusyWorkerCount, tag), "{thread}", "Workers running an item.");
+        _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(executor.GetStatistics().Submitted, tag), "{item}", "Items submitted.");
+        _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(executor.GetStatistics(), tag), "{item}", "Items by outcome.");
+        _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
+        _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
+    }
+
+    public bool WaitDurationEnabled => _waitDuration.Enabled;
+
+    public bool RunDurationEnabled => _runDuration.Enabled;
+
+    public void RecordWait(long enqueuedTimestamp, long startedTimestamp) =>
+        _waitDuration.Record(Stopwatch.GetElapsedTime(enqueuedTimestamp, startedTimestamp).TotalSeconds, _executorTag);
+
+    public void RecordRun(long startedTimestamp) =>
+        _runDuration.Record(Stopwatch.GetElapsedTime(startedTimestamp).TotalSeconds, _executorTag);
+
+    public void Dispose()
+    {
+        if (_ownsMeter)
+        {
+            _meter.Dispose();
+        }
+    }
+
+    private static Measurement<long>[] Outcomes(BoundedExecutorStatistics s, KeyValuePair<string, object?> executor) =>
+    [
+        Outcome(s.Completed, "completed", executor),
+        Outcome(s.Failed, "failed", executor),
+        Outcome(s.Cancelled, "cancelled", executor),
+        Outcome(s.Rejected, "rejected", executor),
+        Outcome(s.Discarded, "discarded", executor),
+        Outcome(s.Abandoned, "abandoned", executor),
+    ];
+
+    private static Measurement<long> Outcome(long value, string outcome, KeyValuePair<string, object?> executor) =>
+        new(value, executor, new KeyValuePair<string, object?>(BoundedWorkDiagnostics.OutcomeTag, outcome));
+}
