@@ -1,0 +1,60 @@
+using System.Diagnostics.Metrics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+
+namespace BoundedWork.Hosting.Internal;
+
+/// <summary>
+/// Runs after every other configuration of a registered executor's options: pins the name to the registration,
+/// passes the host's meter factory, and puts logging in front of the user's callbacks (both run).
+/// </summary>
+internal sealed class BoundedExecutorOptionsSetup : IPostConfigureOptions<BoundedExecutorOptions>
+{
+    private readonly BoundedExecutorRegistration[] _registrations;
+    private readonly ILogger _logger;
+    private readonly IMeterFactory? _meterFactory;
+
+    public BoundedExecutorOptionsSetup(IEnumerable<BoundedExecutorRegistration> registrations, IServiceProvider services)
+    {
+        _registrations = [.. registrations];
+        _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger<BoundedExecutor>();
+        _meterFactory = services.GetService<IMeterFactory>();
+    }
+
+    public void PostConfigure(string? name, BoundedExecutorOptions options)
+    {
+        if (BoundedExecutorRegistration.Find(_registrations, name) is not { } registration)
+        {
+            return;
+        }
+
+        options.Name = registration.Name;
+        options.MeterFactory ??= _meterFactory;
+
+        // Each options instance is configured once, so each callback is wrapped once.
+        var logger = _logger;
+        var onError = options.OnError;
+        options.OnError = args =>
+        {
+            logger.WorkItemFailed(args.ExecutorName, args.Exception);
+            onError?.Invoke(args);
+        };
+
+        var onRejected = options.OnRejected;
+        options.OnRejected = args =>
+        {
+            if (args.Reason is RejectionReason.Discarded or RejectionReason.Evicted)
+            {
+                logger.WorkItemDiscarded(args.ExecutorName, args.Reason);
+            }
+            else
+            {
+                logger.WorkItemRejected(args.ExecutorName, args.Reason);
+            }
+
+            onRejected?.Invoke(args);
+        };
+    }
+}

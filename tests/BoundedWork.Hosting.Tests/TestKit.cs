@@ -1,0 +1,117 @@
+using System.Collections.Concurrent;
+using System.Text;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace BoundedWork.Hosting.Tests;
+
+/// <summary>A log entry captured by <see cref="CapturingLoggerProvider"/>.</summary>
+public sealed record LogEntry(string Category, LogLevel Level, EventId EventId, string Message, Exception? Exception, IReadOnlyDictionary<string, object?> State);
+
+/// <summary>Captures every log entry in memory.</summary>
+public sealed class CapturingLoggerProvider : ILoggerProvider
+{
+    private readonly ConcurrentQueue<LogEntry> _entries = new();
+
+    public IReadOnlyList<LogEntry> Entries => [.. _entries];
+
+    public IReadOnlyList<LogEntry> WithEvent(string eventName) => [.. _entries.Where(e => e.EventId.Name == eventName)];
+
+    public ILogger CreateLogger(string categoryName) => new CapturingLogger(this, categoryName);
+
+    public void Dispose()
+    {
+    }
+
+    private sealed class CapturingLogger(CapturingLoggerProvider provider, string category) : ILogger
+    {
+        public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
+
+        public bool IsEnabled(LogLevel logLevel) => true;
+
+        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        {
+            var values = new Dictionary<string, object?>();
+            if (state is IEnumerable<KeyValuePair<string, object?>> pairs)
+            {
+                foreach (var pair in pairs)
+                {
+                    values[pair.Key] = pair.Value;
+                }
+            }
+
+            provider._entries.Enqueue(new LogEntry(category, logLevel, eventId, formatter(state, exception), exception, values));
+        }
+    }
+}
+
+/// <summary>Builds real hosts with in-memory configuration, captured logs and no default sources.</summary>
+public static class TestHost
+{
+    public static HostApplicationBuilder CreateBuilder(CapturingLoggerProvider? logs = null, IDictionary<string, string?>? settings = null, string? json = null)
+    {
+        var builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
+        if (json is not null)
+        {
+            builder.Configuration.AddJsonStream(new MemoryStream(Encoding.UTF8.GetBytes(json)));
+        }
+
+        builder.Configuration.AddInMemoryCollection(settings ?? new Dictionary<string, string?>());
+        builder.Logging.ClearProviders();
+        builder.Logging.SetMinimumLevel(LogLevel.Trace);
+        if (logs is not null)
+        {
+            builder.Logging.AddProvider(logs);
+        }
+
+        builder.Services.AddMetrics();
+        return builder;
+    }
+
+    /// <summary>Changes configuration values and fires the reload token, synchronously.</summary>
+    public static void Reload(this IHost host, params (string Key, string? Value)[] changes)
+    {
+        var configuration = (IConfigurationRoot)host.Services.GetRequiredService<IConfiguration>();
+        foreach (var (key, value) in changes)
+        {
+            configuration[key] = value;
+        }
+
+        configuration.Reload();
+    }
+
+    /// <summary>A generous bound for waits that should end at once; a failure, not a sleep.</summary>
+    public static readonly TimeSpan Patience = TimeSpan.FromSeconds(30);
+}
+
+/// <summary>An item that blocks its worker until released, and reports when it started.</summary>
+public sealed class Gate : IDisposable
+{
+    private readonly ManualResetEventSlim _release = new(false);
+    private readonly SemaphoreSlim _started = new(0);
+
+    public Action Item => () =>
+    {
+        _started.Release();
+        _release.Wait(TestHost.Patience);
+    };
+
+    public void WaitStarted(int count = 1)
+    {
+        for (var i = 0; i < count; i++)
+        {
+            Assert.True(_started.Wait(TestHost.Patience), "A gated item did not start in time.");
+        }
+    }
+
+    public void Open() => _release.Set();
+
+    public void Dispose()
+    {
+        _release.Set();
+        _release.Dispose();
+        _started.Dispose();
+    }
+}
