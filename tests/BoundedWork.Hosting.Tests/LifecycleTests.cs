@@ -1,0 +1,162 @@
+using System.Collections.Concurrent;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+
+namespace BoundedWork.Hosting.Tests;
+
+public sealed class LifecycleTests
+{
+    /// <summary>Records what it is handed.</summary>
+    private sealed class RecordingHandler : IAbandonedWorkHandler
+    {
+        public ConcurrentQueue<(string Executor, IReadOnlyList<WorkItem> Items)> Calls { get; } = new();
+
+        public Task HandleAsync(string executorName, IReadOnlyList<WorkItem> items)
+        {
+            Calls.Enqueue((executorName, items));
+            return Task.CompletedTask;
+        }
+    }
+
+    private sealed class ThrowingHandler : IAbandonedWorkHandler
+    {
+        public Task HandleAsync(string executorName, IReadOnlyList<WorkItem> items) =>
+            throw new InvalidOperationException("outbox unavailable");
+    }
+
+    [Fact]
+    public async Task StartAsync_CreatesEveryExecutorWithTheHost()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
+        builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        Assert.Empty(logs.WithEvent("ExecutorStarted"));
+
+        await host.StartAsync();
+
+        var started = logs.WithEvent("ExecutorStarted");
+        Assert.Equal(["payments", "mail"], started.Select(e => e.State["ExecutorName"]));
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task StopAsync_WithinTheDeadline_DrainsEveryQueuedItem()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        var ran = 0;
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        for (var i = 0; i < 5; i++)
+        {
+            executor.Execute(() => Interlocked.Increment(ref ran));
+        }
+
+        var stopping = host.StopAsync();
+        Assert.True(executor.IsShutdown);
+        Assert.False(executor.TryExecute(() => { }));
+        gate.Open();
+        await stopping;
+
+        Assert.Equal(5, Volatile.Read(ref ran));
+        Assert.True(executor.Completion.IsCompleted);
+        Assert.Single(logs.WithEvent("ShutdownDrained"));
+        Assert.Empty(logs.WithEvent("ShutdownAbandoned"));
+    }
+
+    [Fact]
+    public async Task StopAsync_DeadlinePassed_HandsQueuedItemsToEveryHandlerAndLogsTheCount()
+    {
+        var logs = new CapturingLoggerProvider();
+        var recording = new RecordingHandler();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
+        builder.Services.AddSingleton<IAbandonedWorkHandler, ThrowingHandler>();
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        var queued = new List<Action>();
+        for (var i = 0; i < 3; i++)
+        {
+            Action item = () => { };
+            queued.Add(item);
+            executor.Execute(item);
+        }
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        var (name, items) = Assert.Single(recording.Calls);
+        Assert.Equal("payments", name);
+        Assert.Equal(queued, items.Select(i => i.Callback));
+        var abandoned = Assert.Single(logs.WithEvent("ShutdownAbandoned"));
+        Assert.Equal(3, abandoned.State["AbandonedCount"]);
+        Assert.Equal(2, abandoned.State["HandlerCount"]);
+        var handlerFailure = Assert.Single(logs.WithEvent("AbandonedWorkHandlerFailed"));
+        Assert.IsType<InvalidOperationException>(handlerFailure.Exception);
+        Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning"));
+        Assert.Equal(3, executor.GetStatistics().Abandoned);
+
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_DeadlinePassedWithoutAHandler_StillLogsTheCount()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("mail");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        var awaited = executor.RunAsync(() => 1);
+        executor.Execute(() => { });
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        var abandoned = Assert.Single(logs.WithEvent("ShutdownAbandoned"));
+        Assert.Equal(2, abandoned.State["AbandonedCount"]);
+        Assert.Equal(0, abandoned.State["HandlerCount"]);
+        Assert.Contains("'mail'", abandoned.Message, StringComparison.Ordinal);
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => awaited);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_ShutdownTimeoutOfTheHost_IsTheDeadline()
+    {
+        var recording = new RecordingHandler();
+        var builder = TestHost.CreateBuilder();
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.Zero);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(() => { });
+
+        await host.StopAsync();
+
+        Assert.Single(Assert.Single(recording.Calls).Items);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+}

@@ -1,0 +1,103 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Options;
+
+namespace BoundedWork.Hosting.Tests;
+
+public sealed class ValidationTests
+{
+    private const string Section = "BoundedWork:Executors:payments";
+
+    [Theory]
+    [InlineData("WorkerCount", "0", "WorkerCount")]
+    [InlineData("WorkerCount", "-2", "WorkerCount")]
+    [InlineData("WorkerCount", "9", "MaxWorkerCount")]
+    [InlineData("MaxWorkerCount", "0", "MaxWorkerCount")]
+    [InlineData("QueueCapacity", "0", "QueueCapacity")]
+    [InlineData("WaitTimeout", "-00:00:05", "WaitTimeout")]
+    [InlineData("RejectionPolicy", "Fastest", "RejectionPolicy")]
+    [InlineData("QueueCapacity", "lots", "QueueCapacity")]
+    public async Task StartAsync_BadSetting_FailsNamingExecutorAndSetting(string key, string value, string namedSetting)
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:MaxWorkerCount"] = "8",
+            [$"{Section}:{key}"] = value,
+        });
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1).BindConfiguration(Section);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Equal("payments", ex.OptionsName);
+        Assert.Contains("Executor 'payments'", ex.Message, StringComparison.Ordinal);
+        Assert.Contains(namedSetting, ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task StartAsync_UnknownPolicyStringInJson_FailsWithValidationExceptionListingThePolicies()
+    {
+        const string json = """
+            { "BoundedWork": { "Executors": { "payments": { "WorkerCount": 2, "RejectionPolicy": "DropEverything" } } } }
+            """;
+        var builder = TestHost.CreateBuilder(json: json);
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section).ValidateOnStart();
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Contains("Executor 'payments'", ex.Message, StringComparison.Ordinal);
+        Assert.Contains("DropEverything", ex.Message, StringComparison.Ordinal);
+        Assert.Contains($"{Section}:RejectionPolicy", ex.Message, StringComparison.Ordinal);
+        Assert.Contains("Abort, CallerRuns, Discard, DiscardOldest, Wait", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task StartAsync_SeveralBadSettings_ReportsEachOne()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 0;
+            o.QueueCapacity = 0;
+        });
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Contains(ex.Failures, f => f.Contains("WorkerCount", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("QueueCapacity", StringComparison.Ordinal));
+        Assert.All(ex.Failures, f => Assert.StartsWith("Executor 'payments': ", f, StringComparison.Ordinal));
+    }
+
+    [Fact]
+    public async Task StartAsync_OnlyTheBadExecutorIsNamed()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddBoundedExecutor("mail", o => o.QueueCapacity = -1);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Equal("mail", ex.OptionsName);
+        Assert.DoesNotContain("payments", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task StartAsync_ValidSettings_Starts()
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:WorkerCount"] = "2",
+            [$"{Section}:RejectionPolicy"] = "DiscardOldest",
+        });
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section);
+        using var host = builder.Build();
+
+        await host.StartAsync();
+
+        Assert.Equal(RejectionPolicy.DiscardOldest, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").RejectionPolicy);
+        await host.StopAsync();
+    }
+}
