@@ -111,6 +111,45 @@ public sealed class LifecycleTests
         await executor.Completion.WaitAsync(TestHost.Patience);
     }
 
+    /// <summary>A scoped handler, as an outbox over a unit of work would be.</summary>
+    private sealed class ScopedOutbox(ConcurrentQueue<int> written) : IAbandonedWorkHandler, IDisposable
+    {
+        public bool Disposed { get; private set; }
+
+        public Task HandleAsync(string executorName, IReadOnlyList<WorkItem> items)
+        {
+            Assert.False(Disposed);
+            written.Enqueue(items.Count);
+            return Task.CompletedTask;
+        }
+
+        public void Dispose() => Disposed = true;
+    }
+
+    [Fact]
+    public async Task StopAsync_DeadlinePassed_ResolvesScopedHandlersInAScope()
+    {
+        var written = new ConcurrentQueue<int>();
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddSingleton(written);
+        builder.Services.AddScoped<IAbandonedWorkHandler, ScopedOutbox>();
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(() => { });
+        executor.Execute(() => { });
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        Assert.Equal([2], written);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
     [Fact]
     public async Task StopAsync_DeadlinePassedWithoutAHandler_StillLogsTheCount()
     {

@@ -7,6 +7,27 @@ namespace BoundedWork.Hosting.Tests;
 
 public sealed class RegistrationTests
 {
+    private sealed class PaymentCallbacks([FromKeyedServices("payments")] BoundedExecutor executor)
+    {
+        public BoundedExecutor Executor { get; } = executor;
+    }
+
+    [Fact]
+    public async Task FromKeyedServices_InjectsTheNamedExecutor()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
+        builder.Services.AddSingleton<PaymentCallbacks>();
+        using var host = builder.Build();
+        await host.StartAsync();
+
+        var callbacks = host.Services.GetRequiredService<PaymentCallbacks>();
+
+        Assert.Same(host.Services.GetRequiredService<IBoundedExecutorRegistry>().GetExecutor("payments"), callbacks.Executor);
+        await host.StopAsync();
+    }
+
     [Fact]
     public async Task AddBoundedExecutor_KeyedService_ResolvesTheNamedExecutor()
     {

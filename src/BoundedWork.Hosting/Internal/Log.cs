@@ -25,7 +25,7 @@ internal static partial class Log
     public static partial void ExecutorResized(this ILogger logger, string executorName, int previousWorkerCount, int workerCount);
 
     [LoggerMessage(EventId = 5, EventName = "InvalidReload", Level = LogLevel.Warning,
-        Message = "Reloaded configuration of executor '{ExecutorName}' is invalid and was ignored; it keeps its last valid settings ({WorkerCount} workers). {Failures}")]
+        Message = "Reloaded configuration of executor '{ExecutorName}' is invalid and was ignored; it keeps its last valid settings (WorkerCount {WorkerCount}). {Failures}")]
     public static partial void InvalidReload(this ILogger logger, string executorName, int workerCount, string failures);
 
     [LoggerMessage(EventId = 6, EventName = "RestartRequired", Level = LogLevel.Warning,
