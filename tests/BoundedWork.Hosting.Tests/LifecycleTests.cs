@@ -198,4 +198,26 @@ public sealed class LifecycleTests
         gate.Open();
         await executor.Completion.WaitAsync(TestHost.Patience);
     }
+
+    [Fact]
+    public async Task DisposeAsync_OfAProviderWithoutAHost_DrainsTheExecutors()
+    {
+        var services = new ServiceCollection();
+        services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        var provider = services.BuildServiceProvider();
+        var executor = provider.GetRequiredService<IBoundedExecutorRegistry>().GetExecutor("payments");
+        using var gate = new Gate();
+        var ran = 0;
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(() => Interlocked.Increment(ref ran));
+
+        var disposing = provider.DisposeAsync().AsTask();
+        Assert.True(executor.IsShutdown);
+        gate.Open();
+        await disposing.WaitAsync(TestHost.Patience);
+
+        Assert.Equal(1, Volatile.Read(ref ran));
+        Assert.True(executor.Completion.IsCompleted);
+    }
 }

@@ -85,10 +85,15 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         }
     }
 
+    /// <summary>
+    /// Drains the executors nobody has shut down (a provider used without a host). Executors the host already shut
+    /// down are not waited for again: their deadline has passed.
+    /// </summary>
     public async ValueTask DisposeAsync()
     {
         _changeSubscription?.Dispose();
-        await Task.WhenAll(CreatedExecutors.Select(executor => executor.DisposeAsync().AsTask())).ConfigureAwait(false);
+        var running = CreatedExecutors.Where(executor => !executor.IsShutdown);
+        await Task.WhenAll(running.Select(executor => executor.DisposeAsync().AsTask())).ConfigureAwait(false);
     }
 
     private BoundedExecutor GetOrCreate(string name)
