@@ -232,8 +232,21 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         return RunCore<TResult>(function, cancellationToken);
     }
 
-    /// <inheritdoc/>
-    public async ValueTask DisposeAsync() => await ShutdownAsync(CancellationToken.None).ConfigureAwait(false);
+    /// <summary>
+    /// Shuts down gracefully: stops accepting, drains the queue and waits for the workers to exit. If a shutdown
+    /// deadline has already passed (<see cref="ShutdownAsync(CancellationToken)"/> abandoned the queue), it returns
+    /// at once instead of waiting again for items that are still running; <see cref="Completion"/> tells when they end.
+    /// </summary>
+    /// <returns>A task that completes when the executor is disposed.</returns>
+    public async ValueTask DisposeAsync()
+    {
+        if ((Volatile.Read(ref _state) & AbandonBit) != 0)
+        {
+            return;
+        }
+
+        await ShutdownAsync(CancellationToken.None).ConfigureAwait(false);
+    }
 
     private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
 

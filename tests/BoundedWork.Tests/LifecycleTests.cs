@@ -154,4 +154,20 @@ public class LifecycleTests
         Assert.Equal(0, statistics.LiveWorkerCount);
         Assert.True(executor.Completion.IsCompletedSuccessfully);
     }
+
+    [Fact]
+    public async Task DisposeAsync_AfterADeadlinePassed_ReturnsWithoutWaitingForRunningItems()
+    {
+        var executor = TestKit.Create(workers: 1);
+        using var gate = new Gate();
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        await executor.ShutdownAsync(TimeSpan.Zero);
+
+        await executor.DisposeAsync().AsTask().WaitAsync(TestKit.Safety);
+
+        Assert.False(executor.Completion.IsCompleted); // the item is still running, never interrupted
+        gate.Open();
+        await executor.Completion.WaitAsync(TestKit.Safety);
+    }
 }
