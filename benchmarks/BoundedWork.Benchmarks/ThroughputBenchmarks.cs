@@ -1,0 +1,297 @@
+using System.Threading.Tasks.Dataflow;
+using BenchmarkDotNet.Attributes;
+using BoundedWork.Benchmarks.Contenders;
+using BoundedWork.Benchmarks.Infrastructure;
+
+namespace BoundedWork.Benchmarks;
+
+/// <summary>
+/// Throughput of tiny items: each operation pushes <see cref="Items"/> items (one interlocked decrement each)
+/// from <see cref="Producers"/> dedicated producer threads through a contender with <see cref="Workers"/>
+/// consumers and a queue of <see cref="Capacity"/>, and ends when the last item has run. Times, allocations,
+/// ThreadPool work items and lock contentions are reported per item (<c>OperationsPerInvoke</c>).
+/// </summary>
+/// <remarks>
+/// Executors, threads, blocks and limiters are built once per benchmark case in a GlobalSetup and torn down in
+/// GlobalCleanup, never per operation. Every contender bounds its queue at <see cref="Capacity"/> and makes its
+/// producers wait when it is full (backpressure); the ThreadPool contender is the exception (unbounded, and its
+/// concurrency is the pool's, not <see cref="Workers"/>).
+/// </remarks>
+[MemoryDiagnoser]
+[Net10ThreadingDiagnoser]
+public class ThroughputBenchmarks
+{
+    public const int Items = 100_000;
+    public const int Capacity = 1024;
+
+    private readonly WorkCounter _counter = new();
+    private readonly Func<string> _describe;
+    private ProducerGang? _producers;
+    private ChannelWorkerPool? _channel;
+    private BoundedExecutor? _executor;
+    private ActionBlock<Action>? _block;
+    private LimiterGate? _limiter;
+    private Task[][]? _windows;
+
+    [Params(1, 2, 4)]
+    public int Workers { get; set; }
+
+    [Params(1, 2)]
+    public int Producers { get; set; }
+
+    public ThroughputBenchmarks()
+    {
+        // Cached: a method group passed per operation would allocate a delegate every time and show up as 64 B/op.
+        _describe = Describe;
+    }
+
+    [GlobalSetup(Target = nameof(RawChannel))]
+    public void SetupRawChannel()
+    {
+        _channel = new ChannelWorkerPool(Workers, Capacity);
+        var work = _counter.Work;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                _channel.Submit(work);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Executor_Execute))]
+    public void SetupExecutorExecute()
+    {
+        _executor = CreateExecutor(flowExecutionContext: false);
+        var work = _counter.Work;
+        var executor = _executor;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                executor.Execute(work);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Executor_ExecuteWithState))]
+    public void SetupExecutorExecuteWithState()
+    {
+        _executor = CreateExecutor(flowExecutionContext: false);
+        var counter = _counter;
+        var executor = _executor;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                executor.Execute(static c => c.Signal(), counter);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Executor_Execute_FlowContext))]
+    public void SetupExecutorExecuteFlowContext()
+    {
+        _executor = CreateExecutor(flowExecutionContext: true);
+        var work = _counter.Work;
+        var executor = _executor;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                executor.Execute(work);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Executor_RunAsync))]
+    public void SetupExecutorRunAsync()
+    {
+        _executor = CreateExecutor(flowExecutionContext: false);
+        var work = _counter.Work;
+        var executor = _executor;
+
+        // Each producer keeps at most Capacity / Producers tasks outstanding and waits for the task it submitted
+        // that many items earlier before submitting another: "submit, then wait for the tasks", bounded so that the
+        // queue never overflows and every submit takes RunAsync's fast path (no Wait-policy async wait).
+        _windows = new Task[Producers][];
+        for (var p = 0; p < Producers; p++)
+        {
+            _windows[p] = new Task[Capacity / Producers];
+        }
+
+        var windows = _windows;
+        StartProducers((index, count) =>
+        {
+            var window = windows[index];
+            for (var i = 0; i < count; i++)
+            {
+                ref var slot = ref window[i % window.Length];
+                slot?.Wait();
+                slot = executor.RunAsync(work);
+            }
+
+            for (var i = 0; i < window.Length; i++)
+            {
+                window[i]?.Wait();
+                window[i] = null!;
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(ThreadPool_UnsafeQueue))]
+    public void SetupThreadPool()
+    {
+        var counter = _counter;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                ThreadPool.UnsafeQueueUserWorkItem(static c => c.Signal(), counter, preferLocal: false);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Dataflow_ActionBlock))]
+    public void SetupActionBlock()
+    {
+        _block = new ActionBlock<Action>(static action => action(), new ExecutionDataflowBlockOptions
+        {
+            MaxDegreeOfParallelism = Workers,
+            BoundedCapacity = Capacity,
+        });
+        var block = _block;
+        var work = _counter.Work;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                if (!block.Post(work) && !block.SendAsync(work).GetAwaiter().GetResult())
+                {
+                    throw new InvalidOperationException("The ActionBlock declined an item.");
+                }
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Limiter_ConcurrencyLimiter))]
+    public void SetupLimiter()
+    {
+        _limiter = new LimiterGate(Workers, Capacity, _counter.Work);
+        var limiter = _limiter;
+        StartProducers((_, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                limiter.Submit();
+            }
+        });
+    }
+
+    [GlobalCleanup]
+    public void Cleanup()
+    {
+        _producers?.Dispose();
+        _producers = null;
+        _channel?.Dispose();
+        _channel = null;
+        if (_executor is not null)
+        {
+            var result = _executor.ShutdownAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult();
+            if (result.AbandonedItems.Count > 0 || !result.WorkersExited)
+            {
+                Console.Error.WriteLine($"Executor shutdown: {result.AbandonedItems.Count} abandoned, workers exited: {result.WorkersExited}.");
+            }
+
+            _executor = null;
+        }
+
+        if (_block is not null)
+        {
+            _block.Complete();
+            _block.Completion.Wait(TimeSpan.FromSeconds(10));
+            _block = null;
+        }
+
+        _limiter?.Dispose();
+        _limiter = null;
+        _windows = null;
+    }
+
+    /// <summary>A bounded <c>Channel&lt;Action&gt;</c> drained by W dedicated threads (what people hand-roll).</summary>
+    [Benchmark(Baseline = true, OperationsPerInvoke = Items)]
+    public void RawChannel() => RunOperation();
+
+    /// <summary><c>BoundedExecutor.Execute(Action)</c>, Wait policy, no ExecutionContext flow.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_Execute() => RunOperation();
+
+    /// <summary><c>BoundedExecutor.Execute&lt;TState&gt;(static lambda, state)</c>, Wait policy, no ExecutionContext flow.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_ExecuteWithState() => RunOperation();
+
+    /// <summary><c>BoundedExecutor.Execute(Action)</c> with the default ExecutionContext flow on.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_Execute_FlowContext() => RunOperation();
+
+    /// <summary><c>BoundedExecutor.RunAsync(Action)</c>: the task-returning path, each task waited for.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_RunAsync() => RunOperation();
+
+    /// <summary><c>ThreadPool.UnsafeQueueUserWorkItem</c> (unbounded; the pool picks its own thread count).</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void ThreadPool_UnsafeQueue() => RunOperation();
+
+    /// <summary>TPL Dataflow <c>ActionBlock</c>, MaxDegreeOfParallelism = W, BoundedCapacity = capacity.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Dataflow_ActionBlock() => RunOperation();
+
+    /// <summary>ThreadPool work gated by <c>ConcurrencyLimiter</c> (PermitLimit = W, QueueLimit = capacity).</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Limiter_ConcurrencyLimiter() => RunOperation();
+
+    private void RunOperation()
+    {
+        _counter.Reset(Items);
+        _producers!.Run(_describe);
+        _counter.Wait(_describe);
+    }
+
+    private void StartProducers(Action<int, int> produce) => _producers = new ProducerGang(Producers, Items, produce);
+
+    private BoundedExecutor CreateExecutor(bool flowExecutionContext) => new(new BoundedExecutorOptions
+    {
+        Name = "bench",
+        WorkerCount = Workers,
+        MaxWorkerCount = Math.Max(Workers, 4),
+        QueueCapacity = Capacity,
+        RejectionPolicy = RejectionPolicy.Wait,
+        FlowExecutionContext = flowExecutionContext,
+    });
+
+    private string Describe()
+    {
+        var parts = new List<string> { $"Workers={Workers}, Producers={Producers}." };
+        if (_executor is not null)
+        {
+            parts.Add($"Executor: {_executor.GetStatistics()}");
+        }
+
+        if (_channel is not null)
+        {
+            parts.Add($"Channel: {_channel.Count} queued.");
+        }
+
+        if (_block is not null)
+        {
+            parts.Add($"ActionBlock: {_block.InputCount} queued.");
+        }
+
+        if (_limiter is not null)
+        {
+            parts.Add(_limiter.Describe());
+        }
+
+        return string.Join(" ", parts);
+    }
+}
