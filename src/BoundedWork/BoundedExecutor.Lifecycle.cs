@@ -85,10 +85,10 @@ public sealed partial class BoundedExecutor
         var rejected = Interlocked.Read(ref _rejected);
         var discarded = Interlocked.Read(ref _discarded);
         var abandoned = Interlocked.Read(ref _abandoned);
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
 
         // Read last: every outcome above was counted after its submission, so Submitted is never behind them.
-        var submitted = Interlocked.Read(ref _submitted);
+        var submitted = Interlocked.Read(ref _submitted.Value);
         return new BoundedExecutorStatistics
         {
             Name = Name,
@@ -114,10 +114,10 @@ public sealed partial class BoundedExecutor
 
     private void BeginShutdown()
     {
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
         while ((state & ShutdownBit) == 0)
         {
-            var previous = Interlocked.CompareExchange(ref _state, state | ShutdownBit, state);
+            var previous = Interlocked.CompareExchange(ref _state.Value, state | ShutdownBit, state);
             if (previous == state)
             {
                 break;
@@ -141,10 +141,10 @@ public sealed partial class BoundedExecutor
     /// <summary>Stops the drain: claims every unclaimed item at once and hands them back, oldest first.</summary>
     private List<WorkItem> AbandonQueuedItems()
     {
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
         while (true)
         {
-            var previous = Interlocked.CompareExchange(ref _state, (state | ShutdownBit | AbandonBit) & ~CountMask, state);
+            var previous = Interlocked.CompareExchange(ref _state.Value, (state | ShutdownBit | AbandonBit) & ~CountMask, state);
             if (previous == state)
             {
                 break;

@@ -12,7 +12,7 @@ public sealed partial class BoundedExecutor
     private const long ShutdownBit = 1L << 40;
     private const long AbandonBit = 1L << 41;
 
-    private long _state;
+    private PaddedInt64 _state;
 
     private enum Admission
     {
@@ -25,7 +25,7 @@ public sealed partial class BoundedExecutor
     /// <summary>Reserves a queue slot; <paramref name="wasEmpty"/> tells whether the queue was empty before.</summary>
     private Admission TryAdmit(out bool wasEmpty)
     {
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
         while (true)
         {
             wasEmpty = false;
@@ -40,7 +40,7 @@ public sealed partial class BoundedExecutor
                 return Admission.Full;
             }
 
-            var previous = Interlocked.CompareExchange(ref _state, state + 1, state);
+            var previous = Interlocked.CompareExchange(ref _state.Value, state + 1, state);
             if (previous == state)
             {
                 wasEmpty = count == 0;
@@ -66,7 +66,7 @@ public sealed partial class BoundedExecutor
 
     private bool TryExecuteCore(object callback, object? state, Action<object, object?> invoker)
     {
-        Interlocked.Increment(ref _submitted);
+        Interlocked.Increment(ref _submitted.Value);
         var admission = TryAdmit(out var wasEmpty);
         var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
         if (admission == Admission.Admitted)
@@ -81,7 +81,7 @@ public sealed partial class BoundedExecutor
 
     private void ExecuteCore(object callback, object? state, Action<object, object?> invoker, CancellationToken cancellationToken)
     {
-        Interlocked.Increment(ref _submitted);
+        Interlocked.Increment(ref _submitted.Value);
         var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
         while (true)
         {
@@ -140,7 +140,7 @@ public sealed partial class BoundedExecutor
             }
         }
 
-        Interlocked.Increment(ref _submitted);
+        Interlocked.Increment(ref _submitted.Value);
         var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
         var admission = TryAdmit(out var wasEmpty);
         if (admission == Admission.Admitted)
@@ -170,7 +170,7 @@ public sealed partial class BoundedExecutor
 
     private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken)
     {
-        Interlocked.Increment(ref _submitted);
+        Interlocked.Increment(ref _submitted.Value);
         if (cancellationToken.IsCancellationRequested)
         {
             Interlocked.Increment(ref _cancelled);

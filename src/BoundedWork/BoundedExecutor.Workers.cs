@@ -10,7 +10,7 @@ public sealed partial class BoundedExecutor
 
     private readonly List<Worker> _workers = [];
     private readonly SemaphoreSlim _wakeSignal = new(0);
-    private int _parked;
+    private PaddedInt32 _parked;
     private int _targetWorkers;
     private int _liveWorkers;
     private int _retireDebt;
@@ -134,7 +134,7 @@ public sealed partial class BoundedExecutor
                 return true;
             }
 
-            var state = Volatile.Read(ref _state);
+            var state = Volatile.Read(ref _state.Value);
             if ((state & AbandonBit) != 0 || ((state & ShutdownBit) != 0 && (state & CountMask) == 0))
             {
                 return false;
@@ -150,7 +150,7 @@ public sealed partial class BoundedExecutor
     /// <summary>Claims one unclaimed item; fails when none is queued or a shutdown deadline has passed.</summary>
     private bool TryClaim(out long remaining)
     {
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
         while (true)
         {
             remaining = 0;
@@ -159,7 +159,7 @@ public sealed partial class BoundedExecutor
                 return false;
             }
 
-            var previous = Interlocked.CompareExchange(ref _state, state - 1, state);
+            var previous = Interlocked.CompareExchange(ref _state.Value, state - 1, state);
             if (previous == state)
             {
                 remaining = (state & CountMask) - 1;
@@ -202,7 +202,7 @@ public sealed partial class BoundedExecutor
             // More work is queued: make sure a parked worker helps (a cascade, one wake-up per claim).
             WakeOneWorker();
         }
-        else if ((Volatile.Read(ref _state) & ShutdownBit) != 0)
+        else if ((Volatile.Read(ref _state.Value) & ShutdownBit) != 0)
         {
             // The drain is over: parked workers must wake up to exit.
             WakeAllWorkers();
@@ -303,7 +303,7 @@ public sealed partial class BoundedExecutor
 
     private bool HasReasonToWake()
     {
-        var state = Volatile.Read(ref _state);
+        var state = Volatile.Read(ref _state.Value);
         return (state & CountMask) != 0 || (state & (ShutdownBit | AbandonBit)) != 0 || Volatile.Read(ref _retireDebt) > 0;
     }
 
@@ -313,13 +313,13 @@ public sealed partial class BoundedExecutor
     /// </summary>
     private void Park()
     {
-        Interlocked.Increment(ref _parked);
+        Interlocked.Increment(ref _parked.Value);
         if (HasReasonToWake())
         {
-            var parked = Volatile.Read(ref _parked);
+            var parked = Volatile.Read(ref _parked.Value);
             while (parked > 0)
             {
-                var previous = Interlocked.CompareExchange(ref _parked, parked - 1, parked);
+                var previous = Interlocked.CompareExchange(ref _parked.Value, parked - 1, parked);
                 if (previous == parked)
                 {
                     return;
@@ -336,10 +336,10 @@ public sealed partial class BoundedExecutor
 
     private void WakeOneWorker()
     {
-        var parked = Volatile.Read(ref _parked);
+        var parked = Volatile.Read(ref _parked.Value);
         while (parked > 0)
         {
-            var previous = Interlocked.CompareExchange(ref _parked, parked - 1, parked);
+            var previous = Interlocked.CompareExchange(ref _parked.Value, parked - 1, parked);
             if (previous == parked)
             {
                 _wakeSignal.Release();
@@ -352,7 +352,7 @@ public sealed partial class BoundedExecutor
 
     private void WakeAllWorkers()
     {
-        var parked = Interlocked.Exchange(ref _parked, 0);
+        var parked = Interlocked.Exchange(ref _parked.Value, 0);
         if (parked > 0)
         {
             _wakeSignal.Release(parked);

@@ -36,7 +36,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     private readonly SpaceWaiters _spaceWaiters = new();
     private readonly ExecutorInstruments _instruments;
 
-    private long _submitted;
+    private PaddedInt64 _submitted;
     private long _rejected;
     private long _discarded;
     private long _cancelled;
@@ -105,10 +105,10 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     public RejectionPolicy RejectionPolicy => _policy;
 
     /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
-    public bool IsShutdown => (Volatile.Read(ref _state) & ShutdownBit) != 0;
+    public bool IsShutdown => (Volatile.Read(ref _state.Value) & ShutdownBit) != 0;
 
     /// <summary>Gets the number of items waiting in the queue now.</summary>
-    public int QueueLength => (int)(Volatile.Read(ref _state) & CountMask);
+    public int QueueLength => (int)(Volatile.Read(ref _state.Value) & CountMask);
 
     /// <summary>
     /// Gets a value indicating whether the current thread is one of this executor's worker threads.
@@ -240,7 +240,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     /// <returns>A task that completes when the executor is disposed.</returns>
     public async ValueTask DisposeAsync()
     {
-        if ((Volatile.Read(ref _state) & AbandonBit) != 0)
+        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
         {
             return;
         }

@@ -9,7 +9,7 @@ internal readonly struct QueuedItem
     public static readonly Action<object, object?> InvokeAction = static (callback, _) => ((Action)callback)();
 
     /// <summary>
-    /// The user's delegate, invoked through <see cref="Invoker"/>, or an <see cref="AwaitedItem"/> when
+    /// The user's delegate, invoked through <see cref="Invoker"/>, or an <see cref="IAwaitedItem"/> when
     /// <see cref="Invoker"/> is <see langword="null"/>.
     /// </summary>
     public readonly object Callback;
@@ -27,10 +27,10 @@ internal readonly struct QueuedItem
         EnqueuedTimestamp = enqueuedTimestamp;
     }
 
-    public AwaitedItem? Awaited => Invoker is null ? (AwaitedItem)Callback : null;
+    public IAwaitedItem? Awaited => Invoker is null ? (IAwaitedItem)Callback : null;
 
     public WorkItem ToWorkItem() => Invoker is null
-        ? ((AwaitedItem)Callback).ToWorkItem()
+        ? ((IAwaitedItem)Callback).ToWorkItem()
         : new WorkItem((Delegate)Callback, State, Invoker, isAwaited: false);
 }
 

@@ -1,26 +1,29 @@
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// A <c>RunAsync</c> item: the promise whose task the caller awaits. Continuations always run asynchronously,
-/// so an awaiting caller never resumes on a worker thread.
+/// A <c>RunAsync</c> item: it is itself the promise whose task the caller awaits (two allocations per item: this
+/// object and its task). Continuations always run asynchronously, so an awaiting caller never resumes on a worker.
 /// </summary>
-internal sealed class RunItem<TResult> : AwaitedItem
+internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaitedItem
 {
-    private readonly TaskCompletionSource<TResult> _promise = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private const int Queued = 0;
+    private const int Claimed = 1;
     private readonly Delegate _work;
     private readonly ExecutionContext? _context;
     private readonly BoundedExecutor _owner;
     private CancellationToken _cancellationToken;
     private CancellationTokenRegistration _registration;
+    private int _state;
 
     public RunItem(BoundedExecutor owner, Delegate work, ExecutionContext? context)
+        : base(TaskCreationOptions.RunContinuationsAsynchronously)
     {
         _owner = owner;
         _work = work;
         _context = context;
     }
 
-    public Task<TResult> Task => _promise.Task;
+    public bool TryClaim() => Interlocked.CompareExchange(ref _state, Claimed, Queued) == Queued;
 
     /// <summary>Cancels the item if <paramref name="cancellationToken"/> fires before a worker claims it.</summary>
     public void RegisterCancellation(CancellationToken cancellationToken)
@@ -32,7 +35,7 @@ internal sealed class RunItem<TResult> : AwaitedItem
         }
     }
 
-    public override ItemOutcome Run(ExecutionContext? restoreTo)
+    public ItemOutcome Run(ExecutionContext? restoreTo)
     {
         _registration.Unregister();
         if (_context is not null)
@@ -44,18 +47,18 @@ internal sealed class RunItem<TResult> : AwaitedItem
         try
         {
             var result = _work is Func<TResult> func ? func() : InvokeAction();
-            _promise.TrySetResult(result);
+            TrySetResult(result);
             return ItemOutcome.Completed;
         }
         catch (OperationCanceledException ex) when (ex.CancellationToken == _cancellationToken && _cancellationToken.IsCancellationRequested)
         {
-            _promise.TrySetCanceled(_cancellationToken);
+            TrySetCanceled(_cancellationToken);
             return ItemOutcome.Cancelled;
         }
         catch (Exception ex)
         {
             activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
-            _promise.TrySetException(ex);
+            TrySetException(ex);
             return ItemOutcome.Failed;
         }
         finally
@@ -68,19 +71,19 @@ internal sealed class RunItem<TResult> : AwaitedItem
         }
     }
 
-    public override void Reject(RejectedExecutionException exception)
+    public void Reject(RejectedExecutionException exception)
     {
         _registration.Unregister();
-        _promise.TrySetException(exception);
+        TrySetException(exception);
     }
 
-    public override void Abandon()
+    public void Abandon()
     {
         _registration.Unregister();
-        _promise.TrySetCanceled();
+        TrySetCanceled();
     }
 
-    public override WorkItem ToWorkItem() => new(_work, null, null, isAwaited: true);
+    public WorkItem ToWorkItem() => new(_work, null, null, isAwaited: true);
 
     private TResult InvokeAction()
     {
@@ -92,7 +95,7 @@ internal sealed class RunItem<TResult> : AwaitedItem
     {
         if (TryClaim())
         {
-            _promise.TrySetCanceled(_cancellationToken);
+            TrySetCanceled(_cancellationToken);
             _owner.OnAwaitedItemCancelled();
         }
     }
