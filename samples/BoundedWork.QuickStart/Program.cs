@@ -26,13 +26,15 @@ executor.Execute(() => LegacyCrm.SendMail("receipt for order 42"));
 executor.Execute(() => throw new InvalidOperationException("mail server down"));
 
 // 3. The problem and the fix, side by side: the same blocking calls, first on the shared pool, then on the
-//    executor, while we time how long the ThreadPool takes to run a trivial work item.
+//    executor, while a separate thread times how long the ThreadPool takes to start a trivial work item
+//    (as a request, a timer or an await continuation would need it to).
 Console.WriteLine();
-Console.WriteLine($"{BlockingCalls} blocking calls of {blockingCall.TotalMilliseconds} ms each, ThreadPool probe latency:");
-var onPool = await MeasureAsync(() => Task.WhenAll(Enumerable.Range(0, BlockingCalls).Select(_ => Task.Run(() => Thread.Sleep(blockingCall)))));
-Console.WriteLine($"  on the shared ThreadPool (Task.Run): worst probe {onPool.TotalMilliseconds,7:F1} ms");
-var onExecutor = await MeasureAsync(() => Task.WhenAll(Enumerable.Range(0, BlockingCalls).Select(_ => executor.RunAsync(() => Thread.Sleep(blockingCall)))));
-Console.WriteLine($"  on BoundedExecutor 'legacy':         worst probe {onExecutor.TotalMilliseconds,7:F1} ms");
+Console.WriteLine($"{BlockingCalls} blocking calls of {blockingCall.TotalMilliseconds} ms each; how long the ThreadPool takes to start a trivial item:");
+var onPool = MeasurePoolLatency(done => ThreadPool.UnsafeQueueUserWorkItem(
+    static state => { Thread.Sleep(state.Call); state.Done.Signal(); }, (Call: blockingCall, Done: done), preferLocal: false));
+Console.WriteLine($"  blocking calls on the shared ThreadPool: worst {onPool.TotalMilliseconds,8:F1} ms");
+var onExecutor = MeasurePoolLatency(done => executor.Execute(() => { Thread.Sleep(blockingCall); done.Signal(); }));
+Console.WriteLine($"  blocking calls on BoundedExecutor:       worst {onExecutor.TotalMilliseconds,8:F1} ms");
 
 // 4. Operators resize at runtime and read one consistent snapshot.
 executor.Resize(16);
@@ -45,20 +47,31 @@ Console.WriteLine($"Statistics: workers {statistics.LiveWorkerCount}/{statistics
 var shutdown = await executor.ShutdownAsync(TimeSpan.FromSeconds(5));
 Console.WriteLine($"Shut down: drained={shutdown.Drained}, abandoned={shutdown.AbandonedItems.Count}");
 
-static async Task<TimeSpan> MeasureAsync(Func<Task> load)
+// Starts the blocking calls, then probes the pool from a dedicated thread every 10 ms until they are done.
+TimeSpan MeasurePoolLatency(Action<CountdownEvent> startOneCall)
 {
-    var running = load();
+    using var done = new CountdownEvent(BlockingCalls);
     var worst = TimeSpan.Zero;
-    while (!running.IsCompleted)
+    var prober = new Thread(() =>
     {
-        var started = Stopwatch.GetTimestamp();
-        await Task.Run(() => { });
-        var latency = Stopwatch.GetElapsedTime(started);
-        worst = latency > worst ? latency : worst;
-        await Task.Delay(10);
-    }
+        for (var i = 0; i < BlockingCalls; i++)
+        {
+            startOneCall(done);
+        }
 
-    await running;
+        while (!done.IsSet)
+        {
+            using var ran = new ManualResetEventSlim();
+            var started = Stopwatch.GetTimestamp();
+            ThreadPool.UnsafeQueueUserWorkItem(static gate => gate.Set(), ran, preferLocal: false);
+            ran.Wait();
+            var latency = Stopwatch.GetElapsedTime(started);
+            worst = latency > worst ? latency : worst;
+            done.Wait(10);
+        }
+    });
+    prober.Start();
+    prober.Join();
     return worst;
 }
 
