@@ -243,32 +243,28 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>Counts an item as rejected and reports it; returns the exception for callers that throw it.</summary>
-    private RejectedExecutionException Reject(in QueuedItem item, RejectionReason reason)
+    private RejectedExecutionException Reject(in QueuedItem item, RejectionReason reason) => ReportNotRun(item, reason, ref _rejected);
+
+    /// <summary>Counts an item as discarded (dropped or evicted) and reports it.</summary>
+    private void Discard(in QueuedItem item, RejectionReason reason) => ReportNotRun(item, reason, ref _discarded);
+
+    /// <summary>
+    /// Counts an item that will not run in <paramref name="counter"/>, faults its task if it is awaited, and tells
+    /// <see cref="BoundedExecutorOptions.OnRejected"/>. An awaited item its caller cancelled meanwhile is already
+    /// counted as cancelled and is left alone.
+    /// </summary>
+    private RejectedExecutionException ReportNotRun(in QueuedItem item, RejectionReason reason, ref long counter)
     {
         var exception = new RejectedExecutionException(Name, reason);
         if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
-            // Its caller cancelled it meanwhile: already counted as cancelled.
             return exception;
         }
 
-        Interlocked.Increment(ref _rejected);
+        Interlocked.Increment(ref counter);
         item.Awaited?.Reject(exception);
         InvokeOnRejected(item, reason);
         return exception;
-    }
-
-    /// <summary>Counts an item as discarded (dropped or evicted) and reports it.</summary>
-    private void Discard(in QueuedItem item, RejectionReason reason)
-    {
-        if (item.Awaited is { } awaited && !awaited.TryClaim())
-        {
-            return;
-        }
-
-        Interlocked.Increment(ref _discarded);
-        item.Awaited?.Reject(new RejectedExecutionException(Name, reason));
-        InvokeOnRejected(item, reason);
     }
 
     /// <summary>Takes the oldest unclaimed item out of a full queue and reports it as evicted.</summary>

@@ -80,7 +80,6 @@ public sealed partial class BoundedExecutor
             IsBackground = true,
             Name = $"{Name}#{worker.Id}",
         };
-        worker.Thread = thread;
         _workers.Add(worker);
         _liveWorkers++;
         _peakWorkers = Math.Max(_peakWorkers, _liveWorkers);

@@ -23,7 +23,6 @@ namespace BoundedWork;
 /// </remarks>
 public sealed partial class BoundedExecutor : IAsyncDisposable
 {
-    private readonly Channel<QueuedItem> _queue;
     private readonly ChannelReader<QueuedItem> _reader;
     private readonly ChannelWriter<QueuedItem> _writer;
     private readonly int _queueCapacity;
@@ -73,14 +72,14 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 
         // The executor's own admission counter bounds the queue (see TryAdmit), so the channel never holds more
         // than QueueCapacity unclaimed items. Readers only ever call TryRead: no continuation is ever scheduled.
-        _queue = Channel.CreateUnbounded<QueuedItem>(new UnboundedChannelOptions
+        var queue = Channel.CreateUnbounded<QueuedItem>(new UnboundedChannelOptions
         {
             SingleReader = false,
             SingleWriter = false,
             AllowSynchronousContinuations = false,
         });
-        _reader = _queue.Reader;
-        _writer = _queue.Writer;
+        _reader = queue.Reader;
+        _writer = queue.Writer;
 
         lock (LifecycleLock)
         {

@@ -27,8 +27,6 @@ internal sealed class Worker
 
     public int Id { get; }
 
-    public Thread? Thread { get; set; }
-
     /// <summary>Gets the worker thread's own clean execution context, restored after each item.</summary>
     public ExecutionContext? CleanContext { get; private set; }
 
