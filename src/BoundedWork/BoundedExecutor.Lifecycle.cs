@@ -99,6 +99,8 @@ public sealed partial class BoundedExecutor
             MaxWorkerCount = MaxWorkerCount,
             QueueLength = (int)(state & CountMask),
             QueueCapacity = _queueCapacity,
+            RejectionPolicy = _policy,
+            WaitTimeout = WaitTimeout,
             Submitted = submitted,
             Completed = completed,
             Failed = failed,

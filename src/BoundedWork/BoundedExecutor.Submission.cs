@@ -23,7 +23,10 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>Reserves a queue slot; <paramref name="wasEmpty"/> tells whether the queue was empty before.</summary>
-    private Admission TryAdmit(out bool wasEmpty)
+    private Admission TryAdmit(out bool wasEmpty) => TryAdmit(out wasEmpty, _queueCapacity);
+
+    /// <summary>Admits one item if fewer than <paramref name="capacity"/> are queued.</summary>
+    private Admission TryAdmit(out bool wasEmpty, int capacity)
     {
         var state = Volatile.Read(ref _state.Value);
         while (true)
@@ -35,7 +38,7 @@ public sealed partial class BoundedExecutor
             }
 
             var count = state & CountMask;
-            if (count >= _queueCapacity)
+            if (count >= capacity)
             {
                 return Admission.Full;
             }
@@ -103,8 +106,18 @@ public sealed partial class BoundedExecutor
                 case RejectionPolicy.Discard:
                     Discard(item, RejectionReason.Discarded);
                     return;
+                case RejectionPolicy.DiscardOldest when EvictOldest():
+                    // The new item takes the evicted one's place, even while the queue is above a capacity
+                    // that was just lowered: one eviction per admission, never more.
+                    admission = TryAdmit(out wasEmpty, int.MaxValue);
+                    if (admission == Admission.Admitted)
+                    {
+                        Publish(item, wasEmpty);
+                        return;
+                    }
+
+                    continue;
                 case RejectionPolicy.DiscardOldest:
-                    EvictOldest();
                     continue;
                 case RejectionPolicy.Wait when IsWorkerThread:
                     // Blocking a worker on its own full queue could deadlock the executor: run inline instead.
@@ -201,8 +214,18 @@ public sealed partial class BoundedExecutor
                 case RejectionPolicy.Discard:
                     Discard(item, RejectionReason.Discarded);
                     return runItem.Task;
+                case RejectionPolicy.DiscardOldest when EvictOldest():
+                    // The new item takes the evicted one's place, even while the queue is above a capacity
+                    // that was just lowered: one eviction per admission, never more.
+                    admission = TryAdmit(out wasEmpty, int.MaxValue);
+                    if (admission == Admission.Admitted)
+                    {
+                        Publish(item, wasEmpty);
+                        return runItem.Task;
+                    }
+
+                    continue;
                 case RejectionPolicy.DiscardOldest:
-                    EvictOldest();
                     continue;
                 case RejectionPolicy.Wait when IsWorkerThread:
                     RunOnCaller(item);
@@ -267,17 +290,18 @@ public sealed partial class BoundedExecutor
         return exception;
     }
 
-    /// <summary>Takes the oldest unclaimed item out of a full queue and reports it as evicted.</summary>
-    private void EvictOldest()
+    /// <summary>Takes the oldest unclaimed item out of a full queue and reports it as evicted; false if there was none.</summary>
+    private bool EvictOldest()
     {
         if (!TryClaim(out _))
         {
             // The queue drained or shut down meanwhile: the caller retries admission.
-            return;
+            return false;
         }
 
         var victim = ReadClaimed();
         Discard(victim, RejectionReason.Evicted);
+        return true;
     }
 
     /// <summary>Runs an item on the submitting thread (CallerRuns, or Wait from a worker of this executor).</summary>
@@ -425,12 +449,13 @@ public sealed partial class BoundedExecutor
 
     private TimeSpan RemainingWait(long started)
     {
-        if (_waitTimeout == Timeout.InfiniteTimeSpan)
+        var waitTimeout = WaitTimeout;
+        if (waitTimeout == Timeout.InfiniteTimeSpan)
         {
             return Timeout.InfiniteTimeSpan;
         }
 
-        var remaining = _waitTimeout - _timeProvider.GetElapsedTime(started);
+        var remaining = waitTimeout - _timeProvider.GetElapsedTime(started);
         return remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero;
     }
 

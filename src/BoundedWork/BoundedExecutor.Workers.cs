@@ -37,37 +37,53 @@ public sealed partial class BoundedExecutor
             throw new ArgumentOutOfRangeException(nameof(workerCount), workerCount, $"The worker count of executor '{Name}' must be between 1 and MaxWorkerCount ({MaxWorkerCount}).");
         }
 
-        var wake = false;
+        bool wake;
         lock (LifecycleLock)
         {
-            if (IsShutdown)
-            {
-                throw new InvalidOperationException($"Executor '{Name}' is shut down and can no longer be resized.");
-            }
-
-            _targetWorkers = workerCount;
-            var effective = _liveWorkers - _retireDebt;
-            if (workerCount > effective)
-            {
-                var needed = workerCount - effective;
-                var keep = Math.Min(_retireDebt, needed);
-                _retireDebt -= keep;
-                for (var i = keep; i < needed; i++)
-                {
-                    StartWorkerUnsynchronized();
-                }
-            }
-            else if (workerCount < effective)
-            {
-                _retireDebt += effective - workerCount;
-                wake = true;
-            }
+            ThrowIfShutdownUnsynchronized();
+            wake = ResizeUnsynchronized(workerCount);
         }
 
         if (wake)
         {
             // Parked workers re-check and the surplus retires; the others park again.
             WakeAllWorkers();
+        }
+    }
+
+    /// <summary>Sets the target worker count; returns <see langword="true"/> if workers must be woken to retire.</summary>
+    private bool ResizeUnsynchronized(int workerCount)
+    {
+        Debug.Assert(Monitor.IsEntered(LifecycleLock));
+        _targetWorkers = workerCount;
+        var effective = _liveWorkers - _retireDebt;
+        if (workerCount > effective)
+        {
+            var needed = workerCount - effective;
+            var keep = Math.Min(_retireDebt, needed);
+            _retireDebt -= keep;
+            for (var i = keep; i < needed; i++)
+            {
+                StartWorkerUnsynchronized();
+            }
+
+            return false;
+        }
+
+        if (workerCount < effective)
+        {
+            _retireDebt += effective - workerCount;
+            return true;
+        }
+
+        return false;
+    }
+
+    private void ThrowIfShutdownUnsynchronized()
+    {
+        if (IsShutdown)
+        {
+            throw new InvalidOperationException($"Executor '{Name}' is shut down and can no longer be reconfigured.");
         }
     }
 

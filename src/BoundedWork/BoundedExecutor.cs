@@ -25,9 +25,9 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 {
     private readonly ChannelReader<QueuedItem> _reader;
     private readonly ChannelWriter<QueuedItem> _writer;
-    private readonly int _queueCapacity;
-    private readonly RejectionPolicy _policy;
-    private readonly TimeSpan _waitTimeout;
+    private volatile int _queueCapacity;
+    private volatile RejectionPolicy _policy;
+    private long _waitTimeoutTicks;
     private readonly bool _flowExecutionContext;
     private readonly TimeProvider _timeProvider;
     private readonly Action<WorkItemFailedArguments>? _onError;
@@ -62,7 +62,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         MaxWorkerCount = options.MaxWorkerCount;
         _queueCapacity = options.QueueCapacity;
         _policy = options.RejectionPolicy;
-        _waitTimeout = options.WaitTimeout;
+        _waitTimeoutTicks = options.WaitTimeout.Ticks;
         _flowExecutionContext = options.FlowExecutionContext;
         _timeProvider = options.TimeProvider;
         _onError = options.OnError;
@@ -102,6 +102,21 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 
     /// <summary>Gets the policy applied when the queue is full.</summary>
     public RejectionPolicy RejectionPolicy => _policy;
+
+    /// <summary>Gets how long the Wait policy waits for room.</summary>
+    public TimeSpan WaitTimeout => TimeSpan.FromTicks(Volatile.Read(ref _waitTimeoutTicks));
+
+    /// <summary>Gets the settings that can change at runtime, as one consistent value.</summary>
+    public BoundedExecutorSettings Settings
+    {
+        get
+        {
+            lock (LifecycleLock)
+            {
+                return SettingsUnsynchronized();
+            }
+        }
+    }
 
     /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
     public bool IsShutdown => (Volatile.Read(ref _state.Value) & ShutdownBit) != 0;
@@ -246,6 +261,76 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 
         await ShutdownAsync(CancellationToken.None).ConfigureAwait(false);
     }
+
+    /// <summary>
+    /// Changes several runtime settings in one validated, atomic step: either every setting in
+    /// <paramref name="change"/> is applied, or (when any is invalid) none is. Items already queued stay queued;
+    /// shrinking the queue capacity evicts nothing, and growing it lets waiting producers in at once.
+    /// </summary>
+    /// <param name="change">The settings to change; <see langword="null"/> properties keep their values.</param>
+    /// <returns>The settings before and after the change.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="change"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">A setting is invalid; the message names each invalid setting, and nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down; nothing changes.</exception>
+    public BoundedExecutorReconfiguration Reconfigure(BoundedExecutorSettingsChange change)
+    {
+        ArgumentNullException.ThrowIfNull(change);
+        var errors = change.GetValidationErrors(MaxWorkerCount);
+        if (errors.Count > 0)
+        {
+            throw new ArgumentException($"Invalid settings change for executor '{Name}': {string.Join(" ", errors.Values)}", nameof(change));
+        }
+
+        BoundedExecutorSettings previous, current;
+        var wakeWorkers = false;
+        lock (LifecycleLock)
+        {
+            ThrowIfShutdownUnsynchronized();
+            previous = SettingsUnsynchronized();
+            if (change.QueueCapacity is { } capacity)
+            {
+                _queueCapacity = capacity;
+            }
+
+            if (change.RejectionPolicy is { } policy)
+            {
+                _policy = policy;
+            }
+
+            if (change.WaitTimeout is { } timeout)
+            {
+                Volatile.Write(ref _waitTimeoutTicks, timeout.Ticks);
+            }
+
+            if (change.WorkerCount is { } workers)
+            {
+                wakeWorkers = ResizeUnsynchronized(workers);
+            }
+
+            current = SettingsUnsynchronized();
+        }
+
+        if (wakeWorkers)
+        {
+            WakeAllWorkers();
+        }
+
+        if (current.QueueCapacity > previous.QueueCapacity || current.RejectionPolicy != previous.RejectionPolicy)
+        {
+            // Waiting producers re-check: there may be room now, or their policy no longer waits.
+            _spaceWaiters.WakeAll();
+        }
+
+        return new BoundedExecutorReconfiguration(previous, current);
+    }
+
+    private BoundedExecutorSettings SettingsUnsynchronized() => new()
+    {
+        WorkerCount = _targetWorkers,
+        QueueCapacity = _queueCapacity,
+        RejectionPolicy = _policy,
+        WaitTimeout = WaitTimeout,
+    };
 
     private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
 

@@ -1,3 +1,5 @@
+using BoundedWork.Internal;
+
 namespace BoundedWork;
 
 /// <summary>
@@ -93,29 +95,10 @@ public sealed class BoundedExecutorOptions
             errors.Add($"MaxWorkerCount must be between 1 and {MaxWorkerLimit} (was {MaxWorkerCount}).");
         }
 
-        if (WorkerCount < 1)
-        {
-            errors.Add($"WorkerCount must be at least 1 (was {WorkerCount}).");
-        }
-        else if (WorkerCount > MaxWorkerCount)
-        {
-            errors.Add($"WorkerCount ({WorkerCount}) must not exceed MaxWorkerCount ({MaxWorkerCount}).");
-        }
-
-        if (QueueCapacity < 1)
-        {
-            errors.Add($"QueueCapacity must be at least 1 (was {QueueCapacity}).");
-        }
-
-        if (!Enum.IsDefined(RejectionPolicy))
-        {
-            errors.Add($"RejectionPolicy '{RejectionPolicy}' is not one of {string.Join(", ", Enum.GetNames<RejectionPolicy>())}.");
-        }
-
-        if (WaitTimeout != Timeout.InfiniteTimeSpan && (WaitTimeout <= TimeSpan.Zero || WaitTimeout.TotalMilliseconds > int.MaxValue))
-        {
-            errors.Add($"WaitTimeout must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan (was {WaitTimeout}).");
-        }
+        SettingsRules.Add(errors, SettingsRules.WorkerCount(WorkerCount, MaxWorkerCount));
+        SettingsRules.Add(errors, SettingsRules.QueueCapacity(QueueCapacity));
+        SettingsRules.Add(errors, SettingsRules.RejectionPolicy(RejectionPolicy));
+        SettingsRules.Add(errors, SettingsRules.WaitTimeout(WaitTimeout));
 
         if (TimeProvider is null)
         {

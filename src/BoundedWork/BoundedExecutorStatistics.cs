@@ -35,6 +35,12 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets the queue capacity.</summary>
     public required int QueueCapacity { get; init; }
 
+    /// <summary>Gets the policy applied when the queue is full.</summary>
+    public required RejectionPolicy RejectionPolicy { get; init; }
+
+    /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
+    public required TimeSpan WaitTimeout { get; init; }
+
     /// <summary>Gets the number of items submitted, whatever became of them.</summary>
     public required long Submitted { get; init; }
 
