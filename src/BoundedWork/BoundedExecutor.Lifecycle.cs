@@ -110,6 +110,7 @@ public sealed partial class BoundedExecutor
             Abandoned = abandoned,
             CallerRuns = Interlocked.Read(ref _callerRuns),
             CallbackFailures = Interlocked.Read(ref _callbackFailures),
+            ThreadPoolBlockingWaits = Interlocked.Read(ref _threadPoolBlockingWaits),
             IsShutdown = (state & ShutdownBit) != 0,
         };
     }

@@ -124,6 +124,7 @@ public sealed partial class BoundedExecutor
                     RunOnCaller(item);
                     return;
                 case RejectionPolicy.Wait:
+                    NoteBlockingWait(BlockingWaitKind.WaitForRoom);
                     admission = WaitForRoom(item, out wasEmpty, cancellationToken);
                     if (admission == Admission.Admitted)
                     {

@@ -32,6 +32,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     private readonly TimeProvider _timeProvider;
     private readonly Action<WorkItemFailedArguments>? _onError;
     private readonly Action<WorkItemRejectedArguments>? _onRejected;
+    private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
     private readonly SpaceWaiters _spaceWaiters = new();
     private readonly ExecutorInstruments _instruments;
 
@@ -44,6 +45,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     private long _callerCompleted;
     private long _callerFailed;
     private long _callbackFailures;
+    private long _threadPoolBlockingWaits;
 
     /// <summary>Creates an executor and starts its worker threads.</summary>
     /// <param name="options">The settings; copied, so later changes to the object have no effect.</param>
@@ -67,6 +69,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         _timeProvider = options.TimeProvider;
         _onError = options.OnError;
         _onRejected = options.OnRejected;
+        _onThreadPoolBlockingWait = options.OnThreadPoolBlockingWait;
         _instruments = new ExecutorInstruments(this, options.MeterFactory);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
 
@@ -380,6 +383,31 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         var activity = BoundedWorkDiagnostics.ActivitySource.StartActivity(BoundedWorkDiagnostics.RunActivityName, ActivityKind.Internal);
         activity?.SetTag(BoundedWorkDiagnostics.ExecutorTag, Name);
         return activity;
+    }
+
+    /// <summary>
+    /// Counts and reports a blocking wait for this executor if the current thread is a ThreadPool thread. Call it
+    /// just before blocking, on the thread that blocks.
+    /// </summary>
+    internal void NoteBlockingWait(BlockingWaitKind kind)
+    {
+        if (!Thread.CurrentThread.IsThreadPoolThread)
+        {
+            return;
+        }
+
+        var total = Interlocked.Increment(ref _threadPoolBlockingWaits);
+        if (_onThreadPoolBlockingWait is { } callback)
+        {
+            try
+            {
+                callback(new ThreadPoolBlockingWaitArguments(Name, kind, total));
+            }
+            catch (Exception)
+            {
+                Interlocked.Increment(ref _callbackFailures);
+            }
+        }
     }
 
     /// <summary>Called by an awaited item whose caller cancelled it before it started.</summary>

@@ -68,6 +68,16 @@ public sealed class BoundedExecutorOptions
     public Action<WorkItemRejectedArguments>? OnRejected { get; set; }
 
     /// <summary>
+    /// Gets or sets the callback told each time a ThreadPool thread is about to block waiting for this executor
+    /// (see <see cref="BlockingWaitKind"/>): the pattern that starves the shared pool, worth a log line with the
+    /// caller's stack. It runs on the blocking thread; an exception it throws is swallowed and counted in
+    /// <see cref="BoundedExecutorStatistics.CallbackFailures"/>. Every such wait is also counted in
+    /// <see cref="BoundedExecutorStatistics.ThreadPoolBlockingWaits"/>, callback or not.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/> (the wait is only counted).</value>
+    public Action<ThreadPoolBlockingWaitArguments>? OnThreadPoolBlockingWait { get; set; }
+
+    /// <summary>
     /// Gets or sets the factory that creates the executor's <c>BoundedWork</c> meter (pass the one from dependency
     /// injection so metrics are scoped to the host).
     /// </summary>

@@ -68,6 +68,13 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets the number of times an <see cref="BoundedExecutorOptions.OnError"/> or <see cref="BoundedExecutorOptions.OnRejected"/> callback threw.</summary>
     public required long CallbackFailures { get; init; }
 
+    /// <summary>
+    /// Gets the number of times a ThreadPool thread blocked waiting for this executor (a Wait-policy submit on a full
+    /// queue, or a synchronous submit-and-wait). Each one holds a shared pool thread hostage: use the asynchronous
+    /// submit methods from request code.
+    /// </summary>
+    public required long ThreadPoolBlockingWaits { get; init; }
+
     /// <summary>Gets a value indicating whether shutdown has begun (the executor accepts no new items).</summary>
     public required bool IsShutdown { get; init; }
 }

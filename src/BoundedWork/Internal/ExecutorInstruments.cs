@@ -38,6 +38,7 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.workers.busy", () => new Measurement<int>(executor.GetStatistics().BusyWorkerCount, tag), "{thread}", "Workers running an item.");
         _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(executor.GetStatistics().Submitted, tag), "{item}", "Items submitted.");
         _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(executor.GetStatistics(), tag), "{item}", "Items by outcome.");
+        _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(executor.GetStatistics().ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
     }
