@@ -86,6 +86,9 @@ public sealed partial class BoundedExecutor
         var discarded = Interlocked.Read(ref _discarded);
         var abandoned = Interlocked.Read(ref _abandoned);
         var state = Volatile.Read(ref _state.Value);
+        var oldestAge = (state & CountMask) != 0 && _reader.TryPeek(out var oldest)
+            ? _timeProvider.GetElapsedTime(oldest.EnqueuedTimestamp)
+            : TimeSpan.Zero;
 
         // Read last: every outcome above was counted after its submission, so Submitted is never behind them.
         var submitted = Interlocked.Read(ref _submitted.Value);
@@ -99,6 +102,7 @@ public sealed partial class BoundedExecutor
             MaxWorkerCount = MaxWorkerCount,
             QueueLength = (int)(state & CountMask),
             QueueCapacity = _queueCapacity,
+            OldestQueuedItemAge = oldestAge,
             RejectionPolicy = _policy,
             WaitTimeout = WaitTimeout,
             Submitted = submitted,

@@ -245,7 +245,7 @@ public sealed partial class BoundedExecutor
 
         if (started != 0 && _instruments.RunDurationEnabled)
         {
-            _instruments.RecordRun(started);
+            _instruments.RecordRun(_timeProvider.GetElapsedTime(started));
         }
 
         worker.SetBusy(false);
@@ -254,16 +254,16 @@ public sealed partial class BoundedExecutor
     /// <summary>Records the item's queue wait; returns the start timestamp if run time is measured, else 0.</summary>
     private long RecordStart(in QueuedItem item)
     {
-        var measureWait = item.EnqueuedTimestamp != 0 && _instruments.WaitDurationEnabled;
+        var measureWait = _instruments.WaitDurationEnabled;
         if (!measureWait && !_instruments.RunDurationEnabled)
         {
             return 0;
         }
 
-        var now = Stopwatch.GetTimestamp();
+        var now = _timeProvider.GetTimestamp();
         if (measureWait)
         {
-            _instruments.RecordWait(item.EnqueuedTimestamp, now);
+            _instruments.RecordWait(_timeProvider.GetElapsedTime(item.EnqueuedTimestamp, now));
         }
 
         return now;

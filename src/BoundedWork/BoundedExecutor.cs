@@ -337,7 +337,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
 
     private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
 
-    private long Timestamp() => _instruments.WaitDurationEnabled ? Stopwatch.GetTimestamp() : 0;
+    private long Timestamp() => _timeProvider.GetTimestamp();
 
     private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
     {

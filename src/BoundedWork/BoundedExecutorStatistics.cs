@@ -35,6 +35,9 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets the queue capacity.</summary>
     public required int QueueCapacity { get; init; }
 
+    /// <summary>Gets how long the oldest item still in the queue has waited; <see cref="TimeSpan.Zero"/> when the queue is empty.</summary>
+    public required TimeSpan OldestQueuedItemAge { get; init; }
+
     /// <summary>Gets the policy applied when the queue is full.</summary>
     public required RejectionPolicy RejectionPolicy { get; init; }
 

@@ -66,3 +66,27 @@ public class StatisticsTests
         TestKit.AssertConserved(executor.GetStatistics());
     }
 }
+
+public sealed class OldestQueuedItemAgeTests
+{
+    [Fact]
+    public async Task OldestQueuedItemAge_MeasuresTheHeadOfTheQueueAndIsZeroWhenEmpty()
+    {
+        var clock = new ManualClock();
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o => o.TimeProvider = clock);
+        Assert.Equal(TimeSpan.Zero, executor.GetStatistics().OldestQueuedItemAge);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+
+        executor.Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(3));
+        executor.Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(2));
+
+        Assert.Equal(TimeSpan.FromSeconds(5), executor.GetStatistics().OldestQueuedItemAge);
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.QueueLength == 0);
+        Assert.Equal(TimeSpan.Zero, executor.GetStatistics().OldestQueuedItemAge);
+    }
+}

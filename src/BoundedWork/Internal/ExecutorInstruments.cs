@@ -47,11 +47,9 @@ internal sealed class ExecutorInstruments : IDisposable
 
     public bool RunDurationEnabled => _runDuration.Enabled;
 
-    public void RecordWait(long enqueuedTimestamp, long startedTimestamp) =>
-        _waitDuration.Record(Stopwatch.GetElapsedTime(enqueuedTimestamp, startedTimestamp).TotalSeconds, _executorTag);
+    public void RecordWait(TimeSpan waited) => _waitDuration.Record(waited.TotalSeconds, _executorTag);
 
-    public void RecordRun(long startedTimestamp) =>
-        _runDuration.Record(Stopwatch.GetElapsedTime(startedTimestamp).TotalSeconds, _executorTag);
+    public void RecordRun(TimeSpan ran) => _runDuration.Record(ran.TotalSeconds, _executorTag);
 
     public void Dispose()
     {
