@@ -1,8 +1,11 @@
+using BoundedWork.Internal;
+
 namespace BoundedWork;
 
 public sealed partial class BoundedExecutor
 {
     private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private readonly List<ShutdownWaiter> _shutdownWaiters = [];
 
     /// <summary>
     /// Gets a task that completes when the executor has shut down and every worker thread has exited.
@@ -15,12 +18,19 @@ public sealed partial class BoundedExecutor
     /// <param name="cancellationToken">
     /// The deadline. When it is cancelled before the drain ends, the workers stop taking items (running items are
     /// never interrupted) and every item still queued is handed back in <see cref="ShutdownResult.AbandonedItems"/>;
-    /// awaited items' tasks are cancelled.
+    /// awaited items' tasks are cancelled. The deadline takes effect on the thread that cancels the token; a token
+    /// cancelled by a timer needs a ThreadPool thread for that, so under ThreadPool starvation prefer
+    /// <see cref="ShutdownAsync(TimeSpan)"/>, whose deadline a dedicated thread enforces.
     /// </param>
     /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
     public async Task<ShutdownResult> ShutdownAsync(CancellationToken cancellationToken = default)
     {
         BeginShutdown();
+        if (IsWorkerThread)
+        {
+            return new ShutdownResult([], workersExited: false);
+        }
+
         if (!_completion.Task.IsCompleted)
         {
             try
@@ -38,20 +48,69 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>
-    /// Shuts down as <see cref="ShutdownAsync(CancellationToken)"/> does, with a deadline <paramref name="timeout"/> from now.
+    /// Shuts down as <see cref="ShutdownAsync(CancellationToken)"/> does, with a deadline <paramref name="timeout"/>
+    /// from now. The executor's own watchdog thread enforces the deadline, so it holds even while the ThreadPool is
+    /// starved: at the deadline no further item starts and the queued ones are handed back (only the caller's
+    /// continuation after that needs a pool thread). Called from one of this executor's own workers, it begins the
+    /// shutdown and returns at once (that worker cannot exit while it waits), with
+    /// <see cref="ShutdownResult.WorkersExited"/> <see langword="false"/>.
     /// </summary>
     /// <param name="timeout">How long the drain may take; <see cref="Timeout.InfiniteTimeSpan"/> for no deadline.</param>
     /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="timeout"/> is negative (other than infinite).</exception>
-    public async Task<ShutdownResult> ShutdownAsync(TimeSpan timeout)
+    public Task<ShutdownResult> ShutdownAsync(TimeSpan timeout)
     {
-        if (timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan)
+        ValidateShutdownTimeout(timeout);
+        return ShutdownCore(timeout);
+    }
+
+    /// <summary>
+    /// Shuts down as <see cref="ShutdownAsync(TimeSpan)"/> does and blocks the calling thread until the drain ends or
+    /// the deadline passes. It needs no ThreadPool thread at all. Called from one of this executor's own workers, it
+    /// begins the shutdown and returns at once instead of deadlocking.
+    /// </summary>
+    /// <param name="timeout">How long the drain may take; <see cref="Timeout.InfiniteTimeSpan"/> for no deadline.</param>
+    /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="timeout"/> is negative (other than infinite).</exception>
+    public ShutdownResult Shutdown(TimeSpan timeout)
+    {
+        ValidateShutdownTimeout(timeout);
+
+        // Waiting on the task blocks on a kernel event that the completing thread sets directly.
+        return ShutdownCore(timeout).GetAwaiter().GetResult();
+    }
+
+    /// <summary>
+    /// Shuts down and waits for the drain, blocking, for at most <see cref="BoundedExecutorOptions.DisposeTimeout"/>.
+    /// Items still queued then are counted as abandoned and reported to <see cref="BoundedExecutorOptions.OnRejected"/>
+    /// with <see cref="RejectionReason.Abandoned"/>. Running items are never interrupted. Returns at once if a shutdown
+    /// deadline has already passed, or when called from one of this executor's own workers.
+    /// </summary>
+    public void Dispose()
+    {
+        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
         {
-            throw new ArgumentOutOfRangeException(nameof(timeout), timeout, "The shutdown timeout must not be negative (use Timeout.InfiniteTimeSpan for no deadline).");
+            return;
         }
 
-        using var deadline = new CancellationTokenSource(timeout, _timeProvider);
-        return await ShutdownAsync(deadline.Token).ConfigureAwait(false);
+        ReportAbandonedOnDispose(Shutdown(_disposeTimeout));
+    }
+
+    /// <summary>
+    /// Shuts down and waits for the drain for at most <see cref="BoundedExecutorOptions.DisposeTimeout"/>, as
+    /// <see cref="Dispose"/> does, without blocking the caller. If a shutdown deadline has already passed
+    /// (<see cref="ShutdownAsync(CancellationToken)"/> abandoned the queue), it returns at once instead of waiting
+    /// again for items that are still running; <see cref="Completion"/> tells when they end.
+    /// </summary>
+    /// <returns>A task that completes when the executor is disposed.</returns>
+    public async ValueTask DisposeAsync()
+    {
+        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
+        {
+            return;
+        }
+
+        ReportAbandonedOnDispose(await ShutdownCore(_disposeTimeout).ConfigureAwait(false));
     }
 
     /// <summary>Takes one snapshot of the executor's state and counters.</summary>
@@ -59,7 +118,7 @@ public sealed partial class BoundedExecutor
     public BoundedExecutorStatistics GetStatistics()
     {
         long completed, failed, cancelled;
-        int target, live, busy, peak;
+        int target, live, busy, peak, slowWorkers;
         lock (LifecycleLock)
         {
             completed = _retiredCompleted;
@@ -74,6 +133,7 @@ public sealed partial class BoundedExecutor
                 busy += worker.Busy ? 1 : 0;
             }
 
+            slowWorkers = CountSlowWorkersUnsynchronized(_timeProvider.GetTimestamp());
             target = _targetWorkers;
             live = _workers.Count;
             peak = _peakWorkers;
@@ -115,6 +175,11 @@ public sealed partial class BoundedExecutor
             CallerRuns = Interlocked.Read(ref _callerRuns),
             CallbackFailures = Interlocked.Read(ref _callbackFailures),
             ThreadPoolBlockingWaits = Interlocked.Read(ref _threadPoolBlockingWaits),
+            SlowWorkerCount = slowWorkers,
+            SlowItemsReported = Interlocked.Read(ref _slowItemsReported),
+            LongQueueWaitsReported = Interlocked.Read(ref _longQueueWaitsReported),
+            SlowItemThreshold = SlowItemThreshold,
+            QueueWaitThreshold = QueueWaitThreshold,
             IsShutdown = (state & ShutdownBit) != 0,
         };
     }
@@ -136,11 +201,95 @@ public sealed partial class BoundedExecutor
         // Parked workers wake to drain or exit; waiting producers wake to be rejected.
         WakeAllWorkers();
         _spaceWaiters.WakeAll();
+        bool completed;
         lock (LifecycleLock)
         {
-            if (_workers.Count == 0)
+            completed = _workers.Count == 0;
+        }
+
+        if (completed)
+        {
+            OnAllWorkersExited();
+        }
+    }
+
+    /// <summary>Completes the executor: every worker has exited after shutdown began.</summary>
+    private void OnAllWorkersExited()
+    {
+        if (!_completion.TrySetResult())
+        {
+            return;
+        }
+
+        List<ShutdownWaiter> waiters;
+        lock (LifecycleLock)
+        {
+            waiters = [.. _shutdownWaiters];
+            _shutdownWaiters.Clear();
+        }
+
+        foreach (var waiter in waiters)
+        {
+            waiter.TrySetResult(new ShutdownResult([], workersExited: true));
+        }
+
+        _watchdogSignal.Set();
+    }
+
+    private Task<ShutdownResult> ShutdownCore(TimeSpan timeout)
+    {
+        BeginShutdown();
+        if (IsWorkerThread)
+        {
+            return Task.FromResult(new ShutdownResult([], workersExited: false));
+        }
+
+        var deadline = timeout == Timeout.InfiniteTimeSpan
+            ? long.MaxValue
+            : _timeProvider.GetTimestamp() + (long)(timeout.Ticks * (_timeProvider.TimestampFrequency / (double)TimeSpan.TicksPerSecond));
+        var waiter = new ShutdownWaiter(deadline);
+        bool waiting;
+        lock (LifecycleLock)
+        {
+            waiting = !_completion.Task.IsCompleted;
+            if (waiting)
             {
-                _completion.TrySetResult();
+                _shutdownWaiters.Add(waiter);
+            }
+        }
+
+        if (!waiting)
+        {
+            return Task.FromResult(new ShutdownResult([], workersExited: true));
+        }
+
+        // The watchdog thread enforces the deadline: no timer, no ThreadPool thread.
+        _watchdogSignal.Set();
+        return waiter.Task;
+    }
+
+    private static void ValidateShutdownTimeout(TimeSpan timeout)
+    {
+        if (timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan)
+        {
+            throw new ArgumentOutOfRangeException(nameof(timeout), timeout, "The shutdown timeout must not be negative (use Timeout.InfiniteTimeSpan for no deadline).");
+        }
+    }
+
+    private void ReportAbandonedOnDispose(ShutdownResult result)
+    {
+        foreach (var item in result.AbandonedItems)
+        {
+            if (_onRejected is { } callback)
+            {
+                try
+                {
+                    callback(new WorkItemRejectedArguments(Name, item, RejectionReason.Abandoned));
+                }
+                catch (Exception)
+                {
+                    Interlocked.Increment(ref _callbackFailures);
+                }
             }
         }
     }

@@ -90,11 +90,12 @@ public sealed partial class BoundedExecutor
     private void StartWorkerUnsynchronized()
     {
         Debug.Assert(Monitor.IsEntered(LifecycleLock));
-        var worker = new Worker(this, ++_nextWorkerId);
+        var id = ++_nextWorkerId;
+        var worker = new Worker(this, id, $"{Name}#{id}");
         var thread = new Thread(static state => ((Worker)state!).Owner.WorkerMain((Worker)state))
         {
             IsBackground = true,
-            Name = $"{Name}#{worker.Id}",
+            Name = worker.Name,
         };
         _workers.Add(worker);
         _liveWorkers++;
@@ -233,7 +234,14 @@ public sealed partial class BoundedExecutor
         }
 
         worker.SetBusy(true);
-        var started = RecordStart(item);
+        var started = _timeProvider.GetTimestamp();
+        worker.BeginRun(item, started);
+        CheckQueueWait(worker, item, started);
+        if (_instruments.WaitDurationEnabled)
+        {
+            _instruments.RecordWait(_timeProvider.GetElapsedTime(item.EnqueuedTimestamp, started));
+        }
+
         if (awaited is not null)
         {
             worker.Count(awaited.Run(worker.CleanContext));
@@ -243,30 +251,13 @@ public sealed partial class BoundedExecutor
             RunFireAndForget(worker, item);
         }
 
-        if (started != 0 && _instruments.RunDurationEnabled)
+        worker.EndRun();
+        if (_instruments.RunDurationEnabled)
         {
             _instruments.RecordRun(_timeProvider.GetElapsedTime(started));
         }
 
         worker.SetBusy(false);
-    }
-
-    /// <summary>Records the item's queue wait; returns the start timestamp if run time is measured, else 0.</summary>
-    private long RecordStart(in QueuedItem item)
-    {
-        var measureWait = _instruments.WaitDurationEnabled;
-        if (!measureWait && !_instruments.RunDurationEnabled)
-        {
-            return 0;
-        }
-
-        var now = _timeProvider.GetTimestamp();
-        if (measureWait)
-        {
-            _instruments.RecordWait(_timeProvider.GetElapsedTime(item.EnqueuedTimestamp, now));
-        }
-
-        return now;
     }
 
     private void RunFireAndForget(Worker worker, in QueuedItem item)
@@ -408,7 +399,7 @@ public sealed partial class BoundedExecutor
 
         if (completed)
         {
-            _completion.TrySetResult();
+            OnAllWorkersExited();
         }
         else if (!retired)
         {

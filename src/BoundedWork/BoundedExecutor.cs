@@ -21,7 +21,7 @@ namespace BoundedWork;
 /// returned by <see cref="ShutdownAsync(CancellationToken)"/>. Nothing is dropped silently.
 /// </para>
 /// </remarks>
-public sealed partial class BoundedExecutor : IAsyncDisposable
+public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 {
     private readonly ChannelReader<QueuedItem> _reader;
     private readonly ChannelWriter<QueuedItem> _writer;
@@ -35,6 +35,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
     private readonly SpaceWaiters _spaceWaiters = new();
     private readonly ExecutorInstruments _instruments;
+    private readonly TimeSpan _disposeTimeout;
 
     private PaddedInt64 _submitted;
     private long _rejected;
@@ -70,6 +71,10 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         _onError = options.OnError;
         _onRejected = options.OnRejected;
         _onThreadPoolBlockingWait = options.OnThreadPoolBlockingWait;
+        _onSlowItem = options.OnSlowItem;
+        _disposeTimeout = options.DisposeTimeout;
+        _slowItemThresholdTicks = options.SlowItemThreshold.Ticks;
+        _queueWaitThresholdTicks = options.QueueWaitThreshold.Ticks;
         _instruments = new ExecutorInstruments(this, options.MeterFactory);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
 
@@ -92,6 +97,8 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
                 StartWorkerUnsynchronized();
             }
         }
+
+        StartWatchdog();
     }
 
     /// <summary>Gets the executor's name.</summary>
@@ -250,22 +257,6 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
     }
 
     /// <summary>
-    /// Shuts down gracefully: stops accepting, drains the queue and waits for the workers to exit. If a shutdown
-    /// deadline has already passed (<see cref="ShutdownAsync(CancellationToken)"/> abandoned the queue), it returns
-    /// at once instead of waiting again for items that are still running; <see cref="Completion"/> tells when they end.
-    /// </summary>
-    /// <returns>A task that completes when the executor is disposed.</returns>
-    public async ValueTask DisposeAsync()
-    {
-        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
-        {
-            return;
-        }
-
-        await ShutdownAsync(CancellationToken.None).ConfigureAwait(false);
-    }
-
-    /// <summary>
     /// Changes several runtime settings in one validated, atomic step: either every setting in
     /// <paramref name="change"/> is applied, or (when any is invalid) none is. Items already queued stay queued;
     /// shrinking the queue capacity evicts nothing, and growing it lets waiting producers in at once.
@@ -305,6 +296,16 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
                 Volatile.Write(ref _waitTimeoutTicks, timeout.Ticks);
             }
 
+            if (change.SlowItemThreshold is { } slow)
+            {
+                Volatile.Write(ref _slowItemThresholdTicks, slow.Ticks);
+            }
+
+            if (change.QueueWaitThreshold is { } queueWait)
+            {
+                Volatile.Write(ref _queueWaitThresholdTicks, queueWait.Ticks);
+            }
+
             if (change.WorkerCount is { } workers)
             {
                 wakeWorkers = ResizeUnsynchronized(workers);
@@ -316,6 +317,11 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         if (wakeWorkers)
         {
             WakeAllWorkers();
+        }
+
+        if (current.SlowItemThreshold != previous.SlowItemThreshold)
+        {
+            _watchdogSignal.Set();
         }
 
         if (current.QueueCapacity > previous.QueueCapacity || current.RejectionPolicy != previous.RejectionPolicy)
@@ -333,6 +339,8 @@ public sealed partial class BoundedExecutor : IAsyncDisposable
         QueueCapacity = _queueCapacity,
         RejectionPolicy = _policy,
         WaitTimeout = WaitTimeout,
+        SlowItemThreshold = SlowItemThreshold,
+        QueueWaitThreshold = QueueWaitThreshold,
     };
 
     private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;

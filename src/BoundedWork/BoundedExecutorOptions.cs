@@ -46,6 +46,37 @@ public sealed class BoundedExecutorOptions
     public TimeSpan WaitTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
+    /// Gets or sets how long <see cref="BoundedExecutor.Dispose"/> and <see cref="BoundedExecutor.DisposeAsync"/> wait
+    /// for the queue to drain. Items still queued then are abandoned and reported to <see cref="OnRejected"/>.
+    /// </summary>
+    /// <value>Defaults to 30 seconds. Must not be negative; <see cref="Timeout.InfiniteTimeSpan"/> waits for the whole drain.</value>
+    public TimeSpan DisposeTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets how long an item may run before it is reported as slow (<see cref="OnSlowItem"/>, the
+    /// <c>boundedwork.items.slow</c> metric, <see cref="BoundedExecutorStatistics.SlowWorkerCount"/>). A dedicated
+    /// watchdog thread looks, so a report never waits for a worker or for the ThreadPool. The item is not interrupted.
+    /// </summary>
+    /// <value>Defaults to 30 seconds. Must be positive, or <see cref="Timeout.InfiniteTimeSpan"/> to turn the alarm off.</value>
+    public TimeSpan SlowItemThreshold { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets how long an item may wait in the queue before it is reported (<see cref="OnSlowItem"/> with
+    /// <see cref="SlowItemKind.Queued"/>, when a worker takes it, and the metric).
+    /// </summary>
+    /// <value>Defaults to <see cref="Timeout.InfiniteTimeSpan"/> (off). Otherwise must be positive.</value>
+    public TimeSpan QueueWaitThreshold { get; set; } = Timeout.InfiniteTimeSpan;
+
+    /// <summary>
+    /// Gets or sets the callback told about each item that passed <see cref="SlowItemThreshold"/> (once per item,
+    /// from the watchdog thread, while the item still runs) or <see cref="QueueWaitThreshold"/> (on the worker
+    /// that took it, before it runs). An exception it throws is swallowed and counted in
+    /// <see cref="BoundedExecutorStatistics.CallbackFailures"/>.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/> (slow items are only counted).</value>
+    public Action<SlowItemArguments>? OnSlowItem { get; set; }
+
+    /// <summary>
     /// Gets or sets a value indicating whether the submitter's <see cref="ExecutionContext"/> (AsyncLocal values,
     /// logging scopes, the current <c>Activity</c>) flows to the item. Turn it off for raw speed.
     /// </summary>
@@ -109,6 +140,13 @@ public sealed class BoundedExecutorOptions
         SettingsRules.Add(errors, SettingsRules.QueueCapacity(QueueCapacity));
         SettingsRules.Add(errors, SettingsRules.RejectionPolicy(RejectionPolicy));
         SettingsRules.Add(errors, SettingsRules.WaitTimeout(WaitTimeout));
+        SettingsRules.Add(errors, SettingsRules.Threshold(nameof(SlowItemThreshold), SlowItemThreshold));
+        if (DisposeTimeout < TimeSpan.Zero && DisposeTimeout != Timeout.InfiniteTimeSpan)
+        {
+            errors.Add($"DisposeTimeout must not be negative, or Timeout.InfiniteTimeSpan (was {DisposeTimeout}).");
+        }
+
+        SettingsRules.Add(errors, SettingsRules.Threshold(nameof(QueueWaitThreshold), QueueWaitThreshold));
 
         if (TimeProvider is null)
         {

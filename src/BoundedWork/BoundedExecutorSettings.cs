@@ -18,4 +18,10 @@ public sealed record BoundedExecutorSettings
 
     /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
     public required TimeSpan WaitTimeout { get; init; }
+
+    /// <summary>Gets how long an item may run before it is reported as slow (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    public required TimeSpan SlowItemThreshold { get; init; }
+
+    /// <summary>Gets how long an item may wait in the queue before it is reported (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    public required TimeSpan QueueWaitThreshold { get; init; }
 }

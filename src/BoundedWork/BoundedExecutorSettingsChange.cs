@@ -30,6 +30,14 @@ public sealed record BoundedExecutorSettingsChange
     /// <value>Defaults to <see langword="null"/> (unchanged).</value>
     public TimeSpan? WaitTimeout { get; init; }
 
+    /// <summary>Gets the new slow-item threshold: positive, or <see cref="Timeout.InfiniteTimeSpan"/> for off.</summary>
+    /// <value>Defaults to <see langword="null"/> (unchanged).</value>
+    public TimeSpan? SlowItemThreshold { get; init; }
+
+    /// <summary>Gets the new queue-wait threshold: positive, or <see cref="Timeout.InfiniteTimeSpan"/> for off.</summary>
+    /// <value>Defaults to <see langword="null"/> (unchanged).</value>
+    public TimeSpan? QueueWaitThreshold { get; init; }
+
     /// <summary>
     /// Checks every setting this change sets, for an executor whose hard maximum worker count is
     /// <paramref name="maxWorkerCount"/>.
@@ -43,6 +51,8 @@ public sealed record BoundedExecutorSettingsChange
         Add(errors, nameof(QueueCapacity), QueueCapacity is { } capacity ? SettingsRules.QueueCapacity(capacity) : null);
         Add(errors, nameof(RejectionPolicy), RejectionPolicy is { } policy ? SettingsRules.RejectionPolicy(policy) : null);
         Add(errors, nameof(WaitTimeout), WaitTimeout is { } timeout ? SettingsRules.WaitTimeout(timeout) : null);
+        Add(errors, nameof(SlowItemThreshold), SlowItemThreshold is { } slow ? SettingsRules.Threshold(nameof(SlowItemThreshold), slow) : null);
+        Add(errors, nameof(QueueWaitThreshold), QueueWaitThreshold is { } wait ? SettingsRules.Threshold(nameof(QueueWaitThreshold), wait) : null);
         return errors;
     }
 

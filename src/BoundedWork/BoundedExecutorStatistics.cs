@@ -78,6 +78,21 @@ public sealed record BoundedExecutorStatistics
     /// </summary>
     public required long ThreadPoolBlockingWaits { get; init; }
 
+    /// <summary>Gets the number of workers running an item for longer than the slow-item threshold now.</summary>
+    public required int SlowWorkerCount { get; init; }
+
+    /// <summary>Gets the number of items reported for running longer than the slow-item threshold.</summary>
+    public required long SlowItemsReported { get; init; }
+
+    /// <summary>Gets the number of items reported for waiting in the queue longer than the queue-wait threshold.</summary>
+    public required long LongQueueWaitsReported { get; init; }
+
+    /// <summary>Gets how long the slow-item threshold is (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    public required TimeSpan SlowItemThreshold { get; init; }
+
+    /// <summary>Gets how long the queue-wait threshold is (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    public required TimeSpan QueueWaitThreshold { get; init; }
+
     /// <summary>Gets a value indicating whether shutdown has begun (the executor accepts no new items).</summary>
     public required bool IsShutdown { get; init; }
 }

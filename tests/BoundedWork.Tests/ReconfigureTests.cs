@@ -46,10 +46,12 @@ public sealed class ReconfigureTests
             QueueCapacity = 9,
             RejectionPolicy = RejectionPolicy.Wait,
             WaitTimeout = TimeSpan.FromSeconds(5),
+            SlowItemThreshold = TimeSpan.FromMinutes(2),
+            QueueWaitThreshold = TimeSpan.FromSeconds(10),
         });
 
-        Assert.Equal(new BoundedExecutorSettings { WorkerCount = 1, QueueCapacity = 4, RejectionPolicy = RejectionPolicy.Abort, WaitTimeout = TimeSpan.FromSeconds(30) }, result.Previous);
-        Assert.Equal(new BoundedExecutorSettings { WorkerCount = 3, QueueCapacity = 9, RejectionPolicy = RejectionPolicy.Wait, WaitTimeout = TimeSpan.FromSeconds(5) }, result.Current);
+        Assert.Equal(new BoundedExecutorSettings { WorkerCount = 1, QueueCapacity = 4, RejectionPolicy = RejectionPolicy.Abort, WaitTimeout = TimeSpan.FromSeconds(30), SlowItemThreshold = TimeSpan.FromSeconds(30), QueueWaitThreshold = Timeout.InfiniteTimeSpan }, result.Previous);
+        Assert.Equal(new BoundedExecutorSettings { WorkerCount = 3, QueueCapacity = 9, RejectionPolicy = RejectionPolicy.Wait, WaitTimeout = TimeSpan.FromSeconds(5), SlowItemThreshold = TimeSpan.FromMinutes(2), QueueWaitThreshold = TimeSpan.FromSeconds(10) }, result.Current);
         Assert.Equal(result.Current, executor.Settings);
         var statistics = TestKit.WaitForStatistics(executor, s => s.LiveWorkerCount == 3);
         Assert.Equal(9, statistics.QueueCapacity);

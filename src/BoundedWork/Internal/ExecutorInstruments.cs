@@ -15,6 +15,7 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly KeyValuePair<string, object?> _executorTag;
     private readonly Histogram<double> _waitDuration;
     private readonly Histogram<double> _runDuration;
+    private readonly Counter<long> _slowItems;
 
     public ExecutorInstruments(BoundedExecutor executor, IMeterFactory? meterFactory)
     {
@@ -39,6 +40,8 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(executor.GetStatistics().Submitted, tag), "{item}", "Items submitted.");
         _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(executor.GetStatistics(), tag), "{item}", "Items by outcome.");
         _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(executor.GetStatistics().ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(executor.GetStatistics().SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
+        _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
     }
@@ -50,6 +53,9 @@ internal sealed class ExecutorInstruments : IDisposable
     public void RecordWait(TimeSpan waited) => _waitDuration.Record(waited.TotalSeconds, _executorTag);
 
     public void RecordRun(TimeSpan ran) => _runDuration.Record(ran.TotalSeconds, _executorTag);
+
+    public void RecordSlowItem(SlowItemKind kind) =>
+        _slowItems.Add(1, _executorTag, new KeyValuePair<string, object?>("boundedwork.slow.kind", kind == SlowItemKind.Running ? "running" : "queued"));
 
     public void Dispose()
     {

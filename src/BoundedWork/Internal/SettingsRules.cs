@@ -22,6 +22,11 @@ internal static class SettingsRules
             ? $"WaitTimeout must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan (was {timeout})."
             : null;
 
+    public static string? Threshold(string setting, TimeSpan threshold) =>
+        threshold != Timeout.InfiniteTimeSpan && (threshold <= TimeSpan.Zero || threshold.TotalMilliseconds > int.MaxValue)
+            ? $"{setting} must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan to turn it off (was {threshold})."
+            : null;
+
     public static void Add(List<string> errors, string? error)
     {
         if (error is not null)

@@ -9,15 +9,28 @@ internal sealed class Worker
     [ThreadStatic]
     private static Worker? t_current;
 
+    // The item running now, published for the watchdog: _run is 0 while idle and a run number (never reused) while
+    // the fields below describe that run. The fields are written before the run number is published and changed
+    // only after it is reset to 0, so a reader that sees the same run number before and after reading the fields
+    // read one run's fields, never a mix.
+    private long _run;
+    private long _lastRun;
+    private long _runStarted;
+    private object? _runCallback;
+    private object? _runState;
+    private Action<object, object?>? _runInvoker;
+    private long _reportedSlowRun;
+
     private long _completed;
     private long _failed;
     private long _cancelled;
     private int _busy;
 
-    public Worker(BoundedExecutor owner, int id)
+    public Worker(BoundedExecutor owner, int id, string name)
     {
         Owner = owner;
         Id = id;
+        Name = name;
     }
 
     /// <summary>Gets the worker running on the current thread, or <see langword="null"/>.</summary>
@@ -26,6 +39,9 @@ internal sealed class Worker
     public BoundedExecutor Owner { get; }
 
     public int Id { get; }
+
+    /// <summary>Gets the worker thread's name (<c>payments#3</c>).</summary>
+    public string Name { get; }
 
     /// <summary>Gets the worker thread's own clean execution context, restored after each item.</summary>
     public ExecutionContext? CleanContext { get; private set; }
@@ -48,6 +64,60 @@ internal sealed class Worker
 
     public void SetBusy(bool busy) => Volatile.Write(ref _busy, busy ? 1 : 0);
 
+    /// <summary>Publishes the item this worker starts running, for <see cref="TryReadRun"/>.</summary>
+    public void BeginRun(in QueuedItem item, long startedTimestamp)
+    {
+        _runCallback = item.Callback;
+        _runState = item.State;
+        _runInvoker = item.Invoker;
+        _runStarted = startedTimestamp;
+        Volatile.Write(ref _run, ++_lastRun);
+    }
+
+    /// <summary>Clears the published item, so an idle worker keeps nothing of it alive.</summary>
+    public void EndRun()
+    {
+        Volatile.Write(ref _run, 0);
+        Volatile.Write(ref _runCallback, null);
+        Volatile.Write(ref _runState, null);
+        Volatile.Write(ref _runInvoker, null);
+    }
+
+    /// <summary>Reads the item running now, from any thread; false when the worker is idle or between items.</summary>
+    public bool TryReadRun(out RunSnapshot run)
+    {
+        run = default;
+        var number = Volatile.Read(ref _run);
+        if (number == 0)
+        {
+            return false;
+        }
+
+        var started = Volatile.Read(ref _runStarted);
+        var callback = Volatile.Read(ref _runCallback);
+        var state = Volatile.Read(ref _runState);
+        var invoker = Volatile.Read(ref _runInvoker);
+        if (callback is null || Volatile.Read(ref _run) != number)
+        {
+            return false;
+        }
+
+        run = new RunSnapshot(number, started, new QueuedItem(callback, state, invoker, null, 0));
+        return true;
+    }
+
+    /// <summary>Marks a run as reported slow; false if it already was. Called by the watchdog thread only.</summary>
+    public bool TryMarkSlowReported(long run)
+    {
+        if (_reportedSlowRun == run)
+        {
+            return false;
+        }
+
+        _reportedSlowRun = run;
+        return true;
+    }
+
     public void Count(ItemOutcome outcome)
     {
         switch (outcome)
@@ -64,3 +134,6 @@ internal sealed class Worker
         }
     }
 }
+
+/// <summary>One consistent read of what a worker runs: the run's number, its start timestamp and the item.</summary>
+internal readonly record struct RunSnapshot(long Number, long StartedTimestamp, QueuedItem Item);
