@@ -88,7 +88,7 @@ public sealed partial class BoundedExecutor
     /// </summary>
     public void Dispose()
     {
-        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
+        if (WorkQueue.IsAbandoned(_queue.State))
         {
             return;
         }
@@ -105,7 +105,7 @@ public sealed partial class BoundedExecutor
     /// <returns>A task that completes when the executor is disposed.</returns>
     public async ValueTask DisposeAsync()
     {
-        if ((Volatile.Read(ref _state.Value) & AbandonBit) != 0)
+        if (WorkQueue.IsAbandoned(_queue.State))
         {
             return;
         }
@@ -113,94 +113,13 @@ public sealed partial class BoundedExecutor
         ReportAbandonedOnDispose(await ShutdownCore(_disposeTimeout).ConfigureAwait(false));
     }
 
-    /// <summary>Takes one snapshot of the executor's state and counters.</summary>
-    /// <returns>The snapshot.</returns>
-    public BoundedExecutorStatistics GetStatistics()
-    {
-        long completed, failed, cancelled;
-        int target, live, busy, peak, slowWorkers;
-        lock (LifecycleLock)
-        {
-            completed = _retiredCompleted;
-            failed = _retiredFailed;
-            cancelled = _retiredCancelled;
-            busy = 0;
-            foreach (var worker in _workers)
-            {
-                completed += worker.Completed;
-                failed += worker.Failed;
-                cancelled += worker.Cancelled;
-                busy += worker.Busy ? 1 : 0;
-            }
-
-            slowWorkers = CountSlowWorkersUnsynchronized(_timeProvider.GetTimestamp());
-            target = _targetWorkers;
-            live = _workers.Count;
-            peak = _peakWorkers;
-        }
-
-        completed += Interlocked.Read(ref _callerCompleted);
-        failed += Interlocked.Read(ref _callerFailed);
-        cancelled += Interlocked.Read(ref _cancelled);
-        var rejected = Interlocked.Read(ref _rejected);
-        var discarded = Interlocked.Read(ref _discarded);
-        var abandoned = Interlocked.Read(ref _abandoned);
-        var state = Volatile.Read(ref _state.Value);
-        var oldestAge = (state & CountMask) != 0 && _reader.TryPeek(out var oldest)
-            ? _timeProvider.GetElapsedTime(oldest.EnqueuedTimestamp)
-            : TimeSpan.Zero;
-
-        // Read last: every outcome above was counted after its submission, so Submitted is never behind them.
-        var submitted = Interlocked.Read(ref _submitted.Value);
-        return new BoundedExecutorStatistics
-        {
-            Name = Name,
-            TargetWorkerCount = target,
-            LiveWorkerCount = live,
-            BusyWorkerCount = busy,
-            PeakWorkerCount = peak,
-            MaxWorkerCount = MaxWorkerCount,
-            QueueLength = (int)(state & CountMask),
-            QueueCapacity = _queueCapacity,
-            OldestQueuedItemAge = oldestAge,
-            RejectionPolicy = _policy,
-            WaitTimeout = WaitTimeout,
-            Submitted = submitted,
-            Completed = completed,
-            Failed = failed,
-            Cancelled = cancelled,
-            Rejected = rejected,
-            Discarded = discarded,
-            Abandoned = abandoned,
-            CallerRuns = Interlocked.Read(ref _callerRuns),
-            CallbackFailures = Interlocked.Read(ref _callbackFailures),
-            ThreadPoolBlockingWaits = Interlocked.Read(ref _threadPoolBlockingWaits),
-            SlowWorkerCount = slowWorkers,
-            SlowItemsReported = Interlocked.Read(ref _slowItemsReported),
-            LongQueueWaitsReported = Interlocked.Read(ref _longQueueWaitsReported),
-            SlowItemThreshold = SlowItemThreshold,
-            QueueWaitThreshold = QueueWaitThreshold,
-            IsShutdown = (state & ShutdownBit) != 0,
-        };
-    }
-
     private void BeginShutdown()
     {
-        var state = Volatile.Read(ref _state.Value);
-        while ((state & ShutdownBit) == 0)
-        {
-            var previous = Interlocked.CompareExchange(ref _state.Value, state | ShutdownBit, state);
-            if (previous == state)
-            {
-                break;
-            }
+        _queue.Freeze();
 
-            state = previous;
-        }
-
-        // Parked workers wake to drain or exit; waiting producers wake to be rejected.
-        WakeAllWorkers();
-        _spaceWaiters.WakeAll();
+        // Parked workers wake to drain or exit; waiting producers are rejected.
+        _idle.WakeAll();
+        RejectAllWaiters();
         bool completed;
         lock (LifecycleLock)
         {
@@ -297,36 +216,26 @@ public sealed partial class BoundedExecutor
     /// <summary>Stops the drain: claims every unclaimed item at once and hands them back, oldest first.</summary>
     private List<WorkItem> AbandonQueuedItems()
     {
-        var state = Volatile.Read(ref _state.Value);
-        while (true)
-        {
-            var previous = Interlocked.CompareExchange(ref _state.Value, (state | ShutdownBit | AbandonBit) & ~CountMask, state);
-            if (previous == state)
-            {
-                break;
-            }
-
-            state = previous;
-        }
-
-        WakeAllWorkers();
-        var claimed = (int)(state & CountMask);
+        var claimed = _queue.Abandon();
+        _idle.WakeAll();
+        RejectAllWaiters();
         var abandoned = new List<WorkItem>(claimed);
         for (var i = 0; i < claimed; i++)
         {
-            var item = ReadClaimed();
+            var item = _queue.ReadClaimed();
             if (item.Awaited is { } awaited)
             {
                 if (!awaited.TryClaim())
                 {
-                    continue; // its caller cancelled it: already counted
+                    Interlocked.Increment(ref _cancelledAfterClaim); // its caller cancelled it while it was queued
+                    continue;
                 }
 
-                awaited.Abandon();
+                awaited.Cancel();
             }
 
-            Interlocked.Increment(ref _abandoned);
             abandoned.Add(item.ToWorkItem());
+            Interlocked.Increment(ref _abandoned);
         }
 
         return abandoned;

@@ -1,77 +1,35 @@
-using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using BoundedWork.Internal;
 
 namespace BoundedWork;
 
 public sealed partial class BoundedExecutor
 {
-    // _state packs the number of queued, unclaimed items (low 32 bits) with the lifecycle flags, so that
-    // admission, claiming and shutdown are each a single atomic step: no item can slip in after shutdown,
-    // and a shutdown deadline can take every unclaimed item at once.
-    private const long CountMask = 0xFFFF_FFFFL;
-    private const long ShutdownBit = 1L << 40;
-    private const long AbandonBit = 1L << 41;
+    /// <summary>
+    /// How deeply items may nest when a full queue makes the submitting thread run them (CallerRuns, or a Wait-policy
+    /// submit from one of the executor's own workers). Deeper than this, or with too little stack left, the item is
+    /// rejected with <see cref="RejectionReason.CallerRunsTooDeep"/> instead of overflowing the stack.
+    /// </summary>
+    private const int MaxInlineDepth = 32;
 
-    private PaddedInt64 _state;
+    [ThreadStatic]
+    private static int t_inlineDepth;
 
-    private enum Admission
+    private enum SubmitStatus
     {
-        Admitted,
-        Full,
-        ShutDown,
-        TimedOut,
+        /// <summary>The item is queued, ran on the caller, or was discarded (and reported).</summary>
+        Done,
+
+        /// <summary>The item was rejected; the exception is for the caller.</summary>
+        Rejected,
+
+        /// <summary>The item waits for room with a registered <see cref="RoomWaiter"/>.</summary>
+        Waiting,
     }
 
-    /// <summary>Reserves a queue slot; <paramref name="wasEmpty"/> tells whether the queue was empty before.</summary>
-    private Admission TryAdmit(out bool wasEmpty) => TryAdmit(out wasEmpty, _queueCapacity);
-
-    /// <summary>Admits one item if fewer than <paramref name="capacity"/> are queued.</summary>
-    private Admission TryAdmit(out bool wasEmpty, int capacity)
+    private bool TryExecuteCore(in QueuedItem item)
     {
-        var state = Volatile.Read(ref _state.Value);
-        while (true)
-        {
-            wasEmpty = false;
-            if ((state & ShutdownBit) != 0)
-            {
-                return Admission.ShutDown;
-            }
-
-            var count = state & CountMask;
-            if (count >= capacity)
-            {
-                return Admission.Full;
-            }
-
-            var previous = Interlocked.CompareExchange(ref _state.Value, state + 1, state);
-            if (previous == state)
-            {
-                wasEmpty = count == 0;
-                return Admission.Admitted;
-            }
-
-            state = previous;
-        }
-    }
-
-    /// <summary>Writes an admitted item and wakes a parked worker when the queue just became non-empty.</summary>
-    private void Publish(in QueuedItem item, bool wasEmpty)
-    {
-        var written = _writer.TryWrite(item);
-        Debug.Assert(written, "The channel is never completed, so writing to it cannot fail.");
-        if (wasEmpty)
-        {
-            // Workers that find more work after claiming wake the next parked worker, so one wake-up per
-            // empty-to-non-empty transition is enough (see AfterClaim).
-            WakeOneWorker();
-        }
-    }
-
-    private bool TryExecuteCore(object callback, object? state, Action<object, object?> invoker)
-    {
-        Interlocked.Increment(ref _submitted.Value);
-        var admission = TryAdmit(out var wasEmpty);
-        var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
+        var admission = _queue.TryAdmit(_queueCapacity, out var wasEmpty);
         if (admission == Admission.Admitted)
         {
             Publish(item, wasEmpty);
@@ -82,206 +40,150 @@ public sealed partial class BoundedExecutor
         return false;
     }
 
-    private void ExecuteCore(object callback, object? state, Action<object, object?> invoker, CancellationToken cancellationToken)
+    private void ExecuteCore(in QueuedItem item, CancellationToken cancellationToken)
     {
-        Interlocked.Increment(ref _submitted.Value);
-        var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
-        while (true)
+        if (cancellationToken.IsCancellationRequested)
         {
-            var admission = TryAdmit(out var wasEmpty);
-            switch (admission)
-            {
-                case Admission.Admitted:
-                    Publish(item, wasEmpty);
-                    return;
-                case Admission.ShutDown:
-                    throw Reject(item, RejectionReason.ShutDown);
-            }
+            Interlocked.Increment(ref _cancelledBeforeQueue);
+            cancellationToken.ThrowIfCancellationRequested();
+        }
 
-            switch (_policy)
-            {
-                case RejectionPolicy.CallerRuns:
-                    RunOnCaller(item);
-                    return;
-                case RejectionPolicy.Discard:
-                    Discard(item, RejectionReason.Discarded);
-                    return;
-                case RejectionPolicy.DiscardOldest when EvictOldest():
-                    // The new item takes the evicted one's place, even while the queue is above a capacity
-                    // that was just lowered: one eviction per admission, never more.
-                    admission = TryAdmit(out wasEmpty, int.MaxValue);
-                    if (admission == Admission.Admitted)
-                    {
-                        Publish(item, wasEmpty);
-                        return;
-                    }
-
-                    continue;
-                case RejectionPolicy.DiscardOldest:
-                    continue;
-                case RejectionPolicy.Wait when IsWorkerThread:
-                    // Blocking a worker on its own full queue could deadlock the executor: run inline instead.
-                    RunOnCaller(item);
-                    return;
-                case RejectionPolicy.Wait:
-                    NoteBlockingWait(BlockingWaitKind.WaitForRoom);
-                    admission = WaitForRoom(item, out wasEmpty, cancellationToken);
-                    if (admission == Admission.Admitted)
-                    {
-                        Publish(item, wasEmpty);
-                        return;
-                    }
-
-                    throw Reject(item, admission == Admission.ShutDown ? RejectionReason.ShutDown : RejectionReason.WaitTimedOut);
-                default:
-                    throw Reject(item, RejectionReason.QueueFull);
-            }
+        switch (Submit(item, blocking: true, cancellationToken, out var waiter, out var rejection))
+        {
+            case SubmitStatus.Rejected:
+                throw rejection!;
+            case SubmitStatus.Waiting:
+                AwaitAdmission(waiter!, cancellationToken);
+                break;
         }
     }
 
-    private ValueTask ExecuteAsyncCore(object callback, object? state, Action<object, object?> invoker, CancellationToken cancellationToken)
+    private ValueTask ExecuteAsyncCore(in QueuedItem item, CancellationToken cancellationToken)
     {
-        if (_policy != RejectionPolicy.Wait || IsWorkerThread)
+        if (cancellationToken.IsCancellationRequested)
         {
-            try
-            {
-                ExecuteCore(callback, state, invoker, cancellationToken);
-                return ValueTask.CompletedTask;
-            }
-            catch (Exception ex)
-            {
-                return ValueTask.FromException(ex);
-            }
+            Interlocked.Increment(ref _cancelledBeforeQueue);
+            return ValueTask.FromCanceled(cancellationToken);
         }
 
-        Interlocked.Increment(ref _submitted.Value);
-        var item = new QueuedItem(callback, state, invoker, CaptureContext(), Timestamp());
-        var admission = TryAdmit(out var wasEmpty);
-        if (admission == Admission.Admitted)
+        return Submit(item, blocking: false, cancellationToken, out var waiter, out var rejection) switch
         {
-            Publish(item, wasEmpty);
-            return ValueTask.CompletedTask;
-        }
-
-        if (admission == Admission.ShutDown)
-        {
-            return ValueTask.FromException(Reject(item, RejectionReason.ShutDown));
-        }
-
-        return new ValueTask(WaitAndPublishAsync(item, cancellationToken));
-    }
-
-    private async Task WaitAndPublishAsync(QueuedItem item, CancellationToken cancellationToken)
-    {
-        var (admission, wasEmpty) = await WaitForRoomAsync(item, cancellationToken).ConfigureAwait(false);
-        if (admission != Admission.Admitted)
-        {
-            throw Reject(item, admission == Admission.ShutDown ? RejectionReason.ShutDown : RejectionReason.WaitTimedOut);
-        }
-
-        Publish(item, wasEmpty);
+            SubmitStatus.Rejected => ValueTask.FromException(rejection!),
+            SubmitStatus.Waiting => new ValueTask(waiter!.Task!),
+            _ => ValueTask.CompletedTask,
+        };
     }
 
     private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken)
     {
-        Interlocked.Increment(ref _submitted.Value);
         if (cancellationToken.IsCancellationRequested)
         {
-            Interlocked.Increment(ref _cancelled);
+            Interlocked.Increment(ref _cancelledBeforeQueue);
             return Task.FromCanceled<TResult>(cancellationToken);
         }
 
-        var runItem = new RunItem<TResult>(this, work, CaptureContext());
+        var runItem = new RunItem<TResult>(work, _flowExecutionContext ? ExecutionContext.Capture() : null);
         runItem.RegisterCancellation(cancellationToken);
-        var item = new QueuedItem(runItem, null, null, null, Timestamp());
+
+        // Whatever Submit decides, the outcome reaches the caller through the item's own task.
+        _ = Submit(new QueuedItem(runItem, null, null, null, _timeProvider.GetTimestamp()), blocking: false, cancellationToken, out _, out _);
+        return runItem.Task;
+    }
+
+    /// <summary>
+    /// Admits the item, or applies the rejection policy when the queue is full. Every path counts and reports the
+    /// item; an awaited item's task carries its fate.
+    /// </summary>
+    private SubmitStatus Submit(in QueuedItem item, bool blocking, CancellationToken cancellationToken, out RoomWaiter? waiter, out RejectedExecutionException? rejection)
+    {
+        waiter = null;
+        rejection = null;
+        var policy = _policy;
+        if (policy == RejectionPolicy.Wait && _roomWaiters.Any && !IsWorkerThread)
+        {
+            // Producers wait already: line up behind them instead of taking a slot freed for the oldest of them.
+            waiter = RegisterWaiter(item, blocking, cancellationToken);
+            return SubmitStatus.Waiting;
+        }
+
         while (true)
         {
-            var admission = TryAdmit(out var wasEmpty);
-            switch (admission)
+            var admission = _queue.TryAdmit(_queueCapacity, out var wasEmpty);
+            if (admission == Admission.Admitted)
             {
-                case Admission.Admitted:
-                    Publish(item, wasEmpty);
-                    return runItem.Task;
-                case Admission.ShutDown:
-                    Reject(item, RejectionReason.ShutDown);
-                    return runItem.Task;
+                Publish(item, wasEmpty);
+                return SubmitStatus.Done;
             }
 
-            switch (_policy)
+            if (admission == Admission.ShutDown)
             {
-                case RejectionPolicy.CallerRuns:
-                    RunOnCaller(item);
-                    return runItem.Task;
+                rejection = Reject(item, RejectionReason.ShutDown);
+                return SubmitStatus.Rejected;
+            }
+
+            switch (policy)
+            {
                 case RejectionPolicy.Discard:
-                    Discard(item, RejectionReason.Discarded);
-                    return runItem.Task;
-                case RejectionPolicy.DiscardOldest when EvictOldest():
-                    // The new item takes the evicted one's place, even while the queue is above a capacity
-                    // that was just lowered: one eviction per admission, never more.
-                    admission = TryAdmit(out wasEmpty, int.MaxValue);
-                    if (admission == Admission.Admitted)
+                    Discard(item);
+                    return SubmitStatus.Done;
+                case RejectionPolicy.DiscardOldest:
+                    if (EvictOldest())
                     {
-                        Publish(item, wasEmpty);
-                        return runItem.Task;
+                        // The new item takes the evicted one's place, even while the queue is above a capacity that
+                        // was just lowered: one eviction per admission, never more.
+                        admission = _queue.TryAdmit(int.MaxValue, out wasEmpty);
+                        if (admission == Admission.Admitted)
+                        {
+                            Publish(item, wasEmpty);
+                            return SubmitStatus.Done;
+                        }
                     }
 
                     continue;
-                case RejectionPolicy.DiscardOldest:
-                    continue;
+                case RejectionPolicy.CallerRuns:
                 case RejectionPolicy.Wait when IsWorkerThread:
-                    RunOnCaller(item);
-                    return runItem.Task;
+                    // Blocking a worker on its own full queue could deadlock the executor: run inline instead.
+                    return RunOnCaller(item, out rejection) ? SubmitStatus.Done : SubmitStatus.Rejected;
                 case RejectionPolicy.Wait:
-                    return WaitAndRunAsync(item, runItem, cancellationToken);
+                    waiter = RegisterWaiter(item, blocking, cancellationToken);
+                    return SubmitStatus.Waiting;
                 default:
-                    Reject(item, RejectionReason.QueueFull);
-                    return runItem.Task;
+                    rejection = Reject(item, RejectionReason.QueueFull);
+                    return SubmitStatus.Rejected;
             }
         }
     }
 
-    private async Task<TResult> WaitAndRunAsync<TResult>(QueuedItem item, RunItem<TResult> runItem, CancellationToken cancellationToken)
+    /// <summary>Writes an admitted item and wakes a parked worker when the queue just became non-empty.</summary>
+    private void Publish(in QueuedItem item, bool wasEmpty)
     {
-        Admission admission;
-        bool wasEmpty;
-        try
+        _queue.Write(item);
+        if (wasEmpty)
         {
-            (admission, wasEmpty) = await WaitForRoomAsync(item, cancellationToken).ConfigureAwait(false);
+            // Workers that find more work after claiming wake the next parked worker, so one wake-up per
+            // empty-to-non-empty transition is enough (see AfterClaim).
+            _idle.WakeOne();
         }
-        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
-        {
-            // The item's own cancellation registration has cancelled its task and counted it.
-            return await runItem.Task.ConfigureAwait(false);
-        }
-
-        if (admission == Admission.Admitted)
-        {
-            Publish(item, wasEmpty);
-        }
-        else
-        {
-            Reject(item, admission == Admission.ShutDown ? RejectionReason.ShutDown : RejectionReason.WaitTimedOut);
-        }
-
-        return await runItem.Task.ConfigureAwait(false);
     }
 
     /// <summary>Counts an item as rejected and reports it; returns the exception for callers that throw it.</summary>
-    private RejectedExecutionException Reject(in QueuedItem item, RejectionReason reason) => ReportNotRun(item, reason, ref _rejected);
+    private RejectedExecutionException Reject(in QueuedItem item, RejectionReason reason) =>
+        ReportNotRun(item, reason, ref _rejected, ref _cancelledBeforeQueue);
 
-    /// <summary>Counts an item as discarded (dropped or evicted) and reports it.</summary>
-    private void Discard(in QueuedItem item, RejectionReason reason) => ReportNotRun(item, reason, ref _discarded);
+    /// <summary>Counts a new item the Discard policy dropped, and reports it.</summary>
+    private void Discard(in QueuedItem item) => ReportNotRun(item, RejectionReason.Discarded, ref _droppedNew, ref _cancelledBeforeQueue);
 
     /// <summary>
     /// Counts an item that will not run in <paramref name="counter"/>, faults its task if it is awaited, and tells
-    /// <see cref="BoundedExecutorOptions.OnRejected"/>. An awaited item its caller cancelled meanwhile is already
-    /// counted as cancelled and is left alone.
+    /// <see cref="BoundedExecutorOptions.OnRejected"/>. An awaited item its caller cancelled meanwhile is counted in
+    /// <paramref name="cancelledCounter"/> instead and not reported.
     /// </summary>
-    private RejectedExecutionException ReportNotRun(in QueuedItem item, RejectionReason reason, ref long counter)
+    private RejectedExecutionException ReportNotRun(in QueuedItem item, RejectionReason reason, ref long counter, ref long cancelledCounter)
     {
         var exception = new RejectedExecutionException(Name, reason);
         if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
+            Interlocked.Increment(ref cancelledCounter);
             return exception;
         }
 
@@ -294,48 +196,60 @@ public sealed partial class BoundedExecutor
     /// <summary>Takes the oldest unclaimed item out of a full queue and reports it as evicted; false if there was none.</summary>
     private bool EvictOldest()
     {
-        if (!TryClaim(out _))
+        if (!_queue.TryClaim(out _))
         {
             // The queue drained or shut down meanwhile: the caller retries admission.
             return false;
         }
 
-        var victim = ReadClaimed();
-        Discard(victim, RejectionReason.Evicted);
+        var victim = _queue.ReadClaimed();
+        ReportNotRun(victim, RejectionReason.Evicted, ref _evicted, ref _cancelledAfterClaim);
         return true;
     }
 
-    /// <summary>Runs an item on the submitting thread (CallerRuns, or Wait from a worker of this executor).</summary>
-    private void RunOnCaller(in QueuedItem item)
+    /// <summary>
+    /// Runs an item on the submitting thread (CallerRuns, or Wait from a worker of this executor), leaving the
+    /// caller's execution and synchronization contexts as they were. Returns false (with the rejection) when the
+    /// thread is already nested too deeply in such runs.
+    /// </summary>
+    private bool RunOnCaller(in QueuedItem item, out RejectedExecutionException? rejection)
     {
-        if (item.Awaited is { } awaited)
+        rejection = null;
+        if (t_inlineDepth >= MaxInlineDepth || !RuntimeHelpers.TryEnsureSufficientExecutionStack())
         {
-            if (!awaited.TryClaim())
-            {
-                return;
-            }
-
-            Interlocked.Increment(ref _callerRuns);
-            var outcome = awaited.Run(ExecutionContext.Capture());
-            CountCallerOutcome(outcome);
-            return;
+            rejection = Reject(item, RejectionReason.CallerRunsTooDeep);
+            return false;
         }
 
-        Interlocked.Increment(ref _callerRuns);
+        if (item.Awaited is { } awaited && !awaited.TryClaim())
+        {
+            Interlocked.Increment(ref _cancelledBeforeQueue);
+            return true;
+        }
+
+        Interlocked.Increment(ref _callerStarted);
+        var context = ExecutionContext.Capture();
+        var synchronizationContext = SynchronizationContext.Current;
+        t_inlineDepth++;
+        ItemOutcome outcome;
         try
         {
-            item.Invoker!(item.Callback, item.State);
-            Interlocked.Increment(ref _callerCompleted);
+            outcome = Invoke(item);
         }
-        catch (Exception ex)
+        finally
         {
-            Interlocked.Increment(ref _callerFailed);
-            InvokeOnError(item, ex);
-        }
-    }
+            t_inlineDepth--;
+            if (context is not null && ExecutionContext.Capture() != context)
+            {
+                ExecutionContext.Restore(context);
+            }
 
-    private void CountCallerOutcome(ItemOutcome outcome)
-    {
+            if (SynchronizationContext.Current != synchronizationContext)
+            {
+                SynchronizationContext.SetSynchronizationContext(synchronizationContext);
+            }
+        }
+
         switch (outcome)
         {
             case ItemOutcome.Completed:
@@ -345,137 +259,205 @@ public sealed partial class BoundedExecutor
                 Interlocked.Increment(ref _callerFailed);
                 break;
             default:
-                Interlocked.Increment(ref _cancelled);
+                Interlocked.Increment(ref _callerCancelled);
                 break;
         }
+        return true;
     }
 
-    /// <summary>Blocks until there is room, the wait times out or the token is cancelled.</summary>
-    private Admission WaitForRoom(in QueuedItem item, out bool wasEmpty, CancellationToken cancellationToken)
+    /// <summary>
+    /// Runs an item in its own execution context and traces it; returns its outcome. Never throws: a fire-and-forget
+    /// item's exception goes to <see cref="BoundedExecutorOptions.OnError"/>, an awaited item's to its task.
+    /// </summary>
+    private ItemOutcome Invoke(in QueuedItem item)
     {
-        var started = _timeProvider.GetTimestamp();
-        while (true)
+        if (item.Awaited is { } awaited)
         {
-            var admission = TryAdmit(out wasEmpty);
-            if (admission != Admission.Full)
+            return awaited.Run(this);
+        }
+
+        if (item.Context is not null)
+        {
+            ExecutionContext.Restore(item.Context);
+        }
+
+        var activity = StartRunActivity();
+        ItemOutcome outcome;
+        try
+        {
+            item.Invoker!(item.Callback, item.State);
+            outcome = ItemOutcome.Completed;
+        }
+        catch (Exception ex)
+        {
+            outcome = ItemOutcome.Failed;
+            MarkRunActivityFailed(activity, ex);
+            InvokeOnError(item, ex);
+        }
+
+        StopRunActivity(activity);
+        return outcome;
+    }
+
+    /// <summary>
+    /// Registers a producer that waits for room, then admits waiting items at once if room appeared meanwhile (or
+    /// rejects them if shutdown began meanwhile), so no wake-up can be lost between the producer's check and its
+    /// registration.
+    /// </summary>
+    private RoomWaiter RegisterWaiter(in QueuedItem item, bool blocking, CancellationToken cancellationToken)
+    {
+        var deadline = DeadlineAfter(WaitTimeout);
+        var waiter = blocking ? RoomWaiter.ForBlockingCaller(item, deadline) : RoomWaiter.ForAsyncCaller(item, deadline);
+        if (!blocking && cancellationToken.CanBeCanceled)
+        {
+            waiter.Registration = cancellationToken.UnsafeRegister(
+                static (state, token) =>
+                {
+                    var (executor, waiter) = ((BoundedExecutor, RoomWaiter))state!;
+                    executor.CancelWaiter(waiter, token);
+                },
+                (this, waiter));
+        }
+
+        _roomWaiters.Add(waiter);
+        if (deadline != long.MaxValue)
+        {
+            _watchdogSignal.Set(); // the watchdog keeps the wait's deadline
+        }
+
+        if (IsShutdown)
+        {
+            RejectAllWaiters();
+        }
+        else
+        {
+            AdmitWaiters();
+        }
+
+        return waiter;
+    }
+
+    /// <summary>Blocks a producer until its item is admitted, rejected, or its token is cancelled.</summary>
+    private void AwaitAdmission(RoomWaiter waiter, CancellationToken cancellationToken)
+    {
+        using var blocking = waiter;
+        if (waiter.Outcome == RoomWaitOutcome.Waiting)
+        {
+            NoteBlockingWait(BlockingWaitKind.WaitForRoom);
+        }
+
+        if (!waiter.WaitForOutcome(cancellationToken))
+        {
+            if (_roomWaiters.TryRemove(waiter))
             {
-                return admission;
+                CountCancelledWait(waiter.Item);
+                throw new OperationCanceledException(cancellationToken);
             }
 
-            var waiter = _spaceWaiters.Register();
-            admission = TryAdmit(out wasEmpty);
-            if (admission != Admission.Full)
-            {
-                _spaceWaiters.Unregister(waiter);
-                return admission;
-            }
+            // Another party took the waiter first (admitted or rejected it): its decision stands.
+            waiter.WaitForOutcome();
+        }
 
-            var remaining = RemainingWait(started);
-            if (remaining == TimeSpan.Zero)
-            {
-                _spaceWaiters.Unregister(waiter);
-                return Admission.TimedOut;
-            }
-
-            bool woken;
-            try
-            {
-                woken = BlockUntilWoken(waiter.Value.Task, remaining, cancellationToken);
-            }
-            catch (OperationCanceledException)
-            {
-                _spaceWaiters.Unregister(waiter);
-                CountCancelledWait(item);
-                throw;
-            }
-
-            if (!woken)
-            {
-                _spaceWaiters.Unregister(waiter);
-            }
+        if (waiter.Outcome != RoomWaitOutcome.Admitted)
+        {
+            throw waiter.Exception!;
         }
     }
 
-    private async Task<(Admission Admission, bool WasEmpty)> WaitForRoomAsync(QueuedItem item, CancellationToken cancellationToken)
+    /// <summary>Cancels an asynchronous producer's wait, if it still waits.</summary>
+    private void CancelWaiter(RoomWaiter waiter, CancellationToken cancellationToken)
     {
-        var started = _timeProvider.GetTimestamp();
-        while (true)
+        if (_roomWaiters.TryRemove(waiter))
         {
-            var admission = TryAdmit(out var wasEmpty);
-            if (admission != Admission.Full)
-            {
-                return (admission, wasEmpty);
-            }
-
-            var waiter = _spaceWaiters.Register();
-            admission = TryAdmit(out wasEmpty);
-            if (admission != Admission.Full)
-            {
-                _spaceWaiters.Unregister(waiter);
-                return (admission, wasEmpty);
-            }
-
-            var remaining = RemainingWait(started);
-            if (remaining == TimeSpan.Zero)
-            {
-                _spaceWaiters.Unregister(waiter);
-                return (Admission.TimedOut, false);
-            }
-
-            try
-            {
-                await waiter.Value.Task.WaitAsync(remaining, _timeProvider, cancellationToken).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                _spaceWaiters.Unregister(waiter);
-            }
-            catch (OperationCanceledException)
-            {
-                _spaceWaiters.Unregister(waiter);
-                CountCancelledWait(item);
-                throw;
-            }
+            CountCancelledWait(waiter.Item);
+            waiter.Complete(RoomWaitOutcome.Cancelled, new OperationCanceledException(cancellationToken));
         }
     }
 
     private void CountCancelledWait(in QueuedItem item)
     {
-        // An awaited item's own cancellation registration counts it; a fire-and-forget item is counted here.
-        if (item.Awaited is null)
+        if (item.Awaited is { } awaited && awaited.TryClaim())
         {
-            Interlocked.Increment(ref _cancelled);
+            awaited.Cancel();
+        }
+
+        Interlocked.Increment(ref _cancelledBeforeQueue);
+    }
+
+    /// <summary>
+    /// Hands free slots to waiting producers, oldest first: each admitted item is written by this thread, so a
+    /// blocked or awaiting producer needs no thread of its own (and no ThreadPool thread) for its item to get in.
+    /// </summary>
+    private void AdmitWaiters()
+    {
+        while (_roomWaiters.Any)
+        {
+            RoomWaiter? admitted = null;
+            var wasEmpty = false;
+            lock (_roomWaiters.SyncObj)
+            {
+                var oldest = _roomWaiters.OldestUnsynchronized;
+                if (oldest is not null && _queue.TryAdmit(_queueCapacity, out wasEmpty) == Admission.Admitted)
+                {
+                    _roomWaiters.RemoveUnsynchronized(oldest);
+                    _queue.Write(oldest.Item);
+                    admitted = oldest;
+                }
+            }
+
+            if (admitted is null)
+            {
+                return;
+            }
+
+            if (wasEmpty)
+            {
+                _idle.WakeOne();
+            }
+
+            admitted.Registration.Unregister();
+            admitted.Complete(RoomWaitOutcome.Admitted);
         }
     }
 
-    private TimeSpan RemainingWait(long started)
+    /// <summary>Rejects every waiting producer (shutdown).</summary>
+    private void RejectAllWaiters()
     {
-        var waitTimeout = WaitTimeout;
-        if (waitTimeout == Timeout.InfiniteTimeSpan)
+        foreach (var waiter in _roomWaiters.RemoveAll())
         {
-            return Timeout.InfiniteTimeSpan;
+            RejectWaiter(waiter, RejectionReason.ShutDown);
         }
-
-        var remaining = waitTimeout - _timeProvider.GetElapsedTime(started);
-        return remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero;
     }
 
-    private bool BlockUntilWoken(Task wakeUp, TimeSpan timeout, CancellationToken cancellationToken)
+    /// <summary>Rejects the waiting producers whose wait timed out (called by the watchdog).</summary>
+    private void RejectExpiredWaiters(long now)
     {
-        if (_timeProvider == TimeProvider.System)
+        if (_roomWaiters.RemoveExpired(now) is { } expired)
         {
-            // A kernel wait: needs no timer callback and so no ThreadPool thread.
-            return wakeUp.Wait(timeout, cancellationToken);
+            foreach (var waiter in expired)
+            {
+                RejectWaiter(waiter, RejectionReason.WaitTimedOut);
+            }
+        }
+    }
+
+    private void RejectWaiter(RoomWaiter waiter, RejectionReason reason)
+    {
+        waiter.Registration.Unregister();
+        var exception = Reject(waiter.Item, reason);
+        waiter.Complete(RoomWaitOutcome.Rejected, exception);
+    }
+
+    /// <summary>The timestamp of the executor's clock <paramref name="timeout"/> from now (<see cref="long.MaxValue"/> for infinite).</summary>
+    private long DeadlineAfter(TimeSpan timeout)
+    {
+        if (timeout == Timeout.InfiniteTimeSpan)
+        {
+            return long.MaxValue;
         }
 
-        try
-        {
-            wakeUp.WaitAsync(timeout, _timeProvider, cancellationToken).GetAwaiter().GetResult();
-            return true;
-        }
-        catch (TimeoutException)
-        {
-            return false;
-        }
+        var ticks = timeout.Ticks * (double)_timeProvider.TimestampFrequency / TimeSpan.TicksPerSecond;
+        var now = _timeProvider.GetTimestamp();
+        return ticks >= long.MaxValue - now ? long.MaxValue : now + (long)ticks;
     }
 }

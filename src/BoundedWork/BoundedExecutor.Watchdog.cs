@@ -61,8 +61,9 @@ public sealed partial class BoundedExecutor
 
     /// <summary>
     /// The watchdog: a dedicated thread that looks at the workers a few times per threshold and reports each run
-    /// that passed the slow-item threshold once. It needs no ThreadPool thread, so it reports even while every
-    /// worker and every pool thread is blocked.
+    /// that passed the slow-item threshold once, and keeps every deadline of the executor (shutdown deadlines and
+    /// Wait-policy timeouts). It needs no ThreadPool thread, so it works while every worker and every pool thread is
+    /// blocked.
     /// </summary>
     private void WatchdogMain()
     {
@@ -72,6 +73,7 @@ public sealed partial class BoundedExecutor
             {
                 _watchdogSignal.WaitOne(NextWatchdogWait());
                 ExpireShutdownDeadlines();
+                RejectExpiredWaiters(_timeProvider.GetTimestamp());
                 var threshold = SlowItemThreshold;
                 if (threshold != Timeout.InfiniteTimeSpan && !_completion.Task.IsCompleted)
                 {
@@ -86,14 +88,17 @@ public sealed partial class BoundedExecutor
         }
     }
 
-    /// <summary>How long the watchdog may sleep: a quarter of the slow-item threshold, and no later than the next shutdown deadline.</summary>
+    /// <summary>
+    /// How long the watchdog may sleep: a quarter of the slow-item threshold, and no later than the next shutdown
+    /// deadline or Wait-policy timeout.
+    /// </summary>
     private TimeSpan NextWatchdogWait()
     {
         var threshold = SlowItemThreshold;
         var wait = threshold == Timeout.InfiniteTimeSpan
             ? Timeout.InfiniteTimeSpan
             : TimeSpan.FromTicks(Math.Clamp(threshold.Ticks / 4, MinWatchdogInterval.Ticks, MaxWatchdogInterval.Ticks));
-        var deadline = long.MaxValue;
+        var deadline = _roomWaiters.EarliestDeadline();
         lock (LifecycleLock)
         {
             foreach (var waiter in _shutdownWaiters)
@@ -171,7 +176,7 @@ public sealed partial class BoundedExecutor
         for (var i = 0; i < slow.Count; i++)
         {
             Interlocked.Increment(ref _slowItemsReported);
-            _instruments.RecordSlowItem(SlowItemKind.Running);
+            MeasureSlowItem(SlowItemKind.Running);
             InvokeOnSlowItem(slow[i].Item, _watchdogNames[i], _timeProvider.GetElapsedTime(slow[i].StartedTimestamp, now), threshold, SlowItemKind.Running);
         }
 
@@ -192,8 +197,20 @@ public sealed partial class BoundedExecutor
         if (waited.Ticks > thresholdTicks)
         {
             Interlocked.Increment(ref _longQueueWaitsReported);
-            _instruments.RecordSlowItem(SlowItemKind.Queued);
+            MeasureSlowItem(SlowItemKind.Queued);
             InvokeOnSlowItem(item, worker.Name, waited, TimeSpan.FromTicks(thresholdTicks), SlowItemKind.Queued);
+        }
+    }
+
+    private void MeasureSlowItem(SlowItemKind kind)
+    {
+        try
+        {
+            _instruments.RecordSlowItem(kind);
+        }
+        catch (Exception)
+        {
+            CountCallbackFailure();
         }
     }
 
@@ -207,7 +224,7 @@ public sealed partial class BoundedExecutor
             }
             catch (Exception)
             {
-                Interlocked.Increment(ref _callbackFailures);
+                CountCallbackFailure();
             }
         }
     }

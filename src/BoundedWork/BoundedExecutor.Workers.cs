@@ -5,12 +5,15 @@ namespace BoundedWork;
 
 public sealed partial class BoundedExecutor
 {
-    /// <summary>How many times an idle worker re-checks the queue before parking.</summary>
-    private const int SpinsBeforeParking = 24;
+    /// <summary>
+    /// How many times an idle worker re-checks the queue, with short CPU pauses and no yield or sleep, before it
+    /// parks. Enough to catch the next item of a burst (a few microseconds), too short to matter for an idle or
+    /// trickling executor: waking a parked worker costs the submitter one kernel call, while every extra spin costs
+    /// CPU on every idle transition (see benchmarks/trickle.sh).
+    /// </summary>
+    private const int SpinsBeforeParking = 10;
 
     private readonly List<Worker> _workers = [];
-    private readonly SemaphoreSlim _wakeSignal = new(0);
-    private PaddedInt32 _parked;
     private int _targetWorkers;
     private int _liveWorkers;
     private int _retireDebt;
@@ -19,6 +22,7 @@ public sealed partial class BoundedExecutor
     private long _retiredCompleted;
     private long _retiredFailed;
     private long _retiredCancelled;
+    private long _workersReplaced;
 
     /// <summary>Guards the worker list and counts, resizing and worker exit. Never held while user code runs.</summary>
     private object LifecycleLock => _workers;
@@ -47,7 +51,7 @@ public sealed partial class BoundedExecutor
         if (wake)
         {
             // Parked workers re-check and the surplus retires; the others park again.
-            WakeAllWorkers();
+            _idle.WakeAll();
         }
     }
 
@@ -100,46 +104,56 @@ public sealed partial class BoundedExecutor
         _workers.Add(worker);
         _liveWorkers++;
         _peakWorkers = Math.Max(_peakWorkers, _liveWorkers);
+        Debug.Assert(_liveWorkers <= MaxWorkerCount, "Live workers never exceed the hard maximum.");
 
         // UnsafeStart: the worker must not capture the ExecutionContext of whoever made it grow (an HTTP
         // request's AsyncLocals would otherwise live on in the worker for its whole life).
         thread.UnsafeStart(worker);
     }
 
+    private enum WorkerExit
+    {
+        /// <summary>Retired by a shrink.</summary>
+        Retired,
+
+        /// <summary>The queue is drained (or abandoned) after shutdown.</summary>
+        ShutDown,
+
+        /// <summary>Stopped by a defect of the executor itself; a replacement starts.</summary>
+        Crashed,
+    }
+
     private void WorkerMain(Worker worker)
     {
         worker.AttachToCurrentThread();
-        var retired = false;
+        var exit = WorkerExit.Crashed;
         try
         {
-            retired = RunWorkerLoop(worker);
+            exit = RunWorkerLoop(worker);
         }
         catch (Exception ex)
         {
-            // Only a defect in the executor itself can get here (items and callbacks are guarded);
-            // a plain thread's unhandled exception would end the process, so report it and let the worker go.
-            Trace.TraceError($"BoundedWork executor '{Name}' worker #{worker.Id} stopped: {ex}");
+            // Only a defect in the executor itself can get here (items, callbacks and listeners are guarded); a
+            // plain thread's unhandled exception would end the process, so report it and let a replacement start.
+            System.Diagnostics.Trace.TraceError($"BoundedWork executor '{Name}' worker {worker.Name} stopped: {ex}");
         }
         finally
         {
             Worker.DetachFromCurrentThread();
-            OnWorkerExited(worker, retired);
+            OnWorkerExited(worker, exit);
         }
     }
 
-    /// <summary>The worker loop; returns <see langword="true"/> if the worker retired because of a shrink.</summary>
-    private bool RunWorkerLoop(Worker worker)
+    /// <summary>The worker loop: claim and run items, spin briefly when there are none, then park.</summary>
+    private WorkerExit RunWorkerLoop(Worker worker)
     {
         while (true)
         {
-            if (TryClaim(out var remaining))
+            if (TryRunOne(worker))
             {
-                var item = ReadClaimed();
-                AfterClaim(remaining);
-                RunOnWorker(worker, item);
                 if (Volatile.Read(ref _retireDebt) > 0 && TryRetire())
                 {
-                    return true;
+                    return WorkerExit.Retired;
                 }
 
                 continue;
@@ -147,157 +161,113 @@ public sealed partial class BoundedExecutor
 
             if (Volatile.Read(ref _retireDebt) > 0 && TryRetire())
             {
-                return true;
+                return WorkerExit.Retired;
             }
 
-            var state = Volatile.Read(ref _state.Value);
-            if ((state & AbandonBit) != 0 || ((state & ShutdownBit) != 0 && (state & CountMask) == 0))
+            var state = _queue.State;
+            if (WorkQueue.IsAbandoned(state) || (WorkQueue.IsShutdown(state) && WorkQueue.CountOf(state) == 0))
             {
-                return false;
+                return WorkerExit.ShutDown;
             }
 
             if (!SpinForWork())
             {
-                Park();
+                Park(worker);
             }
-        }
-    }
-
-    /// <summary>Claims one unclaimed item; fails when none is queued or a shutdown deadline has passed.</summary>
-    private bool TryClaim(out long remaining)
-    {
-        var state = Volatile.Read(ref _state.Value);
-        while (true)
-        {
-            remaining = 0;
-            if ((state & AbandonBit) != 0 || (state & CountMask) == 0)
-            {
-                return false;
-            }
-
-            var previous = Interlocked.CompareExchange(ref _state.Value, state - 1, state);
-            if (previous == state)
-            {
-                remaining = (state & CountMask) - 1;
-                return true;
-            }
-
-            state = previous;
         }
     }
 
     /// <summary>
-    /// Reads a claimed item. The claim guarantees the item exists; its writer may still be between admission
-    /// and write, which takes nanoseconds, so spin for it.
+    /// Claims and runs one item. A method of its own, never inlined, so the item (delegate, state, captured context,
+    /// awaited task) is not kept alive by the worker loop's frame while the worker idles.
     /// </summary>
-    private QueuedItem ReadClaimed()
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private bool TryRunOne(Worker worker)
     {
-        if (_reader.TryRead(out var item))
+        if (!_queue.TryClaim(out var remaining))
         {
-            return item;
+            return false;
         }
 
-        var spinner = default(SpinWait);
-        do
-        {
-            spinner.SpinOnce();
-        }
-        while (!_reader.TryRead(out item));
-        return item;
+        var item = _queue.ReadClaimed();
+        AfterClaim(remaining);
+        RunOnWorker(worker, item);
+        return true;
     }
 
-    private void AfterClaim(long remaining)
+    private void AfterClaim(int remaining)
     {
-        if (_spaceWaiters.Any)
+        if (_roomWaiters.Any)
         {
-            _spaceWaiters.WakeOne();
+            // The freed slot goes to the oldest waiting producer, admitted by this thread.
+            AdmitWaiters();
         }
 
         if (remaining > 0)
         {
             // More work is queued: make sure a parked worker helps (a cascade, one wake-up per claim).
-            WakeOneWorker();
+            _idle.WakeOne();
         }
-        else if ((Volatile.Read(ref _state.Value) & ShutdownBit) != 0)
+        else if (IsShutdown)
         {
             // The drain is over: parked workers must wake up to exit.
-            WakeAllWorkers();
+            _idle.WakeAll();
         }
     }
 
     private void RunOnWorker(Worker worker, in QueuedItem item)
     {
-        var awaited = item.Awaited;
-        if (awaited is not null && !awaited.TryClaim())
+        if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
-            return; // cancelled by its caller while queued: already counted
+            worker.Count(ItemOutcome.Cancelled); // its caller cancelled it while it was queued
+            return;
         }
 
-        worker.SetBusy(true);
         var started = _timeProvider.GetTimestamp();
         worker.BeginRun(item, started);
         CheckQueueWait(worker, item, started);
         if (_instruments.WaitDurationEnabled)
         {
-            _instruments.RecordWait(_timeProvider.GetElapsedTime(item.EnqueuedTimestamp, started));
+            Measure(static (instruments, elapsed) => instruments.RecordWait(elapsed), _timeProvider.GetElapsedTime(item.EnqueuedTimestamp, started));
         }
 
-        if (awaited is not null)
-        {
-            worker.Count(awaited.Run(worker.CleanContext));
-        }
-        else
-        {
-            RunFireAndForget(worker, item);
-        }
-
+        worker.Count(Invoke(item));
         worker.EndRun();
         if (_instruments.RunDurationEnabled)
         {
-            _instruments.RecordRun(_timeProvider.GetElapsedTime(started));
+            Measure(static (instruments, elapsed) => instruments.RecordRun(elapsed), _timeProvider.GetElapsedTime(started));
         }
 
-        worker.SetBusy(false);
+        // Workers are clean rooms: nothing the item set (AsyncLocals, a SynchronizationContext) reaches the next one.
+        if (SynchronizationContext.Current is not null)
+        {
+            SynchronizationContext.SetSynchronizationContext(null);
+        }
+
+        if (ExecutionContext.Capture() != worker.CleanContext && worker.CleanContext is not null)
+        {
+            ExecutionContext.Restore(worker.CleanContext);
+        }
     }
 
-    private void RunFireAndForget(Worker worker, in QueuedItem item)
+    /// <summary>Records a measurement; a listener that throws is counted as a callback failure, never propagated.</summary>
+    private void Measure(Action<ExecutorInstruments, TimeSpan> record, TimeSpan elapsed)
     {
-        Activity? activity = null;
         try
         {
-            if (item.Context is not null)
-            {
-                ExecutionContext.Restore(item.Context);
-            }
-
-            activity = StartRunActivity();
-            item.Invoker!(item.Callback, item.State);
-            worker.Count(ItemOutcome.Completed);
+            record(_instruments, elapsed);
         }
-        catch (Exception ex)
+        catch (Exception)
         {
-            worker.Count(ItemOutcome.Failed);
-            activity?.SetStatus(ActivityStatusCode.Error, ex.Message);
-            InvokeOnError(item, ex);
-        }
-        finally
-        {
-            activity?.Dispose();
-
-            // Whatever the item did to AsyncLocals must not leak into the next item.
-            if (ExecutionContext.Capture() != worker.CleanContext && worker.CleanContext is not null)
-            {
-                ExecutionContext.Restore(worker.CleanContext);
-            }
+            CountCallbackFailure();
         }
     }
 
     private bool SpinForWork()
     {
-        var spinner = default(SpinWait);
         for (var i = 0; i < SpinsBeforeParking; i++)
         {
-            spinner.SpinOnce(sleep1Threshold: -1);
+            Thread.SpinWait(8 << Math.Min(i, 4));
             if (HasReasonToWake())
             {
                 return true;
@@ -309,60 +279,24 @@ public sealed partial class BoundedExecutor
 
     private bool HasReasonToWake()
     {
-        var state = Volatile.Read(ref _state.Value);
-        return (state & CountMask) != 0 || (state & (ShutdownBit | AbandonBit)) != 0 || Volatile.Read(ref _retireDebt) > 0;
+        var state = _queue.State;
+        return WorkQueue.CountOf(state) != 0 || (state & (WorkQueue.ShutdownBit | WorkQueue.AbandonBit)) != 0 || Volatile.Read(ref _retireDebt) > 0;
     }
 
     /// <summary>
     /// Parks the worker until a submitter, another worker, a resize or shutdown wakes it. The announce-then-recheck
-    /// order pairs with the submitter's admit-then-check order, so a wake-up can never be lost.
+    /// order pairs with the submitter's admit-then-check order, so a wake-up can never be lost (see IdleWorkers).
     /// </summary>
-    private void Park()
+    private void Park(Worker worker)
     {
-        Interlocked.Increment(ref _parked.Value);
-        if (HasReasonToWake())
+        _idle.Announce(worker);
+        if (HasReasonToWake() && _idle.TryWithdraw(worker))
         {
-            var parked = Volatile.Read(ref _parked.Value);
-            while (parked > 0)
-            {
-                var previous = Interlocked.CompareExchange(ref _parked.Value, parked - 1, parked);
-                if (previous == parked)
-                {
-                    return;
-                }
-
-                parked = previous;
-            }
-
-            // A waker has already claimed this announcement and released the semaphore: consume that release.
+            return;
         }
 
-        _wakeSignal.Wait();
-    }
-
-    private void WakeOneWorker()
-    {
-        var parked = Volatile.Read(ref _parked.Value);
-        while (parked > 0)
-        {
-            var previous = Interlocked.CompareExchange(ref _parked.Value, parked - 1, parked);
-            if (previous == parked)
-            {
-                _wakeSignal.Release();
-                return;
-            }
-
-            parked = previous;
-        }
-    }
-
-    private void WakeAllWorkers()
-    {
-        var parked = Interlocked.Exchange(ref _parked.Value, 0);
-        if (parked > 0)
-        {
-            _wakeSignal.Release(parked);
-        }
+        // Either nothing to do, or a waker took this worker off the idle stack first: its unpark may be on the way.
+        worker.Parker.Park();
     }
 
     private bool TryRetire()
@@ -380,7 +314,7 @@ public sealed partial class BoundedExecutor
         }
     }
 
-    private void OnWorkerExited(Worker worker, bool retired)
+    private void OnWorkerExited(Worker worker, WorkerExit exit)
     {
         bool completed;
         lock (LifecycleLock)
@@ -389,9 +323,16 @@ public sealed partial class BoundedExecutor
             _retiredCompleted += worker.Completed;
             _retiredFailed += worker.Failed;
             _retiredCancelled += worker.Cancelled;
-            if (!retired)
+            if (exit != WorkerExit.Retired)
             {
                 _liveWorkers--;
+            }
+
+            if (exit == WorkerExit.Crashed && !WorkQueue.IsAbandoned(_queue.State) && _liveWorkers < _targetWorkers)
+            {
+                // A worker that dies outside a shrink is replaced, during a shutdown's drain too.
+                _workersReplaced++;
+                StartWorkerUnsynchronized();
             }
 
             completed = _workers.Count == 0 && IsShutdown;
@@ -401,10 +342,10 @@ public sealed partial class BoundedExecutor
         {
             OnAllWorkersExited();
         }
-        else if (!retired)
+        else if (exit != WorkerExit.Retired)
         {
             // A worker leaving at shutdown may be the one that should have woken the others.
-            WakeAllWorkers();
+            _idle.WakeAll();
         }
     }
 }

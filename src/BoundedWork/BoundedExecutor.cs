@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using System.Threading.Channels;
 using BoundedWork.Internal;
 
 namespace BoundedWork;
@@ -10,9 +9,10 @@ namespace BoundedWork;
 /// </summary>
 /// <remarks>
 /// <para>
-/// No step of waking a worker, taking an item, running it or completing its result needs a ThreadPool thread:
-/// workers park on a semaphore that submitters release directly, and the queue is read with non-blocking
-/// <see cref="ChannelReader{T}.TryRead(out T)"/> calls only.
+/// No step of waking a worker, taking an item, running it, completing its result, admitting a waiting producer's
+/// item or honouring a shutdown deadline needs a ThreadPool thread: idle workers park on a handshake of their own
+/// that submitters release directly, a worker that frees a slot admits the oldest waiting producer's item itself,
+/// and deadlines are kept by the executor's own watchdog thread.
 /// </para>
 /// <para>
 /// Every item ends in exactly one outcome, counted in <see cref="GetStatistics"/>: completed, failed, cancelled,
@@ -23,28 +23,37 @@ namespace BoundedWork;
 /// </remarks>
 public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 {
-    private readonly ChannelReader<QueuedItem> _reader;
-    private readonly ChannelWriter<QueuedItem> _writer;
-    private volatile int _queueCapacity;
-    private volatile RejectionPolicy _policy;
-    private long _waitTimeoutTicks;
+    private readonly WorkQueue _queue = new();
+    private readonly RoomWaiters _roomWaiters = new();
+    private readonly IdleWorkers _idle = new();
     private readonly bool _flowExecutionContext;
     private readonly TimeProvider _timeProvider;
     private readonly Action<WorkItemFailedArguments>? _onError;
     private readonly Action<WorkItemRejectedArguments>? _onRejected;
     private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
-    private readonly SpaceWaiters _spaceWaiters = new();
     private readonly ExecutorInstruments _instruments;
     private readonly TimeSpan _disposeTimeout;
+    private volatile int _queueCapacity;
+    private volatile RejectionPolicy _policy;
+    private long _waitTimeoutTicks;
 
-    private PaddedInt64 _submitted;
+    // Outcomes of items that never reached the queue: each is one increment from "submitting" to its outcome.
     private long _rejected;
-    private long _discarded;
-    private long _cancelled;
+    private long _droppedNew;
+    private long _cancelledBeforeQueue;
+
+    // Outcomes of items claimed from the queue by a party other than a worker (evicted, abandoned, or found
+    // cancelled by them). With the workers' own counters these are the claim outcomes of the statistics.
+    private long _evicted;
     private long _abandoned;
-    private long _callerRuns;
+    private long _cancelledAfterClaim;
+
+    // Items run on the submitting thread: started first, then exactly one outcome.
+    private long _callerStarted;
     private long _callerCompleted;
     private long _callerFailed;
+    private long _callerCancelled;
+
     private long _callbackFailures;
     private long _threadPoolBlockingWaits;
 
@@ -77,17 +86,6 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         _queueWaitThresholdTicks = options.QueueWaitThreshold.Ticks;
         _instruments = new ExecutorInstruments(this, options.MeterFactory);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
-
-        // The executor's own admission counter bounds the queue (see TryAdmit), so the channel never holds more
-        // than QueueCapacity unclaimed items. Readers only ever call TryRead: no continuation is ever scheduled.
-        var queue = Channel.CreateUnbounded<QueuedItem>(new UnboundedChannelOptions
-        {
-            SingleReader = false,
-            SingleWriter = false,
-            AllowSynchronousContinuations = false,
-        });
-        _reader = queue.Reader;
-        _writer = queue.Writer;
 
         lock (LifecycleLock)
         {
@@ -129,10 +127,10 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     }
 
     /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
-    public bool IsShutdown => (Volatile.Read(ref _state.Value) & ShutdownBit) != 0;
+    public bool IsShutdown => WorkQueue.IsShutdown(_queue.State);
 
     /// <summary>Gets the number of items waiting in the queue now.</summary>
-    public int QueueLength => (int)(Volatile.Read(ref _state.Value) & CountMask);
+    public int QueueLength => _queue.Count;
 
     /// <summary>
     /// Gets a value indicating whether the current thread is one of this executor's worker threads.
@@ -148,7 +146,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public bool TryExecute(Action action)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return TryExecuteCore(action, null, QueuedItem.InvokeAction);
+        return TryExecuteCore(NewItem(action, null, QueuedItem.InvokeAction));
     }
 
     /// <summary>
@@ -162,7 +160,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public bool TryExecute<TState>(Action<TState> action, TState state)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return TryExecuteCore(action, state, StateInvoker<TState>.Instance);
+        return TryExecuteCore(NewItem(action, state, StateInvoker<TState>.Instance));
     }
 
     /// <summary>
@@ -178,7 +176,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public void Execute(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        ExecuteCore(action, null, QueuedItem.InvokeAction, cancellationToken);
+        ExecuteCore(NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
     }
 
     /// <summary>
@@ -194,7 +192,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public void Execute<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        ExecuteCore(action, state, StateInvoker<TState>.Instance, cancellationToken);
+        ExecuteCore(NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
     }
 
     /// <summary>
@@ -209,7 +207,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public ValueTask ExecuteAsync(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return ExecuteAsyncCore(action, null, QueuedItem.InvokeAction, cancellationToken);
+        return ExecuteAsyncCore(NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
     }
 
     /// <summary>
@@ -224,7 +222,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public ValueTask ExecuteAsync<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return ExecuteAsyncCore(action, state, StateInvoker<TState>.Instance, cancellationToken);
+        return ExecuteAsyncCore(NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
     }
 
     /// <summary>
@@ -316,7 +314,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 
         if (wakeWorkers)
         {
-            WakeAllWorkers();
+            _idle.WakeAll();
         }
 
         if (current.SlowItemThreshold != previous.SlowItemThreshold)
@@ -324,10 +322,10 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             _watchdogSignal.Set();
         }
 
-        if (current.QueueCapacity > previous.QueueCapacity || current.RejectionPolicy != previous.RejectionPolicy)
+        if (current.QueueCapacity > previous.QueueCapacity)
         {
-            // Waiting producers re-check: there may be room now, or their policy no longer waits.
-            _spaceWaiters.WakeAll();
+            // The new room goes to the producers already waiting for it, oldest first.
+            AdmitWaiters();
         }
 
         return new BoundedExecutorReconfiguration(previous, current);
@@ -343,9 +341,8 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         QueueWaitThreshold = QueueWaitThreshold,
     };
 
-    private ExecutionContext? CaptureContext() => _flowExecutionContext ? ExecutionContext.Capture() : null;
-
-    private long Timestamp() => _timeProvider.GetTimestamp();
+    private QueuedItem NewItem(object callback, object? state, Action<object, object?> invoker) =>
+        new(callback, state, invoker, _flowExecutionContext ? ExecutionContext.Capture() : null, _timeProvider.GetTimestamp());
 
     private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
     {
@@ -357,7 +354,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             }
             catch (Exception)
             {
-                Interlocked.Increment(ref _callbackFailures);
+                CountCallbackFailure();
             }
         }
     }
@@ -372,14 +369,15 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             }
             catch (Exception)
             {
-                Interlocked.Increment(ref _callbackFailures);
+                CountCallbackFailure();
             }
         }
     }
 
     /// <summary>
     /// Starts the activity that traces one item's run, in the item's own execution context, so that the activity
-    /// current at submission is its parent. Returns <see langword="null"/> when nobody listens.
+    /// current at submission is its parent. Returns <see langword="null"/> when nobody listens. A listener that throws
+    /// is counted as a callback failure and never decides the item's fate.
     /// </summary>
     internal Activity? StartRunActivity()
     {
@@ -388,10 +386,56 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             return null;
         }
 
-        var activity = BoundedWorkDiagnostics.ActivitySource.StartActivity(BoundedWorkDiagnostics.RunActivityName, ActivityKind.Internal);
-        activity?.SetTag(BoundedWorkDiagnostics.ExecutorTag, Name);
-        return activity;
+        try
+        {
+            var activity = BoundedWorkDiagnostics.ActivitySource.StartActivity(BoundedWorkDiagnostics.RunActivityName, ActivityKind.Internal);
+            activity?.SetTag(BoundedWorkDiagnostics.ExecutorTag, Name);
+            return activity;
+        }
+        catch (Exception)
+        {
+            CountCallbackFailure();
+            return null;
+        }
     }
+
+    /// <summary>Marks a run's activity as failed; a listener that throws is counted, not propagated.</summary>
+    internal void MarkRunActivityFailed(Activity? activity, Exception exception)
+    {
+        if (activity is null)
+        {
+            return;
+        }
+
+        try
+        {
+            activity.SetStatus(ActivityStatusCode.Error, exception.Message);
+        }
+        catch (Exception)
+        {
+            CountCallbackFailure();
+        }
+    }
+
+    /// <summary>Stops a run's activity; a listener that throws is counted, not propagated.</summary>
+    internal void StopRunActivity(Activity? activity)
+    {
+        if (activity is null)
+        {
+            return;
+        }
+
+        try
+        {
+            activity.Dispose();
+        }
+        catch (Exception)
+        {
+            CountCallbackFailure();
+        }
+    }
+
+    private void CountCallbackFailure() => Interlocked.Increment(ref _callbackFailures);
 
     /// <summary>
     /// Counts and reports a blocking wait for this executor if the current thread is a ThreadPool thread. Call it
@@ -413,11 +457,8 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             }
             catch (Exception)
             {
-                Interlocked.Increment(ref _callbackFailures);
+                CountCallbackFailure();
             }
         }
     }
-
-    /// <summary>Called by an awaited item whose caller cancelled it before it started.</summary>
-    internal void OnAwaitedItemCancelled() => Interlocked.Increment(ref _cancelled);
 }

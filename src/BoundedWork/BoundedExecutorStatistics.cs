@@ -4,10 +4,11 @@ namespace BoundedWork;
 /// One snapshot of an executor's state and counters, taken by <see cref="BoundedExecutor.GetStatistics"/>.
 /// </summary>
 /// <remarks>
-/// The snapshot is taken without stopping the executor. Every counter only grows, and the outcome counters
-/// are read before <see cref="Submitted"/>, so a snapshot never shows more outcomes than submissions. When the
-/// executor is quiescent (nothing queued or running), <see cref="Submitted"/> equals the sum of the outcome
-/// counters exactly.
+/// The snapshot is taken without stopping the executor, and it is consistent: every item submitted so far is in
+/// exactly one of <see cref="QueueLength"/>, <see cref="Running"/> or one outcome (completed, failed, cancelled,
+/// rejected, discarded, abandoned), so <see cref="Submitted"/> equals their sum in every snapshot. An item counts
+/// as submitted once the executor has queued it or decided its fate; a producer still blocked waiting for room
+/// (<see cref="WaitingProducers"/>) is not counted yet.
 /// </remarks>
 public sealed record BoundedExecutorStatistics
 {
@@ -17,7 +18,10 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets the worker count the executor is converging to (the last resize).</summary>
     public required int TargetWorkerCount { get; init; }
 
-    /// <summary>Gets the number of worker threads alive now (above target while shrinking, until busy workers finish).</summary>
+    /// <summary>
+    /// Gets the number of worker threads serving the queue now: above the target while shrinking, until busy workers
+    /// finish their items; never above <see cref="MaxWorkerCount"/> (a worker that has decided to retire no longer counts).
+    /// </summary>
     public required int LiveWorkerCount { get; init; }
 
     /// <summary>Gets the number of workers running an item now.</summary>
@@ -44,7 +48,16 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
     public required TimeSpan WaitTimeout { get; init; }
 
-    /// <summary>Gets the number of items submitted, whatever became of them.</summary>
+    /// <summary>Gets the number of producers waiting for room under the Wait policy now (their items are not counted as submitted yet).</summary>
+    public required int WaitingProducers { get; init; }
+
+    /// <summary>
+    /// Gets the number of items taken from the queue (or run by a submitting thread) whose outcome is not counted
+    /// yet: running items, plus for an instant items being evicted or abandoned.
+    /// </summary>
+    public required long Running { get; init; }
+
+    /// <summary>Gets the number of items submitted, whatever became of them: always queued + running + every outcome.</summary>
     public required long Submitted { get; init; }
 
     /// <summary>Gets the number of items that ran to completion (on a worker or, under CallerRuns, on the caller).</summary>
@@ -56,7 +69,7 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets the number of items cancelled by their caller before they started.</summary>
     public required long Cancelled { get; init; }
 
-    /// <summary>Gets the number of items rejected (queue full, wait timed out, or shut down).</summary>
+    /// <summary>Gets the number of items rejected (queue full, wait timed out, shut down, or nested too deeply in caller runs).</summary>
     public required long Rejected { get; init; }
 
     /// <summary>Gets the number of items discarded by the Discard policy or evicted by the DiscardOldest policy.</summary>
@@ -77,6 +90,9 @@ public sealed record BoundedExecutorStatistics
     /// submit methods from request code.
     /// </summary>
     public required long ThreadPoolBlockingWaits { get; init; }
+
+    /// <summary>Gets the number of worker threads started to replace one that stopped because of a defect (normally 0).</summary>
+    public required long WorkersReplaced { get; init; }
 
     /// <summary>Gets the number of workers running an item for longer than the slow-item threshold now.</summary>
     public required int SlowWorkerCount { get; init; }

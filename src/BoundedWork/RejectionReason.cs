@@ -20,4 +20,11 @@ public enum RejectionReason
 
     /// <summary>The item was still queued when a shutdown deadline passed (counted as abandoned).</summary>
     Abandoned = 5,
+
+    /// <summary>
+    /// The queue was full and the item would have run on the submitting thread (CallerRuns, or a Wait-policy submit
+    /// from one of the executor's own workers), but that thread was already nested too deeply in such runs
+    /// (counted as rejected).
+    /// </summary>
+    CallerRunsTooDeep = 6,
 }

@@ -40,7 +40,7 @@ public sealed class BlockingWaitDetectionTests
         executor.Execute(() => { });
         var producer = new Thread(() => executor.Execute(() => { }));
         producer.Start();
-        TestKit.WaitForStatistics(executor, s => s.Submitted == 3);
+        TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
 
         gate.Open();
         producer.Join();

@@ -124,7 +124,7 @@ public sealed class ReconfigureTests
             admitted.Set();
         });
         producer.Start();
-        TestKit.WaitForStatistics(executor, s => s.Submitted == 3);
+        TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
 
         executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 2 });
 

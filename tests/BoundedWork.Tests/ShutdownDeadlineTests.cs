@@ -68,8 +68,14 @@ public sealed class ShutdownDeadlineTests
         var executor = TestKit.Create(workers: 1, capacity: 16);
         var log = new RunLog();
         var fromWorker = new TaskCompletionSource<ShutdownResult>(TaskCreationOptions.RunContinuationsAsynchronously);
-        executor.Execute(() => fromWorker.SetResult(executor.Shutdown(Timeout.InfiniteTimeSpan)));
+        using var queued = new ManualResetEventSlim();
+        executor.Execute(() =>
+        {
+            queued.WaitOrFail("the second item to be queued");
+            fromWorker.SetResult(executor.Shutdown(Timeout.InfiniteTimeSpan));
+        });
         executor.Execute(log.Item(1));
+        queued.Set();
 
         var result = fromWorker.Task.WaitAsync(TestKit.Safety).GetAwaiter().GetResult();
 

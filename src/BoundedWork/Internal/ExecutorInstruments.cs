@@ -16,6 +16,9 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly Histogram<double> _waitDuration;
     private readonly Histogram<double> _runDuration;
     private readonly Counter<long> _slowItems;
+    private readonly Lock _snapshotLock = new();
+    private BoundedExecutorStatistics? _snapshot;
+    private int _observed;
 
     public ExecutorInstruments(BoundedExecutor executor, IMeterFactory? meterFactory)
     {
@@ -32,18 +35,40 @@ internal sealed class ExecutorInstruments : IDisposable
         }
 
         var tag = _executorTag;
-        _meter.CreateObservableUpDownCounter("boundedwork.queue.length", () => new Measurement<int>(executor.QueueLength, tag), "{item}", "Items waiting in the queue.");
-        _meter.CreateObservableUpDownCounter("boundedwork.queue.capacity", () => new Measurement<int>(executor.QueueCapacity, tag), "{item}", "How many items the queue can hold.");
-        _meter.CreateObservableUpDownCounter("boundedwork.workers", () => new Measurement<int>(executor.GetStatistics().LiveWorkerCount, tag), "{thread}", "Live worker threads.");
-        _meter.CreateObservableUpDownCounter("boundedwork.workers.target", () => new Measurement<int>(executor.GetStatistics().TargetWorkerCount, tag), "{thread}", "The worker count the executor converges to.");
-        _meter.CreateObservableUpDownCounter("boundedwork.workers.busy", () => new Measurement<int>(executor.GetStatistics().BusyWorkerCount, tag), "{thread}", "Workers running an item.");
-        _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(executor.GetStatistics().Submitted, tag), "{item}", "Items submitted.");
-        _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(executor.GetStatistics(), tag), "{item}", "Items by outcome.");
-        _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(executor.GetStatistics().ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
-        _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(executor.GetStatistics().SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
+        _meter.CreateObservableUpDownCounter("boundedwork.queue.length", () => new Measurement<int>(Snapshot(executor, 0).QueueLength, tag), "{item}", "Items waiting in the queue.");
+        _meter.CreateObservableUpDownCounter("boundedwork.queue.capacity", () => new Measurement<int>(Snapshot(executor, 1).QueueCapacity, tag), "{item}", "How many items the queue can hold.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers", () => new Measurement<int>(Snapshot(executor, 2).LiveWorkerCount, tag), "{thread}", "Live worker threads.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.target", () => new Measurement<int>(Snapshot(executor, 3).TargetWorkerCount, tag), "{thread}", "The worker count the executor converges to.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.busy", () => new Measurement<int>(Snapshot(executor, 4).BusyWorkerCount, tag), "{thread}", "Workers running an item.");
+        _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(Snapshot(executor, 5).Submitted, tag), "{item}", "Items submitted.");
+        _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(Snapshot(executor, 6), tag), "{item}", "Items by outcome.");
+        _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(Snapshot(executor, 7).ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
+        _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(Snapshot(executor, 8).SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
+        _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items taken from the queue whose outcome is not counted yet.");
         _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
+    }
+
+    /// <summary>
+    /// One statistics snapshot per collection: each observable instrument takes the current snapshot, and the first
+    /// instrument to ask twice (the start of the next collection) takes a new one. So all instruments of one
+    /// collection agree with each other (submitted equals queued + running + outcomes), without any timing guess.
+    /// </summary>
+    private BoundedExecutorStatistics Snapshot(BoundedExecutor executor, int instrument)
+    {
+        lock (_snapshotLock)
+        {
+            var bit = 1 << instrument;
+            if (_snapshot is null || (_observed & bit) != 0)
+            {
+                _snapshot = executor.GetStatistics();
+                _observed = 0;
+            }
+
+            _observed |= bit;
+            return _snapshot;
+        }
     }
 
     public bool WaitDurationEnabled => _waitDuration.Enabled;

@@ -10,22 +10,20 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
     private const int Claimed = 1;
     private readonly Delegate _work;
     private readonly ExecutionContext? _context;
-    private readonly BoundedExecutor _owner;
     private CancellationToken _cancellationToken;
     private CancellationTokenRegistration _registration;
     private int _state;
 
-    public RunItem(BoundedExecutor owner, Delegate work, ExecutionContext? context)
+    public RunItem(Delegate work, ExecutionContext? context)
         : base(TaskCreationOptions.RunContinuationsAsynchronously)
     {
-        _owner = owner;
         _work = work;
         _context = context;
     }
 
     public bool TryClaim() => Interlocked.CompareExchange(ref _state, Claimed, Queued) == Queued;
 
-    /// <summary>Cancels the item if <paramref name="cancellationToken"/> fires before a worker claims it.</summary>
+    /// <summary>Cancels the item's task if <paramref name="cancellationToken"/> fires before anyone claims it. Counting is left to whoever disposes of the item.</summary>
     public void RegisterCancellation(CancellationToken cancellationToken)
     {
         if (cancellationToken.CanBeCanceled)
@@ -35,7 +33,7 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         }
     }
 
-    public ItemOutcome Run(ExecutionContext? restoreTo)
+    public ItemOutcome Run(BoundedExecutor owner)
     {
         _registration.Unregister();
         if (_context is not null)
@@ -43,7 +41,7 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
             ExecutionContext.Restore(_context);
         }
 
-        var activity = _owner.StartRunActivity();
+        var activity = owner.StartRunActivity();
         try
         {
             var result = _work is Func<TResult> func ? func() : InvokeAction();
@@ -57,17 +55,13 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         }
         catch (Exception ex)
         {
-            activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
+            owner.MarkRunActivityFailed(activity, ex);
             TrySetException(ex);
             return ItemOutcome.Failed;
         }
         finally
         {
-            activity?.Dispose();
-            if (restoreTo is not null && ExecutionContext.Capture() != restoreTo)
-            {
-                ExecutionContext.Restore(restoreTo);
-            }
+            owner.StopRunActivity(activity);
         }
     }
 
@@ -77,10 +71,17 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         TrySetException(exception);
     }
 
-    public void Abandon()
+    public void Cancel()
     {
         _registration.Unregister();
-        TrySetCanceled();
+        if (_cancellationToken.IsCancellationRequested)
+        {
+            TrySetCanceled(_cancellationToken);
+        }
+        else
+        {
+            TrySetCanceled();
+        }
     }
 
     public WorkItem ToWorkItem() => new(_work, null, null, isAwaited: true);
@@ -96,7 +97,6 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         if (TryClaim())
         {
             TrySetCanceled(_cancellationToken);
-            _owner.OnAwaitedItemCancelled();
         }
     }
 }

@@ -1,8 +1,8 @@
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// One dedicated worker thread's bookkeeping. Its counters are written only by its own thread (or, for
-/// <see cref="Busy"/>, read by anyone), so counting costs no interlocked operation.
+/// One dedicated worker thread's bookkeeping. Its counters are written only by its own thread and read by anyone,
+/// so counting costs no interlocked operation.
 /// </summary>
 internal sealed class Worker
 {
@@ -24,7 +24,6 @@ internal sealed class Worker
     private long _completed;
     private long _failed;
     private long _cancelled;
-    private int _busy;
 
     public Worker(BoundedExecutor owner, int id, string name)
     {
@@ -52,7 +51,14 @@ internal sealed class Worker
 
     public long Cancelled => Volatile.Read(ref _cancelled);
 
-    public bool Busy => Volatile.Read(ref _busy) != 0;
+    /// <summary>Gets a value indicating whether the worker is running an item now.</summary>
+    public bool Busy => Volatile.Read(ref _run) != 0;
+
+    /// <summary>Gets the worker's park/unpark handshake.</summary>
+    public Parker Parker { get; } = new();
+
+    /// <summary>Gets the number of items this worker finished, whatever their outcome.</summary>
+    public long Finished => Completed + Failed + Cancelled;
 
     public void AttachToCurrentThread()
     {
@@ -61,8 +67,6 @@ internal sealed class Worker
     }
 
     public static void DetachFromCurrentThread() => t_current = null;
-
-    public void SetBusy(bool busy) => Volatile.Write(ref _busy, busy ? 1 : 0);
 
     /// <summary>Publishes the item this worker starts running, for <see cref="TryReadRun"/>.</summary>
     public void BeginRun(in QueuedItem item, long startedTimestamp)

@@ -1,0 +1,118 @@
+using System.Diagnostics;
+
+namespace BoundedWork.Internal;
+
+/// <summary>
+/// The workers that are parked (or about to park), last parked first woken, so the threads that ran most recently,
+/// with warm caches, take the next items, and the surplus stays parked without burning CPU.
+/// </summary>
+/// <remarks>
+/// <para>
+/// The lost-wake-up argument. A worker that runs out of work <see cref="Announce"/>s itself (an interlocked
+/// increment of <c>_count</c>) and then re-reads the queue's state; a submitter changes the queue's state (an
+/// interlocked operation) and then reads <c>_count</c>. Both sides are full fences, so at least one of them sees
+/// the other: either the worker sees the new item and withdraws, or the submitter sees the worker and wakes it.
+/// </para>
+/// <para>
+/// A worker's entry is removed by exactly one party: the worker itself (<see cref="TryWithdraw"/>, when it found
+/// work after announcing) or a waker (<see cref="WakeOne"/>/<see cref="WakeAll"/>), which then unparks it. A worker
+/// whose withdrawal fails has been, or is being, unparked; it parks once to consume that permit, which returns at
+/// once or as soon as the waker's unpark lands.
+/// </para>
+/// </remarks>
+internal sealed class IdleWorkers
+{
+    private readonly List<Worker> _stack = [];
+    private PaddedInt32 _count;
+
+    private object SyncObj => _stack;
+
+    /// <summary>Gets a value indicating whether any worker is parked or about to park (a full-fence read pairs with the submitter's interlocked step).</summary>
+    public bool Any => Volatile.Read(ref _count.Value) > 0;
+
+    /// <summary>Gets the number of idle workers.</summary>
+    public int Count => Volatile.Read(ref _count.Value);
+
+    /// <summary>Puts the worker on top of the idle stack. The caller re-checks for work afterwards.</summary>
+    public void Announce(Worker worker)
+    {
+        lock (SyncObj)
+        {
+            _stack.Add(worker);
+            Interlocked.Increment(ref _count.Value);
+        }
+    }
+
+    /// <summary>Takes the worker off the stack if no waker took it first.</summary>
+    /// <returns><see langword="true"/> if withdrawn; <see langword="false"/> if a waker took it and will unpark it.</returns>
+    public bool TryWithdraw(Worker worker)
+    {
+        lock (SyncObj)
+        {
+            var index = _stack.LastIndexOf(worker);
+            if (index < 0)
+            {
+                return false;
+            }
+
+            _stack.RemoveAt(index);
+            Interlocked.Decrement(ref _count.Value);
+            return true;
+        }
+    }
+
+    /// <summary>Wakes the most recently parked worker, if any.</summary>
+    public bool WakeOne()
+    {
+        if (!Any)
+        {
+            return false;
+        }
+
+        Worker? woken = null;
+        lock (SyncObj)
+        {
+            if (_stack.Count > 0)
+            {
+                woken = _stack[^1];
+                _stack.RemoveAt(_stack.Count - 1);
+                Interlocked.Decrement(ref _count.Value);
+            }
+        }
+
+        // Unparked outside the idle lock: the parker has its own.
+        woken?.Parker.Unpark();
+        return woken is not null;
+    }
+
+    /// <summary>Wakes every parked worker (resize, shutdown).</summary>
+    public void WakeAll()
+    {
+        Worker[] woken;
+        lock (SyncObj)
+        {
+            if (_stack.Count == 0)
+            {
+                return;
+            }
+
+            woken = [.. _stack];
+            _stack.Clear();
+            Interlocked.Exchange(ref _count.Value, 0);
+        }
+
+        foreach (var worker in woken)
+        {
+            worker.Parker.Unpark();
+        }
+    }
+
+    [Conditional("DEBUG")]
+    public void AssertInvariants()
+    {
+        lock (SyncObj)
+        {
+            Debug.Assert(_stack.Count == Volatile.Read(ref _count.Value));
+        }
+    }
+}

@@ -1,0 +1,97 @@
+namespace BoundedWork.Internal;
+
+/// <summary>
+/// A producer waiting for room under the Wait policy, with its item. The party that takes the waiter out of
+/// <see cref="RoomWaiters"/> decides its fate (admitted, timed out, shut down, cancelled), counts it and then
+/// <see cref="Complete"/>s it: a worker that frees a slot admits the oldest waiter's item itself, so neither a
+/// blocked thread nor an awaiting task needs to run (or a ThreadPool thread to exist) for the item to get in.
+/// </summary>
+internal sealed class RoomWaiter : IDisposable
+{
+    private readonly ManualResetEventSlim? _event;
+    private readonly TaskCompletionSource? _completion;
+    private int _outcome;
+
+    private RoomWaiter(in QueuedItem item, long deadline, bool blocking)
+    {
+        Item = item;
+        Deadline = deadline;
+        Node = new LinkedListNode<RoomWaiter>(this);
+        if (blocking)
+        {
+            _event = new ManualResetEventSlim(false, spinCount: 1);
+        }
+        else if (item.Awaited is null)
+        {
+            // A fire-and-forget item submitted asynchronously: its caller awaits admission, on the ThreadPool.
+            _completion = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+    }
+
+    public QueuedItem Item { get; }
+
+    /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="long.MaxValue"/>: never).</summary>
+    public long Deadline { get; }
+
+    public LinkedListNode<RoomWaiter> Node { get; }
+
+    public RoomWaitOutcome Outcome => (RoomWaitOutcome)Volatile.Read(ref _outcome);
+
+    /// <summary>Gets the exception to surface when the item was not admitted.</summary>
+    public Exception? Exception { get; private set; }
+
+    /// <summary>Gets the task an asynchronous fire-and-forget caller awaits, or <see langword="null"/>.</summary>
+    public Task? Task => _completion?.Task;
+
+    public CancellationTokenRegistration Registration { get; set; }
+
+    public static RoomWaiter ForBlockingCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: true);
+
+    public static RoomWaiter ForAsyncCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: false);
+
+    /// <summary>Records the outcome and releases whoever waits. Called once, by the party that removed the waiter.</summary>
+    public void Complete(RoomWaitOutcome outcome, Exception? exception = null)
+    {
+        Exception = exception;
+        Volatile.Write(ref _outcome, (int)outcome);
+        if (_event is not null)
+        {
+            _event.Set();
+        }
+        else if (_completion is not null)
+        {
+            _ = outcome == RoomWaitOutcome.Admitted ? _completion.TrySetResult()
+                : exception is OperationCanceledException cancelled ? _completion.TrySetCanceled(cancelled.CancellationToken)
+                : _completion.TrySetException(exception!);
+        }
+    }
+
+    /// <summary>Blocks the producer's thread (a kernel wait) until the waiter is completed or the token is cancelled.</summary>
+    /// <returns><see langword="true"/> if completed; <see langword="false"/> if the token was cancelled first.</returns>
+    public bool WaitForOutcome(CancellationToken cancellationToken)
+    {
+        try
+        {
+            _event!.Wait(cancellationToken);
+            return true;
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Waits for an outcome another party is about to record (after losing the race to remove the waiter).</summary>
+    public void WaitForOutcome() => _event!.Wait();
+
+    /// <summary>Releases the blocking caller's event (it holds no kernel handle unless one was asked for).</summary>
+    public void Dispose() => _event?.Dispose();
+}
+
+internal enum RoomWaitOutcome
+{
+    Waiting,
+    Admitted,
+    Rejected,
+    Cancelled,
+}
