@@ -24,6 +24,9 @@ public sealed partial class BoundedExecutor
     private long _retiredCancelled;
     private long _workersReplaced;
 
+    /// <summary>Gets the number of parked (or parking) workers; for tests.</summary>
+    internal int IdleWorkerCount => _idle.Count;
+
     /// <summary>Guards the worker list and counts, resizing and worker exit. Never held while user code runs.</summary>
     private object LifecycleLock => _workers;
 

@@ -22,14 +22,17 @@ public sealed class BoundedExecutorOptions
 
     /// <summary>Gets or sets the number of dedicated worker threads to start with.</summary>
     /// <value>Defaults to <see cref="Environment.ProcessorCount"/>. Must be between 1 and <see cref="MaxWorkerCount"/>.</value>
-    public int WorkerCount { get; set; } = Environment.ProcessorCount;
+    public int WorkerCount { get; set; } = DefaultWorkerCount(Environment.ProcessorCount);
 
     /// <summary>
     /// Gets or sets the hard maximum worker count. No caller, including an admin endpoint or a configuration
     /// reload, can resize the executor beyond it.
     /// </summary>
-    /// <value>Defaults to 64. Must be between 1 and <see cref="MaxWorkerLimit"/>.</value>
-    public int MaxWorkerCount { get; set; } = 64;
+    /// <value>
+    /// Defaults to 64, or the processor count on machines with more than 64 logical processors (so the default
+    /// <see cref="WorkerCount"/> is always valid). Must be between 1 and <see cref="MaxWorkerLimit"/>.
+    /// </value>
+    public int MaxWorkerCount { get; set; } = DefaultMaxWorkerCount(Environment.ProcessorCount);
 
     /// <summary>Gets or sets how many items may wait in the queue (items being run are not counted).</summary>
     /// <value>Defaults to 1024. Must be at least 1.</value>
@@ -118,6 +121,12 @@ public sealed class BoundedExecutorOptions
     /// <summary>Gets or sets the clock used for the wait timeout.</summary>
     /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>The default hard maximum for a machine with <paramref name="processorCount"/> logical processors.</summary>
+    internal static int DefaultMaxWorkerCount(int processorCount) => Math.Clamp(processorCount, 64, MaxWorkerLimit);
+
+    /// <summary>The default worker count for a machine with <paramref name="processorCount"/> logical processors.</summary>
+    internal static int DefaultWorkerCount(int processorCount) => Math.Clamp(processorCount, 1, MaxWorkerLimit);
 
     /// <summary>
     /// Checks every setting and returns one message per invalid setting, each naming the setting and its value.

@@ -1,0 +1,153 @@
+using BoundedWork.Internal;
+
+namespace BoundedWork.Tests.Regressions;
+
+/// <summary>The executor's queue and its idle-worker handshake, stress-tested on their own.</summary>
+public sealed class QueueAndParkingStressTests
+{
+    [Theory]
+    [InlineData(1, 1, 10)]
+    [InlineData(3, 2, 4)]
+    [InlineData(2, 4, 1000)]
+    public void WorkQueue_ConcurrentAdmitClaimAndAbandon_EveryItemIsReadExactlyOnce(int producers, int consumers, int capacity)
+    {
+        const int PerProducer = 50_000;
+        var queue = new WorkQueue();
+        var seen = new int[producers * PerProducer];
+        var abandonAfter = producers * PerProducer / 2;
+        long claimedTotal = 0;
+        var rejectedAfterShutdown = 0;
+        var abandonedCount = 0;
+
+        var producerThreads = Enumerable.Range(0, producers).Select(p => new Thread(() =>
+        {
+            for (var i = 0; i < PerProducer; i++)
+            {
+                var id = p * PerProducer + i;
+                while (true)
+                {
+                    var admission = queue.TryAdmit(capacity, out _);
+                    if (admission == Admission.Admitted)
+                    {
+                        queue.Write(new QueuedItem(id, null, static (_, _) => { }, null, 0));
+                        break;
+                    }
+
+                    if (admission == Admission.ShutDown)
+                    {
+                        Interlocked.Increment(ref rejectedAfterShutdown);
+                        break;
+                    }
+
+                    Thread.SpinWait(10);
+                }
+            }
+        })).ToList();
+        var consumerThreads = Enumerable.Range(0, consumers).Select(_ => new Thread(() =>
+        {
+            while (true)
+            {
+                if (queue.TryClaim(out _))
+                {
+                    var item = queue.ReadClaimed();
+                    Interlocked.Increment(ref seen[(int)item.Callback]);
+                    if (Interlocked.Increment(ref claimedTotal) == abandonAfter)
+                    {
+                        var claimed = queue.Abandon();
+                        for (var k = 0; k < claimed; k++)
+                        {
+                            Interlocked.Increment(ref seen[(int)queue.ReadClaimed().Callback]);
+                            Interlocked.Increment(ref abandonedCount);
+                        }
+                    }
+
+                    continue;
+                }
+
+                if (WorkQueue.IsAbandoned(queue.State))
+                {
+                    return;
+                }
+
+                Thread.SpinWait(10);
+            }
+        })).ToList();
+
+        producerThreads.ForEach(t => t.Start());
+        consumerThreads.ForEach(t => t.Start());
+        producerThreads.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+        consumerThreads.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+
+        Assert.All(seen, count => Assert.True(count <= 1, "An item was read twice."));
+        Assert.Equal(seen.Length, seen.Sum() + rejectedAfterShutdown);
+        Assert.Equal(0, queue.Count);
+        Assert.Equal(Interlocked.Read(ref claimedTotal) + abandonedCount, WorkQueue.ClaimsOf(queue.State));
+        Assert.False(queue.TryPeekOldest(out _), "An item is left in the queue after everything was claimed.");
+    }
+
+    [Fact]
+    public void IdleWorkers_AnnounceRecheckPark_AgainstWakeOnPublish_NeverLosesAWakeUp()
+    {
+        // A minimal model of the executor's handshake: consumers announce, re-check a shared count and park;
+        // producers increment the count and wake one. If a wake-up were lost, items would stay unconsumed.
+        const int Items = 100_000;
+        const int Consumers = 3;
+        var idle = new IdleWorkers();
+        long available = 0;
+        long consumed = 0;
+        var owner = TestKit.Create(workers: 1);
+        var workers = Enumerable.Range(0, Consumers).Select(i => new Worker(owner, 100 + i, $"model#{i}")).ToArray();
+        var threads = workers.Select(worker => new Thread(() =>
+        {
+            while (Interlocked.Read(ref consumed) < Items)
+            {
+                var current = Interlocked.Read(ref available);
+                if (current > 0 && Interlocked.CompareExchange(ref available, current - 1, current) == current)
+                {
+                    Interlocked.Increment(ref consumed);
+                    if (current > 1)
+                    {
+                        idle.WakeOne(); // the cascade
+                    }
+
+                    continue;
+                }
+
+                if (current > 0)
+                {
+                    continue;
+                }
+
+                idle.Announce(worker);
+                if ((Interlocked.Read(ref available) > 0 || Interlocked.Read(ref consumed) >= Items) && idle.TryWithdraw(worker))
+                {
+                    continue;
+                }
+
+                worker.Parker.Park();
+            }
+        })).ToList();
+        threads.ForEach(t => t.Start());
+
+        for (var i = 0; i < Items; i++)
+        {
+            if (Interlocked.Increment(ref available) == 1)
+            {
+                idle.WakeOne();
+            }
+        }
+
+        Assert.True(SpinWait.SpinUntil(() => Interlocked.Read(ref consumed) == Items, TestKit.Safety), $"Lost wake-up: {Interlocked.Read(ref consumed)} of {Items} consumed.");
+        for (var i = 0; i < Consumers; i++)
+        {
+            idle.WakeAll();
+            foreach (var worker in workers)
+            {
+                worker.Parker.Unpark();
+            }
+        }
+
+        threads.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+        owner.Dispose();
+    }
+}

@@ -1,0 +1,183 @@
+using System.Collections.Concurrent;
+
+namespace BoundedWork.Tests.Regressions;
+
+/// <summary>
+/// Producers waiting for room are admitted by the worker that frees a slot: in order, with no ThreadPool thread,
+/// whatever the clock, synchronous and asynchronous alike.
+/// </summary>
+[Collection(StarvationCollection.Name)]
+public sealed class WaitPolicyTests
+{
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public void BlockedProducer_IsAdmittedWhileThePoolIsStarved_WhateverTheClock(bool manualClock)
+    {
+        using var gate = new Gate();
+        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o =>
+        {
+            o.WaitTimeout = TimeSpan.FromMinutes(5);
+            if (manualClock)
+            {
+                o.TimeProvider = new ManualClock();
+            }
+        });
+        using var dispose = new DisposableExecutor(executor);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        using var ran = new ManualResetEventSlim();
+
+        using (var starvation = ThreadPoolStarvation.Begin())
+        {
+            var producer = new Thread(() => executor.Execute(ran.Set));
+            producer.Start();
+            TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
+
+            gate.Open();
+
+            Assert.True(producer.Join(TestKit.Safety), "The blocked producer was never admitted.");
+            ran.WaitOrFail("the waiting producer's item to run");
+            Assert.True(starvation.IsStarved, "The probe ran: the pool was not starved, so this proved nothing.");
+        }
+    }
+
+    [Fact]
+    public void AsyncProducers_ItemsAreAdmittedAndRunWhileThePoolIsStarved()
+    {
+        using var gate = new Gate();
+        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        using var dispose = new DisposableExecutor(executor);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        using var ran = new CountdownEvent(2);
+        ValueTask pendingExecute = default;
+        Task<int>? pendingRun = null;
+
+        using (var starvation = ThreadPoolStarvation.Begin())
+        {
+            var producer = new Thread(() =>
+            {
+                pendingExecute = executor.ExecuteAsync(() => ran.Signal());
+                pendingRun = executor.RunAsync(() =>
+                {
+                    ran.Signal();
+                    return 7;
+                });
+            });
+            producer.Start();
+            producer.Join();
+            Assert.False(pendingExecute.IsCompleted);
+            Assert.Equal(2, executor.GetStatistics().WaitingProducers);
+
+            gate.Open();
+
+            Assert.True(ran.Wait(TestKit.Safety), "Items of asynchronous producers were not admitted while the pool was starved.");
+            Assert.True(starvation.IsStarved, "The probe ran: the pool was not starved, so this proved nothing.");
+        }
+
+        Assert.True(pendingExecute.AsTask().Wait(TestKit.Safety));
+        Assert.Equal(7, pendingRun!.WaitAsync(TestKit.Safety).GetAwaiter().GetResult());
+    }
+
+    [Fact]
+    public async Task WaitingProducers_AreAdmittedInArrivalOrder_AndANewcomerLinesUpBehindThem()
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        var order = new ConcurrentQueue<int>();
+        var pending = new List<ValueTask>();
+        for (var i = 1; i <= 5; i++)
+        {
+            var id = i;
+            pending.Add(executor.ExecuteAsync(() => order.Enqueue(id)));
+            TestKit.WaitForStatistics(executor, s => s.WaitingProducers == id);
+        }
+
+        gate.Open();
+        foreach (var task in pending)
+        {
+            await task.AsTask().WaitAsync(TestKit.Safety);
+        }
+
+        await executor.ShutdownAsync();
+        Assert.Equal([1, 2, 3, 4, 5], order);
+    }
+
+    [Fact]
+    public async Task WaitTimeout_WithAManualClock_RejectsWhenTheClockPassesIt()
+    {
+        var clock = new ManualClock();
+        var rejected = new ConcurrentQueue<WorkItemRejectedArguments>();
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o =>
+        {
+            o.TimeProvider = clock;
+            o.WaitTimeout = TimeSpan.FromSeconds(10);
+            o.OnRejected = rejected.Enqueue;
+        });
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        var task = executor.ExecuteAsync(() => { }).AsTask();
+        TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
+
+        clock.Advance(TimeSpan.FromSeconds(9));
+        Assert.False(task.IsCompleted);
+        clock.Advance(TimeSpan.FromSeconds(2));
+
+        var ex = await Assert.ThrowsAsync<RejectedExecutionException>(() => task.WaitAsync(TestKit.Safety));
+        Assert.Equal(RejectionReason.WaitTimedOut, ex.Reason);
+        Assert.Equal(RejectionReason.WaitTimedOut, Assert.Single(rejected).Reason);
+        gate.Open();
+    }
+
+    [Fact]
+    public async Task ExecuteAsync_AlreadyCancelledToken_NeverQueuesTheItemAndCountsItCancelled()
+    {
+        await using var executor = TestKit.Create(workers: 1, capacity: 4);
+        var ran = false;
+
+        var task = executor.ExecuteAsync(() => ran = true, new CancellationToken(canceled: true));
+
+        Assert.True(task.IsCanceled);
+        await executor.ShutdownAsync();
+        Assert.False(ran);
+        var statistics = executor.GetStatistics();
+        Assert.Equal(1, statistics.Cancelled);
+        Assert.Equal(1, statistics.Submitted);
+        TestKit.AssertConserved(statistics);
+    }
+
+    [Fact]
+    public async Task CancelledWhileWaitingForRoom_AsyncFireAndForget_IsCancelledAndCountedOnce()
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        using var cts = new CancellationTokenSource();
+        var ran = false;
+        var task = executor.ExecuteAsync(() => ran = true, cts.Token).AsTask();
+        var awaited = executor.RunAsync(() => ran = true, cts.Token);
+        TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 2);
+
+        await cts.CancelAsync();
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => task.WaitAsync(TestKit.Safety));
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => awaited.WaitAsync(TestKit.Safety));
+        gate.Open();
+        await executor.ShutdownAsync();
+        Assert.False(ran);
+        var statistics = executor.GetStatistics();
+        Assert.Equal(2, statistics.Cancelled);
+        Assert.Equal(0, statistics.WaitingProducers);
+        TestKit.AssertConserved(statistics);
+    }
+}
