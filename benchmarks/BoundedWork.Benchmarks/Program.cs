@@ -1,5 +1,6 @@
 using BenchmarkDotNet.Running;
 using BoundedWork.Benchmarks;
+using BoundedWork.Benchmarks.Compare;
 
 // `-- idle [seconds]` runs the idle-CPU check and `-- wake [samples]` the wake-from-idle latency check (neither is a
 // BenchmarkDotNet benchmark); anything else goes to BenchmarkDotNet, e.g. `-- --filter '*'` for everything or
@@ -12,6 +13,11 @@ if (args.Length > 0 && string.Equals(args[0], "idle", StringComparison.OrdinalIg
 if (args.Length > 0 && string.Equals(args[0], "wake", StringComparison.OrdinalIgnoreCase))
 {
     return WakeLatencyCheck.Run(args.AsSpan(1));
+}
+
+if (args.Length > 0 && string.Equals(args[0], "compare", StringComparison.OrdinalIgnoreCase))
+{
+    return CompareHarness.Run(args.AsSpan(1));
 }
 
 var summaries = BenchmarkSwitcher.FromAssembly(typeof(Program).Assembly).Run(args, BenchmarkConfig.Create());

@@ -1,0 +1,80 @@
+namespace BoundedWork.Benchmarks.Compare;
+
+/// <summary>
+/// <see cref="BoundedExecutor.Execute(Action, CancellationToken)"/> with W workers, capacity 1024 and the Wait policy
+/// with no timeout (a producer blocks until there is room, as Java's <c>queue.put</c> does), without
+/// ExecutionContext flow (Java's pool carries no context either).
+/// </summary>
+internal sealed class ExecutorContender : ICompareContender
+{
+    private static readonly Action s_empty = static () => { };
+    private static readonly TimeSpan s_settleTimeout = TimeSpan.FromSeconds(10);
+
+    private readonly BoundedExecutor _executor;
+    private readonly FencedRounds _rounds;
+    private readonly int _items;
+
+    public ExecutorContender(int producers, int workers, int items)
+    {
+        _items = items;
+        _executor = new BoundedExecutor(new BoundedExecutorOptions
+        {
+            Name = "compare",
+            WorkerCount = workers,
+            MaxWorkerCount = Math.Max(workers, 1),
+            QueueCapacity = CompareHarness.Capacity,
+            RejectionPolicy = RejectionPolicy.Wait,
+            WaitTimeout = Timeout.InfiniteTimeSpan,
+            FlowExecutionContext = false,
+        });
+        var executor = _executor;
+        _rounds = new FencedRounds(
+            producers,
+            workers,
+            items,
+            (_, count) =>
+            {
+                for (var i = 0; i < count; i++)
+                {
+                    executor.Execute(s_empty);
+                }
+            },
+            fence => executor.Execute(fence),
+            () => executor.GetStatistics().ToString());
+    }
+
+    public string Name => "executor";
+
+    public double RunRound()
+    {
+        var before = _executor.GetStatistics().Completed;
+        var nanosecondsPerItem = _rounds.Run();
+
+        // Outside the clock: every item of the round (and every fence item) completed, nothing else happened.
+        var expected = before + _items + _rounds.Workers;
+        var deadline = DateTime.UtcNow + s_settleTimeout;
+        var statistics = _executor.GetStatistics();
+        while (statistics.Completed < expected && DateTime.UtcNow < deadline)
+        {
+            Thread.Sleep(1);
+            statistics = _executor.GetStatistics();
+        }
+
+        if (statistics.Completed != expected || statistics.QueueLength != 0 || statistics.Failed != 0 || statistics.Rejected != 0)
+        {
+            throw new InvalidOperationException($"The executor's round does not add up: expected {expected} completed and an empty queue. {statistics}");
+        }
+
+        return nanosecondsPerItem;
+    }
+
+    public void Dispose()
+    {
+        _rounds.Dispose();
+        var result = _executor.ShutdownAsync(s_settleTimeout).GetAwaiter().GetResult();
+        if (!result.Drained)
+        {
+            Console.Error.WriteLine($"Executor shutdown: {result.AbandonedItems.Count} abandoned, workers exited: {result.WorkersExited}.");
+        }
+    }
+}
