@@ -1,6 +1,7 @@
 using BenchmarkDotNet.Running;
 using BoundedWork.Benchmarks;
 using BoundedWork.Benchmarks.Compare;
+using BoundedWork.Benchmarks.Trickle;
 
 // `-- idle [seconds]` runs the idle-CPU check and `-- wake [samples]` the wake-from-idle latency check (neither is a
 // BenchmarkDotNet benchmark); anything else goes to BenchmarkDotNet, e.g. `-- --filter '*'` for everything or
@@ -18,6 +19,16 @@ if (args.Length > 0 && string.Equals(args[0], "wake", StringComparison.OrdinalIg
 if (args.Length > 0 && string.Equals(args[0], "compare", StringComparison.OrdinalIgnoreCase))
 {
     return CompareHarness.Run(args.AsSpan(1));
+}
+
+if (args.Length > 0 && string.Equals(args[0], "trickle", StringComparison.OrdinalIgnoreCase))
+{
+    return TrickleHarness.Run(args.AsSpan(1));
+}
+
+if (args.Length > 0 && string.Equals(args[0], "trickle-child", StringComparison.OrdinalIgnoreCase))
+{
+    return TrickleChild.Run(args.AsSpan(1));
 }
 
 var summaries = BenchmarkSwitcher.FromAssembly(typeof(Program).Assembly).Run(args, BenchmarkConfig.Create());
