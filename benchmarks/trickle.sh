@@ -4,7 +4,7 @@
 # rate, and prints one markdown table on stdout (progress goes to stderr).
 #
 #   benchmarks/trickle.sh                 # 1k, 5k and 20k items/s; 1 s warm-up + 3 s measured per row (~80 s)
-#   benchmarks/trickle.sh --quick         # ~10 s: checks that everything runs, measures nothing
+#   benchmarks/trickle.sh --quick         # ~8 s: checks that everything runs, measures nothing
 #   benchmarks/trickle.sh --rates 2500 --seconds 10 --contenders executor-2,threadpool
 #
 # Options: --quick, --seconds S, --warmup S, --rates R,R,..., --contenders NAME,... (executor-2, executor-1,

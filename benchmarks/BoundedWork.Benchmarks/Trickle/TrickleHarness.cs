@@ -21,8 +21,8 @@ internal static class TrickleHarness
     {
         var arguments = new HarnessArguments(args, Usage, "--quick");
         var quick = arguments.Has("--quick");
-        var seconds = arguments.Double("--seconds", quick ? 0.25 : 3.0, 0.05);
-        var warmup = arguments.Double("--warmup", quick ? 0.15 : 1.0, 0.0);
+        var seconds = arguments.Double("--seconds", quick ? 0.15 : 3.0, 0.05);
+        var warmup = arguments.Double("--warmup", quick ? 0.1 : 1.0, 0.0);
         var rates = ParseList(arguments.Text("--rates") ?? "1000,5000,20000", "--rates")
             .Select(r => double.TryParse(r, NumberStyles.Float, CultureInfo.InvariantCulture, out var rate) && rate >= 1 && rate <= 1_000_000
                 ? rate
