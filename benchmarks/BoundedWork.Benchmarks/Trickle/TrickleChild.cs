@@ -59,6 +59,7 @@ internal static class TrickleChild
             return 1;
         }
 
+        contender.Verify(total);
         var latencies = recorder.SortedLatencies(warmupItems);
         var m = measurement.Value;
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,

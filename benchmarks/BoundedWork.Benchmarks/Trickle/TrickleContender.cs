@@ -6,14 +6,16 @@ namespace BoundedWork.Benchmarks.Trickle;
 internal sealed class TrickleContender : IDisposable
 {
     private readonly Action? _dispose;
+    private readonly Action<int>? _verify;
 
-    private TrickleContender(string name, string label, Action<TrickleItem> submit, Func<string> describe, Action? dispose = null)
+    private TrickleContender(string name, string label, Action<TrickleItem> submit, Func<string> describe, Action? dispose = null, Action<int>? verify = null)
     {
         Name = name;
         Label = label;
         Submit = submit;
         Describe = describe;
         _dispose = dispose;
+        _verify = verify;
     }
 
     /// <summary>Gets the contender names the command line accepts, in table order (the idle baseline first).</summary>
@@ -60,7 +62,8 @@ internal sealed class TrickleContender : IDisposable
                     label,
                     item => executor.Execute(item.Run),
                     () => executor.GetStatistics().ToString(),
-                    () => executor.ShutdownAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                    () => executor.ShutdownAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult(),
+                    total => VerifyLedger(executor, total));
             case "threadpool":
                 return new TrickleContender(
                     name,
@@ -73,5 +76,25 @@ internal sealed class TrickleContender : IDisposable
         }
     }
 
+    /// <summary>After the run: checks the contender's own accounting, where it has one (throws if it does not add up).</summary>
+    public void Verify(int submitted) => _verify?.Invoke(submitted);
+
     public void Dispose() => _dispose?.Invoke();
+
+    private static void VerifyLedger(BoundedExecutor executor, int submitted)
+    {
+        // An item is counted as completed just after it returns, so allow the last one a moment.
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
+        var statistics = executor.GetStatistics();
+        while (statistics.Completed < submitted && DateTime.UtcNow < deadline)
+        {
+            Thread.Sleep(1);
+            statistics = executor.GetStatistics();
+        }
+
+        if (statistics.Submitted != submitted || statistics.Completed != submitted || statistics.QueueLength != 0)
+        {
+            throw new InvalidOperationException($"The executor's statistics do not match the {submitted} items submitted: {statistics}");
+        }
+    }
 }
