@@ -34,33 +34,32 @@ internal static class CompareHarness
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"# .NET {Environment.Version} ({RuntimeInformation.OSDescription.Trim()}, {RuntimeInformation.ProcessArchitecture}), {Environment.ProcessorCount} logical CPUs; {items} items/round, {warmup} warm-up + {rounds} measured rounds per shape"));
 
-        var results = new Dictionary<(string Contender, string Shape), (double Median, double Min)>();
+        var results = new Dictionary<(string Contender, string Shape), Summary>();
         foreach (var (producers, workers) in shapes)
         {
             var shape = $"{producers}/{workers}";
             using var executor = new ExecutorContender(producers, workers, items);
             using var channel = new RawChannelContender(producers, workers, items);
             ICompareContender[] contenders = [executor, channel];
-            var times = contenders.Select(_ => new double[rounds]).ToArray();
+            var measured = contenders.Select(_ => new RoundResult[rounds]).ToArray();
             for (var round = -warmup; round < rounds; round++)
             {
                 for (var c = 0; c < contenders.Length; c++)
                 {
-                    var nanoseconds = contenders[c].RunRound();
+                    var result = contenders[c].RunRound();
                     if (round >= 0)
                     {
-                        times[c][round] = nanoseconds;
+                        measured[c][round] = result;
                     }
                 }
             }
 
             for (var c = 0; c < contenders.Length; c++)
             {
-                Array.Sort(times[c]);
-                var summary = (Median(times[c]), times[c][0]);
+                var summary = Summary.Of(measured[c]);
                 results[(contenders[c].Name, shape)] = summary;
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                    $"RESULT\t{contenders[c].Name}\t{shape}\t{summary.Item1:0.0}\t{summary.Item2:0.0}\t{rounds}\t{items}"));
+                    $"RESULT\t{contenders[c].Name}\t{shape}\t{summary.Median:0.0}\t{summary.Min:0.0}\t{rounds}\t{items}\t{summary.MaxAllocatedBytes:0.00}\t{summary.MaxThreadPoolItems:0.0000}"));
             }
         }
 
@@ -71,15 +70,15 @@ internal static class CompareHarness
 
     private static string FormatTable(
         List<(int Producers, int Workers)> shapes,
-        Dictionary<(string Contender, string Shape), (double Median, double Min)> results,
-        Dictionary<string, (double Median, double Min)> java,
+        Dictionary<(string Contender, string Shape), Summary> results,
+        Dictionary<string, Summary> java,
         bool withJava)
     {
         var table = new StringBuilder();
         table.AppendLine(withJava
-            ? "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | Java TPE ns/item | vs raw channel | vs Java TPE |"
-            : "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | vs raw channel |");
-        table.AppendLine(withJava ? "| --- | ---: | ---: | ---: | ---: | ---: |" : "| --- | ---: | ---: | ---: |");
+            ? "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | Java TPE ns/item | vs raw channel | vs Java TPE | BoundedExecutor B/item | BoundedExecutor pool items/item |"
+            : "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | vs raw channel | BoundedExecutor B/item | BoundedExecutor pool items/item |");
+        table.AppendLine(withJava ? "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" : "| --- | ---: | ---: | ---: | ---: | ---: |");
         foreach (var (producers, workers) in shapes)
         {
             var shape = $"{producers}/{workers}";
@@ -102,36 +101,38 @@ internal static class CompareHarness
                 table.Append(CultureInfo.InvariantCulture, $"{Ratio(channel, executor)} |");
             }
 
+            table.Append(CultureInfo.InvariantCulture, $" {executor.MaxAllocatedBytes:0.00} | {executor.MaxThreadPoolItems:0.0000} |");
             table.AppendLine();
         }
 
         table.AppendLine();
         table.AppendLine("Cells: median (minimum) ns per item over the measured rounds; lower is better. \"vs\" columns: the other contender's");
         table.AppendLine("median time divided by BoundedExecutor's, i.e. BoundedExecutor's throughput relative to it (above 1.00x: BoundedExecutor is faster).");
+        table.AppendLine("B/item and pool items/item: the most bytes allocated and ThreadPool work items completed per item (process-wide) in any");
+        table.AppendLine("measured BoundedExecutor round; fire-and-forget Execute should show 0.00 and 0.0000.");
         return table.ToString();
     }
 
-    private static string Cell((double Median, double Min) value) =>
+    private static string Cell(Summary value) =>
         string.Create(CultureInfo.InvariantCulture, $"{value.Median:0.0} ({value.Min:0.0})");
 
-    private static string Ratio((double Median, double Min) other, (double Median, double Min) executor) =>
+    private static string Ratio(Summary other, Summary executor) =>
         string.Create(CultureInfo.InvariantCulture, $"{other.Median / executor.Median:0.00}x");
 
-    private static double Median(double[] sorted) =>
-        sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[(sorted.Length / 2) - 1] + sorted[sorted.Length / 2]) / 2;
-
     /// <summary>Reads the <c>RESULT</c> lines of the Java harness, keyed by shape.</summary>
-    private static Dictionary<string, (double Median, double Min)> ReadResults(string path)
+    private static Dictionary<string, Summary> ReadResults(string path)
     {
-        var results = new Dictionary<string, (double Median, double Min)>(StringComparer.Ordinal);
+        var results = new Dictionary<string, Summary>(StringComparer.Ordinal);
         foreach (var line in File.ReadLines(path))
         {
             var fields = line.Split('\t');
             if (fields.Length >= 5 && fields[0] == "RESULT")
             {
-                results[fields[2]] = (
+                results[fields[2]] = new Summary(
                     double.Parse(fields[3], CultureInfo.InvariantCulture),
-                    double.Parse(fields[4], CultureInfo.InvariantCulture));
+                    double.Parse(fields[4], CultureInfo.InvariantCulture),
+                    double.NaN,
+                    double.NaN);
             }
         }
 
@@ -161,5 +162,16 @@ internal static class CompareHarness
         }
 
         return shapes.Count > 0 ? shapes : throw new ArgumentException("--shapes: no shape given.");
+    }
+
+    /// <summary>A contender's measured rounds for one shape: median and minimum ns/item, worst allocations and pool items.</summary>
+    private readonly record struct Summary(double Median, double Min, double MaxAllocatedBytes, double MaxThreadPoolItems)
+    {
+        public static Summary Of(RoundResult[] rounds)
+        {
+            var times = rounds.Select(r => r.Nanoseconds).Order().ToArray();
+            var median = times.Length % 2 == 1 ? times[times.Length / 2] : (times[(times.Length / 2) - 1] + times[times.Length / 2]) / 2;
+            return new Summary(median, times[0], rounds.Max(r => r.AllocatedBytes), rounds.Max(r => r.ThreadPoolItems));
+        }
     }
 }

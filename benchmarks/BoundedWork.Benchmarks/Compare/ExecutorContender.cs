@@ -45,10 +45,10 @@ internal sealed class ExecutorContender : ICompareContender
 
     public string Name => "executor";
 
-    public double RunRound()
+    public RoundResult RunRound()
     {
         var before = _executor.GetStatistics().Completed;
-        var nanosecondsPerItem = _rounds.Run();
+        var result = _rounds.Run();
 
         // Outside the clock: every item of the round (and every fence item) completed, nothing else happened.
         var expected = before + _items + _rounds.Workers;
@@ -65,7 +65,7 @@ internal sealed class ExecutorContender : ICompareContender
             throw new InvalidOperationException($"The executor's round does not add up: expected {expected} completed and an empty queue. {statistics}");
         }
 
-        return nanosecondsPerItem;
+        return result;
     }
 
     public void Dispose()

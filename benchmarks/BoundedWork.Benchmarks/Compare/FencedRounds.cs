@@ -45,9 +45,15 @@ internal sealed class FencedRounds : IDisposable
     /// <summary>Gets the number of fence items per round (one per consumer).</summary>
     public int Workers { get; }
 
-    /// <summary>Runs one round and returns nanoseconds per item (fence items excluded from the count).</summary>
-    public double Run()
+    /// <summary>
+    /// Runs one round and returns its time, allocations and ThreadPool work items per item (fence items excluded from
+    /// the count). Allocations and work items are process-wide, read outside the clock, and belong to this contender:
+    /// the other contender's threads are parked while this one runs.
+    /// </summary>
+    public RoundResult Run()
     {
+        var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
+        var workItemsBefore = ThreadPool.CompletedWorkItemCount;
         var start = Stopwatch.GetTimestamp();
         _producers.Run(_describe);
         for (var i = 0; i < Workers; i++)
@@ -62,7 +68,11 @@ internal sealed class FencedRounds : IDisposable
             throw new TimeoutException(message);
         }
 
-        return Stopwatch.GetElapsedTime(start).TotalNanoseconds / _items;
+        var elapsed = Stopwatch.GetElapsedTime(start);
+        return new RoundResult(
+            elapsed.TotalNanoseconds / _items,
+            (double)(GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore) / _items,
+            (double)(ThreadPool.CompletedWorkItemCount - workItemsBefore) / _items);
     }
 
     public void Dispose()
@@ -71,3 +81,9 @@ internal sealed class FencedRounds : IDisposable
         _fence.Dispose();
     }
 }
+
+/// <summary>One round of the <c>compare</c> harness, per item.</summary>
+/// <param name="Nanoseconds">Wall-clock time per item.</param>
+/// <param name="AllocatedBytes">Bytes allocated by the whole process per item.</param>
+/// <param name="ThreadPoolItems">ThreadPool work items completed per item.</param>
+internal readonly record struct RoundResult(double Nanoseconds, double AllocatedBytes, double ThreadPoolItems);

@@ -6,6 +6,6 @@ internal interface ICompareContender : IDisposable
     /// <summary>Gets the name printed in the results (<c>executor</c>, <c>raw-channel</c>).</summary>
     string Name { get; }
 
-    /// <summary>Runs one timed round and checks it (nothing lost); returns nanoseconds per item.</summary>
-    double RunRound();
+    /// <summary>Runs one timed round and checks it (nothing lost); returns its figures per item.</summary>
+    RoundResult RunRound();
 }

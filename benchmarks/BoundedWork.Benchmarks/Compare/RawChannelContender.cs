@@ -35,15 +35,15 @@ internal sealed class RawChannelContender : ICompareContender
 
     public string Name => "raw-channel";
 
-    public double RunRound()
+    public RoundResult RunRound()
     {
-        var nanosecondsPerItem = _rounds.Run();
+        var result = _rounds.Run();
         if (_pool.Count != 0)
         {
             throw new InvalidOperationException($"The channel still holds {_pool.Count} item(s) after the fence.");
         }
 
-        return nanosecondsPerItem;
+        return result;
     }
 
     public void Dispose()
