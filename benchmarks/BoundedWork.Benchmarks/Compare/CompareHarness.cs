@@ -109,7 +109,7 @@ internal static class CompareHarness
         table.AppendLine("Cells: median (minimum) ns per item over the measured rounds; lower is better. \"vs\" columns: the other contender's");
         table.AppendLine("median time divided by BoundedExecutor's, i.e. BoundedExecutor's throughput relative to it (above 1.00x: BoundedExecutor is faster).");
         table.AppendLine("B/item and pool items/item: the most bytes allocated and ThreadPool work items completed per item (process-wide) in any");
-        table.AppendLine("measured BoundedExecutor round; fire-and-forget Execute should show 0.00 and 0.0000.");
+        table.AppendLine("measured BoundedExecutor round (0.00 B: no allocation per item, blocking waits for room included).");
         return table.ToString();
     }
 
