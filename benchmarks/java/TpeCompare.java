@@ -26,8 +26,8 @@ import java.util.concurrent.TimeoutException;
  *   <li>One round: the clock starts, P producers submit N items between them, then the main thread submits W
  *       fence tasks that each wait on a barrier of W + 1 parties and joins that barrier. The queue is FIFO and
  *       there are exactly W workers, so when all W are inside a fence task every earlier item has run; the
- *       clock stops there. After the clock stops, the round is checked: empty queue and exactly N + W more
- *       completed tasks.</li>
+ *       clock stops there. After the clock stops, the round is checked: an empty queue at the fence, then exactly
+ *       N + W more completed tasks.</li>
  *   <li>Warm-up rounds (not reported), then measured rounds; prints the median and the minimum ns/item.</li>
  * </ul>
  *
@@ -91,6 +91,10 @@ public final class TpeCompare {
                 }
                 await(fence);
                 long elapsed = System.nanoTime() - start;
+                if (!queue.isEmpty()) {
+                    throw new IllegalStateException(String.format(Locale.ROOT,
+                        "shape %d/%d: %d task(s) still queued at the fence", producers, workers, queue.size()));
+                }
                 check(pool, queue, completedBefore + options.items + workers, producers, workers);
                 if (round >= 0) {
                     results[round] = (double) elapsed / options.items;

@@ -50,7 +50,16 @@ internal sealed class ExecutorContender : ICompareContender
         var before = _executor.GetStatistics().Completed;
         var result = _rounds.Run();
 
-        // Outside the clock: every item of the round (and every fence item) completed, nothing else happened.
+        // Outside the clock. At the fence every worker is running a fence item, so the queue is empty and every item
+        // of the round has completed (this also proves the fence is sound: no item was still queued behind it).
+        var atFence = _executor.GetStatistics();
+        if (atFence.QueueLength != 0 || atFence.Completed < before + _items || atFence.Completed > before + _items + _rounds.Workers)
+        {
+            throw new InvalidOperationException(
+                $"At the fence the executor should have an empty queue and {before + _items} to {before + _items + _rounds.Workers} completed items: {atFence}");
+        }
+
+        // Then every fence item completes too, and nothing else happened.
         var expected = before + _items + _rounds.Workers;
         var deadline = DateTime.UtcNow + s_settleTimeout;
         var statistics = _executor.GetStatistics();
