@@ -8,10 +8,9 @@ internal sealed class TrickleContender : IDisposable
     private readonly Action? _dispose;
     private readonly Action<int>? _verify;
 
-    private TrickleContender(string name, string label, Action<TrickleItem> submit, Func<string> describe, Action? dispose = null, Action<int>? verify = null)
+    private TrickleContender(string name, Action<TrickleItem> submit, Func<string> describe, Action? dispose = null, Action<int>? verify = null)
     {
         Name = name;
-        Label = label;
         Submit = submit;
         Describe = describe;
         _dispose = dispose;
@@ -22,8 +21,6 @@ internal sealed class TrickleContender : IDisposable
     public static IReadOnlyList<string> Names { get; } = ["idle", "executor-2", "executor-1", "threadpool", "channel-2", "channel-1"];
 
     public string Name { get; }
-
-    public string Label { get; }
 
     public Action<TrickleItem> Submit { get; }
 
@@ -42,11 +39,11 @@ internal sealed class TrickleContender : IDisposable
 
     public static TrickleContender Create(string name)
     {
-        var label = LabelOf(name);
+        _ = LabelOf(name); // throws for an unknown name
         switch (name)
         {
             case "idle":
-                return new TrickleContender(name, label, static item => item.Run(), static () => "inline");
+                return new TrickleContender(name, static item => item.Run(), static () => "inline");
             case "executor-2":
             case "executor-1":
                 var executor = new BoundedExecutor(new BoundedExecutorOptions
@@ -59,7 +56,6 @@ internal sealed class TrickleContender : IDisposable
                 });
                 return new TrickleContender(
                     name,
-                    label,
                     item => executor.Execute(item.Run),
                     () => executor.GetStatistics().ToString(),
                     () => executor.ShutdownAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult(),
@@ -67,12 +63,11 @@ internal sealed class TrickleContender : IDisposable
             case "threadpool":
                 return new TrickleContender(
                     name,
-                    label,
                     static item => ThreadPool.UnsafeQueueUserWorkItem(static i => i.Run(), item, preferLocal: false),
                     static () => $"ThreadPool: {ThreadPool.ThreadCount} threads, {ThreadPool.PendingWorkItemCount} pending.");
             default:
                 var pool = new ChannelWorkerPool(name == "channel-2" ? 2 : 1, 1024);
-                return new TrickleContender(name, label, item => pool.Submit(item.Run), () => $"Channel: {pool.Count} queued.", pool.Dispose);
+                return new TrickleContender(name, item => pool.Submit(item.Run), () => $"Channel: {pool.Count} queued.", pool.Dispose);
         }
     }
 

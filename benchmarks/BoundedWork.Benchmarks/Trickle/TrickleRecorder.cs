@@ -77,7 +77,5 @@ internal sealed class TrickleItem
     /// <summary>Gets the item as a cached delegate (submitting it allocates nothing).</summary>
     public Action Run { get; }
 
-    public int Index => _index;
-
     private void Start() => _recorder.MarkStarted(_index);
 }
