@@ -14,7 +14,7 @@ namespace BoundedWork.Benchmarks.Trickle;
 /// </remarks>
 internal sealed class Pacer
 {
-    private static readonly long s_spinWindowNanoseconds = 2_000_000;
+    private const long SpinWindowNanoseconds = 2_000_000;
 
     private readonly long _startNanoseconds;
     private readonly double _periodNanoseconds;
@@ -49,9 +49,9 @@ internal sealed class Pacer
     private static void SleepThenSpin(long deadline)
     {
         var remaining = deadline - NativeClock.NowNanoseconds();
-        if (remaining > s_spinWindowNanoseconds)
+        if (remaining > SpinWindowNanoseconds)
         {
-            Thread.Sleep(TimeSpan.FromTicks((remaining - s_spinWindowNanoseconds) / 100));
+            Thread.Sleep(TimeSpan.FromTicks((remaining - SpinWindowNanoseconds) / 100));
         }
 
         while (NativeClock.NowNanoseconds() < deadline)
