@@ -67,15 +67,18 @@ internal static class TrickleHarness
         table.AppendLine("| items/s | contender | items | CPU µs/item | net CPU µs/item | net % of a core | wake p50 µs | wake p99 µs | wake max µs |");
         table.AppendLine("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         var worstLag = 0.0;
+        var offRate = false;
         foreach (var (result, baseline) in rows)
         {
             worstLag = Math.Max(worstLag, result.LagP99Microseconds);
+            var flag = result.IsOffRate ? " \\*" : string.Empty;
+            offRate |= result.IsOffRate;
             var isBaseline = ReferenceEquals(result, baseline);
             var gross = result.CpuSeconds * 1e6 / result.Items;
             var net = isBaseline ? "–" : string.Create(CultureInfo.InvariantCulture, $"{(result.CpuSeconds - baseline.CpuSeconds) * 1e6 / result.Items:0.0}");
             var core = isBaseline ? "–" : string.Create(CultureInfo.InvariantCulture, $"{(result.CpuSeconds - baseline.CpuSeconds) / result.WallSeconds * 100:0.0}%");
             table.AppendLine(string.Create(CultureInfo.InvariantCulture,
-                $"| {result.Rate:#,0} | {TrickleContender.LabelOf(result.Name)} | {result.Items:#,0} | {gross:0.0} | {net} | {core} | {result.P50:0.0} | {result.P99:0.0} | {result.Max:0.0} |"));
+                $"| {result.Rate:#,0} | {TrickleContender.LabelOf(result.Name)} | {result.Items:#,0}{flag} | {gross:0.0} | {net} | {core} | {result.P50:0.0} | {result.P99:0.0} | {result.Max:0.0} |"));
         }
 
         table.AppendLine();
@@ -83,6 +86,12 @@ internal static class TrickleHarness
         table.AppendLine("idle baseline at the same rate (same pacer, items run inline), so it is the cost of handing items to the contender.");
         table.AppendLine("Wake: time from the submit call to the item's first instruction on the consumer. Lower is better everywhere.");
         table.AppendLine(string.Create(CultureInfo.InvariantCulture, $"Pacing: {method}; worst p99 pacer lag of any row {worstLag:0.0} µs."));
+        if (offRate)
+        {
+            table.AppendLine("\\* The measured window of this row ran more than 5% off the target rate (the pacer or the items fell behind): the");
+            table.AppendLine("machine was too busy for this row to mean anything; run again on a quiet machine.");
+        }
+
         return table.ToString();
     }
 
@@ -121,7 +130,7 @@ internal static class TrickleHarness
         }
 
         var result = TrickleResult.Parse(line);
-        if (Math.Abs((result.Items / result.WallSeconds) - rate) > rate * 0.05)
+        if (result.IsOffRate)
         {
             Console.Error.WriteLine(string.Create(CultureInfo.InvariantCulture,
                 $"warning: {name} at {rate}/s: the measured window ran {result.Items / result.WallSeconds:0} items/s (the last items ran late?)."));
@@ -140,6 +149,9 @@ internal static class TrickleHarness
 
     private sealed record TrickleResult(string Name, double Rate, int Items, double WallSeconds, double CpuSeconds, double P50, double P99, double Max, double LagP99Microseconds, string PacerMethod)
     {
+        /// <summary>Gets whether the measured window ran more than 5% off the target rate.</summary>
+        public bool IsOffRate => Math.Abs((Items / WallSeconds) - Rate) > Rate * 0.05;
+
         public static TrickleResult Parse(string line)
         {
             var f = line.TrimEnd('\r').Split('\t');
