@@ -12,13 +12,20 @@ namespace BoundedWork.Benchmarks;
 /// ThreadPool work items and lock contentions are reported per item (<c>OperationsPerInvoke</c>).
 /// </summary>
 /// <remarks>
+/// <para>
+/// Shapes (producers/workers): 1/1, 1/2, 1/4, 2/1, 2/2, 2/4 and 4/8 (<see cref="ShapeFilterAttribute"/> drops the
+/// other combinations of the two parameters).
+/// </para>
+/// <para>
 /// Executors, threads, blocks and limiters are built once per benchmark case in a GlobalSetup and torn down in
 /// GlobalCleanup, never per operation. Every contender bounds its queue at <see cref="Capacity"/> and makes its
 /// producers wait when it is full (backpressure); the ThreadPool contender is the exception (unbounded, and its
 /// concurrency is the pool's, not <see cref="Workers"/>).
+/// </para>
 /// </remarks>
 [MemoryDiagnoser]
 [Net10ThreadingDiagnoser]
+[ShapeFilter("1/1", "1/2", "1/4", "2/1", "2/2", "2/4", "4/8")]
 public class ThroughputBenchmarks
 {
     public const int Items = 100_000;
@@ -33,10 +40,10 @@ public class ThroughputBenchmarks
     private LimiterGate? _limiter;
     private Task[][]? _windows;
 
-    [Params(1, 2, 4)]
+    [Params(1, 2, 4, 8)]
     public int Workers { get; set; }
 
-    [Params(1, 2)]
+    [Params(1, 2, 4)]
     public int Producers { get; set; }
 
     public ThroughputBenchmarks()
@@ -110,7 +117,30 @@ public class ThroughputBenchmarks
         _executor = CreateExecutor(flowExecutionContext: false);
         var work = _counter.Work;
         var executor = _executor;
+        StartWindowedProducers(() => executor.RunAsync(work));
+    }
 
+    [GlobalSetup(Target = nameof(Executor_RunAsyncResult))]
+    public void SetupExecutorRunAsyncResult()
+    {
+        _executor = CreateExecutor(flowExecutionContext: false);
+        var work = _counter.Work;
+        var executor = _executor;
+
+        // One cached Func<int>: the harness allocates nothing per call, so Allocated is RunAsync<T>'s own.
+        Func<int> function = () =>
+        {
+            work();
+            return 1;
+        };
+        StartWindowedProducers(() => executor.RunAsync(function));
+    }
+
+    /// <summary>
+    /// Starts producers that submit through a task-returning API with at most <see cref="Capacity"/> tasks outstanding.
+    /// </summary>
+    private void StartWindowedProducers(Func<Task> submit)
+    {
         // Each producer keeps at most Capacity / Producers tasks outstanding and waits for the task it submitted
         // that many items earlier before submitting another: "submit, then wait for the tasks", bounded so that the
         // queue never overflows and every submit takes RunAsync's fast path (no Wait-policy async wait).
@@ -128,7 +158,7 @@ public class ThroughputBenchmarks
             {
                 ref var slot = ref window[i % window.Length];
                 slot?.Wait();
-                slot = executor.RunAsync(work);
+                slot = submit();
             }
 
             for (var i = 0; i < window.Length; i++)
@@ -238,6 +268,10 @@ public class ThroughputBenchmarks
     [Benchmark(OperationsPerInvoke = Items)]
     public void Executor_RunAsync() => RunOperation();
 
+    /// <summary><c>BoundedExecutor.RunAsync&lt;T&gt;(Func&lt;T&gt;)</c>: the result-returning path, each task waited for.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_RunAsyncResult() => RunOperation();
+
     /// <summary><c>ThreadPool.UnsafeQueueUserWorkItem</c> (unbounded; the pool picks its own thread count).</summary>
     [Benchmark(OperationsPerInvoke = Items)]
     public void ThreadPool_UnsafeQueue() => RunOperation();
@@ -264,6 +298,7 @@ public class ThroughputBenchmarks
         Name = "bench",
         WorkerCount = Workers,
         MaxWorkerCount = Math.Max(Workers, 4),
+        WaitTimeout = Timeout.InfiniteTimeSpan,
         QueueCapacity = Capacity,
         RejectionPolicy = RejectionPolicy.Wait,
         FlowExecutionContext = flowExecutionContext,
