@@ -5,14 +5,6 @@ namespace BoundedWork;
 
 public sealed partial class BoundedExecutor
 {
-    /// <summary>
-    /// How many times an idle worker re-checks the queue, with short CPU pauses and no yield or sleep, before it
-    /// parks. Enough to catch the next item of a burst (a few microseconds), too short to matter for an idle or
-    /// trickling executor: waking a parked worker costs the submitter one kernel call, while every extra spin costs
-    /// CPU on every idle transition (see benchmarks/trickle.sh).
-    /// </summary>
-    private const int SpinsBeforeParking = 10;
-
     private readonly List<Worker> _workers = [];
     private int _targetWorkers;
     private int _liveWorkers;
@@ -173,7 +165,7 @@ public sealed partial class BoundedExecutor
                 return WorkerExit.ShutDown;
             }
 
-            if (!SpinForWork())
+            if (!SpinForWork(worker))
             {
                 Park(worker);
             }
@@ -266,17 +258,28 @@ public sealed partial class BoundedExecutor
         }
     }
 
-    private bool SpinForWork()
+    /// <summary>
+    /// Spins for a while before parking, re-checking for work. How long adapts per worker, the way adaptive mutexes
+    /// do: a spin that found work doubles the worker's budget (under load the next item is usually microseconds
+    /// away, and a parked worker would cost the submitter a kernel call to wake it), a spin that found nothing halves
+    /// it (an idle or trickling executor then parks almost at once and burns no CPU). See benchmarks/trickle.sh and
+    /// benchmarks/compare-java.sh for the two sides of this trade-off.
+    /// </summary>
+    private bool SpinForWork(Worker worker)
     {
-        for (var i = 0; i < SpinsBeforeParking; i++)
+        var spinner = default(SpinWait);
+        var budget = worker.SpinBudget;
+        for (var i = 0; i < budget; i++)
         {
-            Thread.SpinWait(8 << Math.Min(i, 4));
+            spinner.SpinOnce(sleep1Threshold: -1);
             if (HasReasonToWake())
             {
+                worker.SpinBudget = Worker.MaxSpinBudget;
                 return true;
             }
         }
 
+        worker.SpinBudget = Math.Max(budget - 1, Worker.MinSpinBudget);
         return false;
     }
 

@@ -54,6 +54,15 @@ internal sealed class Worker
     /// <summary>Gets a value indicating whether the worker is running an item now.</summary>
     public bool Busy => Volatile.Read(ref _run) != 0;
 
+    /// <summary>The fewest and most spin iterations an idle worker makes before parking (see the executor's SpinForWork).</summary>
+    public const int MinSpinBudget = 4;
+
+    /// <inheritdoc cref="MinSpinBudget"/>
+    public const int MaxSpinBudget = 32;
+
+    /// <summary>Gets or sets how many spin iterations this worker makes before parking now; adapted by its own thread only.</summary>
+    public int SpinBudget { get; set; } = MinSpinBudget;
+
     /// <summary>Gets the worker's park/unpark handshake.</summary>
     public Parker Parker { get; } = new();
 
