@@ -17,7 +17,7 @@ public sealed partial class BoundedExecutor
         // last puts an item that moves meanwhile in the later stage, never in two stages or in none.
         long workerCompleted, workerFailed, workerCancelled;
         int target, live, busy, peak, slowWorkers;
-        var now = _timeProvider.GetTimestamp();
+        var now = _itemClock.Now();
         lock (LifecycleLock)
         {
             workerCompleted = _retiredCompleted;
@@ -60,7 +60,7 @@ public sealed partial class BoundedExecutor
         var discarded = droppedNew + evicted;
         var running = runningClaimed + runningOnCallers;
         var oldestAge = queued != 0 && _queue.TryPeekOldest(out var oldest)
-            ? _timeProvider.GetElapsedTime(oldest.EnqueuedTimestamp, now)
+            ? _itemClock.Elapsed(oldest.EnqueuedTimestamp, now)
             : TimeSpan.Zero;
 
         return new BoundedExecutorStatistics

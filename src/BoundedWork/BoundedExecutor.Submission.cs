@@ -89,7 +89,7 @@ public sealed partial class BoundedExecutor
         runItem.RegisterCancellation(cancellationToken);
 
         // Whatever Submit decides, the outcome reaches the caller through the item's own task.
-        _ = Submit(new QueuedItem(runItem, null, null, null, _timeProvider.GetTimestamp()), blocking: false, cancellationToken, out _, out _);
+        _ = Submit(new QueuedItem(runItem, null, null, null, _itemClock.Now(), PreciseStamp()), blocking: false, cancellationToken, out _, out _);
         return runItem.Task;
     }
 

@@ -28,7 +28,7 @@ public sealed partial class BoundedExecutor
     /// <returns>One entry per busy worker; empty when every worker is idle.</returns>
     public IReadOnlyList<RunningWorkItem> GetRunningItems()
     {
-        var now = _timeProvider.GetTimestamp();
+        var now = _itemClock.Now();
         var running = new List<RunningWorkItem>();
         lock (LifecycleLock)
         {
@@ -40,7 +40,7 @@ public sealed partial class BoundedExecutor
                     {
                         Item = run.Item.ToWorkItem(),
                         WorkerName = worker.Name,
-                        Elapsed = _timeProvider.GetElapsedTime(run.StartedTimestamp, now),
+                        Elapsed = _itemClock.Elapsed(run.StartedTimestamp, now),
                     });
                 }
             }
@@ -158,14 +158,14 @@ public sealed partial class BoundedExecutor
 
     private void ReportSlowRuns(TimeSpan threshold)
     {
-        var now = _timeProvider.GetTimestamp();
+        var now = _itemClock.Now();
         var slow = _watchdogScratch;
         slow.Clear();
         lock (LifecycleLock)
         {
             foreach (var worker in _workers)
             {
-                if (worker.TryReadRun(out var run) && _timeProvider.GetElapsedTime(run.StartedTimestamp, now) > threshold && worker.TryMarkSlowReported(run.Number))
+                if (worker.TryReadRun(out var run) && _itemClock.Elapsed(run.StartedTimestamp, now) > threshold && worker.TryMarkSlowReported(run.Number))
                 {
                     slow.Add(run);
                     _watchdogNames.Add(worker.Name);
@@ -177,7 +177,7 @@ public sealed partial class BoundedExecutor
         {
             Interlocked.Increment(ref _slowItemsReported);
             MeasureSlowItem(SlowItemKind.Running);
-            InvokeOnSlowItem(slow[i].Item, _watchdogNames[i], _timeProvider.GetElapsedTime(slow[i].StartedTimestamp, now), threshold, SlowItemKind.Running);
+            InvokeOnSlowItem(slow[i].Item, _watchdogNames[i], _itemClock.Elapsed(slow[i].StartedTimestamp, now), threshold, SlowItemKind.Running);
         }
 
         slow.Clear();
@@ -193,7 +193,7 @@ public sealed partial class BoundedExecutor
             return; // off
         }
 
-        var waited = _timeProvider.GetElapsedTime(item.EnqueuedTimestamp, startedTimestamp);
+        var waited = _itemClock.Elapsed(item.EnqueuedTimestamp, startedTimestamp);
         if (waited.Ticks > thresholdTicks)
         {
             Interlocked.Increment(ref _longQueueWaitsReported);
@@ -241,7 +241,7 @@ public sealed partial class BoundedExecutor
         var slow = 0;
         foreach (var worker in _workers)
         {
-            if (worker.TryReadRun(out var run) && _timeProvider.GetElapsedTime(run.StartedTimestamp, now) > threshold)
+            if (worker.TryReadRun(out var run) && _itemClock.Elapsed(run.StartedTimestamp, now) > threshold)
             {
                 slow++;
             }

@@ -218,19 +218,22 @@ public sealed partial class BoundedExecutor
             return;
         }
 
-        var started = _timeProvider.GetTimestamp();
+        var started = _itemClock.Now();
         worker.BeginRun(item, started);
         CheckQueueWait(worker, item, started);
-        if (_instruments.WaitDurationEnabled)
+        var preciseStart = _instruments.RunDurationEnabled || (item.PreciseEnqueuedTimestamp != 0 && _instruments.WaitDurationEnabled)
+            ? System.Diagnostics.Stopwatch.GetTimestamp()
+            : 0;
+        if (item.PreciseEnqueuedTimestamp != 0 && _instruments.WaitDurationEnabled)
         {
-            Measure(static (instruments, elapsed) => instruments.RecordWait(elapsed), _timeProvider.GetElapsedTime(item.EnqueuedTimestamp, started));
+            Measure(static (instruments, elapsed) => instruments.RecordWait(elapsed), System.Diagnostics.Stopwatch.GetElapsedTime(item.PreciseEnqueuedTimestamp, preciseStart));
         }
 
         worker.Count(Invoke(item));
         worker.EndRun();
-        if (_instruments.RunDurationEnabled)
+        if (preciseStart != 0 && _instruments.RunDurationEnabled)
         {
-            Measure(static (instruments, elapsed) => instruments.RecordRun(elapsed), _timeProvider.GetElapsedTime(started));
+            Measure(static (instruments, elapsed) => instruments.RecordRun(elapsed), System.Diagnostics.Stopwatch.GetElapsedTime(preciseStart));
         }
 
         // Workers are clean rooms: nothing the item set (AsyncLocals, a SynchronizationContext) reaches the next one.

@@ -28,6 +28,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     private readonly IdleWorkers _idle = new();
     private readonly bool _flowExecutionContext;
     private readonly TimeProvider _timeProvider;
+    private readonly ItemClock _itemClock;
     private readonly Action<WorkItemFailedArguments>? _onError;
     private readonly Action<WorkItemRejectedArguments>? _onRejected;
     private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
@@ -77,6 +78,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         _waitTimeoutTicks = options.WaitTimeout.Ticks;
         _flowExecutionContext = options.FlowExecutionContext;
         _timeProvider = options.TimeProvider;
+        _itemClock = new ItemClock(options.TimeProvider);
         _onError = options.OnError;
         _onRejected = options.OnRejected;
         _onThreadPoolBlockingWait = options.OnThreadPoolBlockingWait;
@@ -342,7 +344,10 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     };
 
     private QueuedItem NewItem(object callback, object? state, Action<object, object?> invoker) =>
-        new(callback, state, invoker, _flowExecutionContext ? ExecutionContext.Capture() : null, _timeProvider.GetTimestamp());
+        new(callback, state, invoker, _flowExecutionContext ? ExecutionContext.Capture() : null, _itemClock.Now(), PreciseStamp());
+
+    /// <summary>A high-resolution timestamp for the wait-duration histogram, taken only while someone listens to it.</summary>
+    private long PreciseStamp() => _instruments.WaitDurationEnabled ? System.Diagnostics.Stopwatch.GetTimestamp() : 0;
 
     private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
     {

@@ -16,10 +16,15 @@ internal readonly struct QueuedItem
     public readonly object? State;
     public readonly Action<object, object?>? Invoker;
     public readonly ExecutionContext? Context;
+    /// <summary>When the item was queued, on the executor's item clock (see <see cref="ItemClock"/>).</summary>
     public readonly long EnqueuedTimestamp;
 
-    public QueuedItem(object callback, object? state, Action<object, object?>? invoker, ExecutionContext? context, long enqueuedTimestamp)
+    /// <summary>A high-resolution enqueue timestamp for the wait-duration histogram, or 0 when nobody listened to it.</summary>
+    public readonly long PreciseEnqueuedTimestamp;
+
+    public QueuedItem(object callback, object? state, Action<object, object?>? invoker, ExecutionContext? context, long enqueuedTimestamp, long preciseEnqueuedTimestamp = 0)
     {
+        PreciseEnqueuedTimestamp = preciseEnqueuedTimestamp;
         Callback = callback;
         State = state;
         Invoker = invoker;
