@@ -203,7 +203,7 @@ public sealed partial class BoundedExecutor
         {
             // Workers that find more work after claiming wake the next parked worker, so one wake-up per
             // empty-to-non-empty transition is enough (see AfterClaim).
-            _idle.WakeOne();
+            WakeWorkerUnlessOneSpins();
         }
     }
 
@@ -453,7 +453,7 @@ public sealed partial class BoundedExecutor
 
             if (wasEmpty)
             {
-                _idle.WakeOne();
+                WakeWorkerUnlessOneSpins();
             }
 
             admitted.Registration.Unregister();

@@ -6,6 +6,7 @@ namespace BoundedWork;
 public sealed partial class BoundedExecutor
 {
     private readonly List<Worker> _workers = [];
+    private PaddedInt32 _spinners;
     private int _targetWorkers;
     private int _liveWorkers;
     private int _retireDebt;
@@ -201,7 +202,7 @@ public sealed partial class BoundedExecutor
         if (remaining > 0)
         {
             // More work is queued: make sure a parked worker helps (a cascade, one wake-up per claim).
-            _idle.WakeOne();
+            WakeWorkerUnlessOneSpins();
         }
         else if (IsShutdown)
         {
@@ -272,18 +273,42 @@ public sealed partial class BoundedExecutor
     {
         var spinner = default(SpinWait);
         var budget = worker.SpinBudget;
-        for (var i = 0; i < budget; i++)
+        Interlocked.Increment(ref _spinners.Value);
+        try
         {
-            spinner.SpinOnce(sleep1Threshold: -1);
-            if (HasReasonToWake())
+            for (var i = 0; i < budget; i++)
             {
-                worker.SpinBudget = Worker.MaxSpinBudget;
-                return true;
+                spinner.SpinOnce(sleep1Threshold: -1);
+                if (HasReasonToWake())
+                {
+                    worker.SpinBudget = Worker.MaxSpinBudget;
+                    return true;
+                }
             }
+        }
+        finally
+        {
+            // A full fence before the worker announces itself idle and re-checks: pairs with the waker's
+            // admit-then-read-spinners order (see WakeWorkerUnlessOneSpins).
+            Interlocked.Decrement(ref _spinners.Value);
         }
 
         worker.SpinBudget = Math.Max(budget - 1, Worker.MinSpinBudget);
         return false;
+    }
+
+    /// <summary>
+    /// Wakes a parked worker for newly queued work, unless a worker is spinning: that one will find the work, and a
+    /// kernel wake-up of another thread would only add a context switch. No wake-up is lost: the waker changed the
+    /// queue (an interlocked step) before reading the spinner count, and a spinner stops counting (an interlocked
+    /// step) before it re-checks the queue and parks, so a spinner the waker counted on sees the work.
+    /// </summary>
+    private void WakeWorkerUnlessOneSpins()
+    {
+        if (Volatile.Read(ref _spinners.Value) == 0)
+        {
+            _idle.WakeOne();
+        }
     }
 
     private bool HasReasonToWake()
