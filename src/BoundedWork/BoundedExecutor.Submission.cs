@@ -410,7 +410,11 @@ public sealed partial class BoundedExecutor
     {
         if (_roomWaiters.TryRemove(waiter))
         {
-            CountCancelledWait(waiter.Item);
+            if (!waiter.IsProbe)
+            {
+                CountCancelledWait(waiter.Item);
+            }
+
             waiter.Complete(RoomWaitOutcome.Cancelled, new OperationCanceledException(cancellationToken));
         }
     }
@@ -438,7 +442,17 @@ public sealed partial class BoundedExecutor
             lock (_roomWaiters.SyncObj)
             {
                 var oldest = _roomWaiters.OldestUnsynchronized;
-                if (oldest is not null && _queue.TryAdmit(_queueCapacity, out wasEmpty) == Admission.Admitted)
+                if (oldest is { IsProbe: true })
+                {
+                    // A writer waiting to hear that there is room: tell it, take no slot.
+                    var state = _queue.State;
+                    if (WorkQueue.CountOf(state) < _queueCapacity && !WorkQueue.IsShutdown(state))
+                    {
+                        _roomWaiters.RemoveUnsynchronized(oldest);
+                        admitted = oldest;
+                    }
+                }
+                else if (oldest is not null && _queue.TryAdmit(_queueCapacity, out wasEmpty) == Admission.Admitted)
                 {
                     _roomWaiters.RemoveUnsynchronized(oldest);
                     _queue.Write(oldest.Item);
@@ -485,8 +499,62 @@ public sealed partial class BoundedExecutor
     private void RejectWaiter(RoomWaiter waiter, RejectionReason reason)
     {
         waiter.Registration.Unregister();
+        if (waiter.IsProbe)
+        {
+            waiter.Complete(RoomWaitOutcome.Rejected);
+            return;
+        }
+
         var exception = Reject(waiter.Item, reason);
         waiter.Complete(RoomWaitOutcome.Rejected, exception);
+    }
+
+    /// <summary>
+    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has, or if the policy never
+    /// waits), or <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it
+    /// first, as with any channel writer.
+    /// </summary>
+    internal ValueTask<bool> WaitForRoomAsync(CancellationToken cancellationToken)
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<bool>(cancellationToken);
+        }
+
+        var state = _queue.State;
+        if (WorkQueue.IsShutdown(state))
+        {
+            return new ValueTask<bool>(false);
+        }
+
+        if (_policy != RejectionPolicy.Wait || (WorkQueue.CountOf(state) < _queueCapacity && !_roomWaiters.Any))
+        {
+            return new ValueTask<bool>(true);
+        }
+
+        var probe = RoomWaiter.ForProbe();
+        if (cancellationToken.CanBeCanceled)
+        {
+            probe.Registration = cancellationToken.UnsafeRegister(
+                static (state, token) =>
+                {
+                    var (executor, waiter) = ((BoundedExecutor, RoomWaiter))state!;
+                    executor.CancelWaiter(waiter, token);
+                },
+                (this, probe));
+        }
+
+        _roomWaiters.Add(probe);
+        if (IsShutdown)
+        {
+            RejectAllWaiters();
+        }
+        else
+        {
+            AdmitWaiters();
+        }
+
+        return new ValueTask<bool>(probe.ProbeTask!);
     }
 
     /// <summary>The timestamp of the executor's clock <paramref name="timeout"/> from now (<see cref="long.MaxValue"/> for infinite).</summary>

@@ -228,6 +228,25 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     }
 
     /// <summary>
+    /// Creates a <see cref="System.Threading.Channels.ChannelWriter{T}"/> whose every item runs
+    /// <paramref name="handler"/> on this executor, so code that already produces into a channel plugs in unchanged.
+    /// <c>TryWrite</c> behaves as <see cref="TryExecute{TState}(Action{TState}, TState)"/>; <c>WriteAsync</c> as
+    /// <see cref="ExecuteAsync{TState}(Action{TState}, TState, CancellationToken)"/> (the rejection policy applies, and a
+    /// shut-down executor surfaces as a <see cref="System.Threading.Channels.ChannelClosedException"/>);
+    /// <c>WaitToWriteAsync</c> completes when the queue has room, at once unless the policy is Wait, and returns
+    /// <see langword="false"/> after shutdown. Completing the writer stops that writer only, never the executor.
+    /// </summary>
+    /// <typeparam name="T">The items' type.</typeparam>
+    /// <param name="handler">What to run for each item, on a worker thread.</param>
+    /// <returns>A new writer.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="handler"/> is <see langword="null"/>.</exception>
+    public System.Threading.Channels.ChannelWriter<T> CreateWriter<T>(Action<T> handler)
+    {
+        ArgumentNullException.ThrowIfNull(handler);
+        return new ExecutorChannelWriter<T>(this, handler);
+    }
+
+    /// <summary>
     /// Runs a blocking delegate on a worker thread and lets the caller await its completion. The caller's
     /// continuation never runs on a worker thread.
     /// </summary>

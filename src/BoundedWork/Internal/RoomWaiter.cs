@@ -10,7 +10,15 @@ internal sealed class RoomWaiter : IDisposable
 {
     private readonly ManualResetEventSlim? _event;
     private readonly TaskCompletionSource? _completion;
+    private readonly TaskCompletionSource<bool>? _probe;
     private int _outcome;
+
+    private RoomWaiter()
+    {
+        Deadline = long.MaxValue;
+        Node = new LinkedListNode<RoomWaiter>(this);
+        _probe = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+    }
 
     private RoomWaiter(in QueuedItem item, long deadline, bool blocking)
     {
@@ -29,6 +37,15 @@ internal sealed class RoomWaiter : IDisposable
     }
 
     public QueuedItem Item { get; }
+
+    /// <summary>
+    /// Gets a value indicating whether this waiter only waits for room to appear (a channel writer's
+    /// <c>WaitToWriteAsync</c>): it carries no item, takes no slot and is never counted.
+    /// </summary>
+    public bool IsProbe => _probe is not null;
+
+    /// <summary>Gets the task a probe's caller awaits: <see langword="true"/> when there is room, <see langword="false"/> after shutdown.</summary>
+    public Task<bool>? ProbeTask => _probe?.Task;
 
     /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="long.MaxValue"/>: never).</summary>
     public long Deadline { get; }
@@ -49,12 +66,20 @@ internal sealed class RoomWaiter : IDisposable
 
     public static RoomWaiter ForAsyncCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: false);
 
+    public static RoomWaiter ForProbe() => new();
+
     /// <summary>Records the outcome and releases whoever waits. Called once, by the party that removed the waiter.</summary>
     public void Complete(RoomWaitOutcome outcome, Exception? exception = null)
     {
         Exception = exception;
         Volatile.Write(ref _outcome, (int)outcome);
-        if (_event is not null)
+        if (_probe is not null)
+        {
+            _ = outcome == RoomWaitOutcome.Cancelled && exception is OperationCanceledException probeCancelled
+                ? _probe.TrySetCanceled(probeCancelled.CancellationToken)
+                : _probe.TrySetResult(outcome == RoomWaitOutcome.Admitted);
+        }
+        else if (_event is not null)
         {
             _event.Set();
         }
