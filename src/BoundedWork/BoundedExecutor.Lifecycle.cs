@@ -88,7 +88,7 @@ public sealed partial class BoundedExecutor
     /// </summary>
     public void Dispose()
     {
-        if (WorkQueue.IsAbandoned(_queue.State))
+        if (_queue.IsAbandoned)
         {
             return;
         }
@@ -105,7 +105,7 @@ public sealed partial class BoundedExecutor
     /// <returns>A task that completes when the executor is disposed.</returns>
     public async ValueTask DisposeAsync()
     {
-        if (WorkQueue.IsAbandoned(_queue.State))
+        if (_queue.IsAbandoned)
         {
             return;
         }

@@ -12,9 +12,9 @@ public sealed partial class BoundedExecutor
     public BoundedExecutorStatistics GetStatistics()
     {
         // Read order is what makes the snapshot consistent. An item moves through three stages, each entered by a
-        // single write: admitted (the state word's Count goes up), claimed (Count down and Claims up in the same
-        // atomic step) and finished (one outcome counter up). Reading the finished counters first and the state word
-        // last puts an item that moves meanwhile in the later stage, never in two stages or in none.
+        // single increment of a counter that only grows: admitted, claimed, finished (one outcome counter). Reading
+        // the finished counters first, then the claims, then the admissions puts an item that moves meanwhile in an
+        // earlier stage than it has reached, never in two stages or in none.
         long workerCompleted, workerFailed, workerCancelled;
         int target, live, busy, peak, slowWorkers;
         var now = _itemClock.Now();
@@ -48,12 +48,13 @@ public sealed partial class BoundedExecutor
         var rejected = Interlocked.Read(ref _rejected);
         var droppedNew = Interlocked.Read(ref _droppedNew);
         var cancelledBeforeQueue = Interlocked.Read(ref _cancelledBeforeQueue);
-        var state = _queue.State;
+        var claims = _queue.Claims;
+        var admissions = _queue.Admissions;
 
         var claimOutcomes = workerCompleted + workerFailed + workerCancelled + evicted + abandoned + cancelledAfterClaim;
-        var runningClaimed = (WorkQueue.ClaimsOf(state) - claimOutcomes) & WorkQueue.CountMask;
+        var runningClaimed = claims - claimOutcomes;
         var runningOnCallers = callerStarted - (callerCompleted + callerFailed + callerCancelled);
-        var queued = WorkQueue.CountOf(state);
+        var queued = (int)(admissions - claims);
         var completed = workerCompleted + callerCompleted;
         var failed = workerFailed + callerFailed;
         var cancelled = workerCancelled + callerCancelled + cancelledBeforeQueue + cancelledAfterClaim;
@@ -94,7 +95,7 @@ public sealed partial class BoundedExecutor
             LongQueueWaitsReported = Interlocked.Read(ref _longQueueWaitsReported),
             SlowItemThreshold = SlowItemThreshold,
             QueueWaitThreshold = QueueWaitThreshold,
-            IsShutdown = WorkQueue.IsShutdown(state),
+            IsShutdown = _queue.IsShutdown,
         };
     }
 }

@@ -32,10 +32,10 @@ public sealed partial class BoundedExecutor
 
     private bool TryExecuteCore(in QueuedItem item)
     {
-        var admission = _queue.TryAdmit(_queueCapacity, out var wasEmpty);
+        var admission = _queue.TryAdmit(_queueCapacity);
         if (admission == Admission.Admitted)
         {
-            Publish(item, wasEmpty);
+            Publish(item);
             return true;
         }
 
@@ -111,10 +111,10 @@ public sealed partial class BoundedExecutor
 
         while (true)
         {
-            var admission = _queue.TryAdmit(_queueCapacity, out var wasEmpty);
+            var admission = _queue.TryAdmit(_queueCapacity);
             if (admission == Admission.Admitted)
             {
-                Publish(item, wasEmpty);
+                Publish(item);
                 return SubmitStatus.Done;
             }
 
@@ -134,10 +134,10 @@ public sealed partial class BoundedExecutor
                     {
                         // The new item takes the evicted one's place, even while the queue is above a capacity that
                         // was just lowered: one eviction per admission, never more.
-                        admission = _queue.TryAdmit(int.MaxValue, out wasEmpty);
+                        admission = _queue.TryAdmit(int.MaxValue);
                         if (admission == Admission.Admitted)
                         {
-                            Publish(item, wasEmpty);
+                            Publish(item);
                             return SubmitStatus.Done;
                         }
                     }
@@ -179,10 +179,10 @@ public sealed partial class BoundedExecutor
                 return false;
             }
 
-            var admission = _queue.TryAdmit(_queueCapacity, out var wasEmpty);
+            var admission = _queue.TryAdmit(_queueCapacity);
             if (admission == Admission.Admitted)
             {
-                Publish(item, wasEmpty);
+                Publish(item);
                 return true;
             }
 
@@ -195,16 +195,11 @@ public sealed partial class BoundedExecutor
         return false;
     }
 
-    /// <summary>Writes an admitted item and wakes a parked worker when the queue just became non-empty.</summary>
-    private void Publish(in QueuedItem item, bool wasEmpty)
+    /// <summary>Writes an admitted item and wakes a parked worker if one is parked and none spins.</summary>
+    private void Publish(in QueuedItem item)
     {
         _queue.Write(item);
-        if (wasEmpty)
-        {
-            // Workers that find more work after claiming wake the next parked worker, so one wake-up per
-            // empty-to-non-empty transition is enough (see AfterClaim).
-            WakeWorkerUnlessOneSpins();
-        }
+        WakeWorkerUnlessOneSpins();
     }
 
     /// <summary>Counts an item as rejected and reports it; returns the exception for callers that throw it.</summary>
@@ -237,7 +232,8 @@ public sealed partial class BoundedExecutor
     /// <summary>Takes the oldest unclaimed item out of a full queue and reports it as evicted; false if there was none.</summary>
     private bool EvictOldest()
     {
-        if (!_queue.TryClaim(out _))
+        long knownAdmissions = 0;
+        if (!_queue.TryClaim(ref knownAdmissions, out _))
         {
             // The queue drained or shut down meanwhile: the caller retries admission.
             return false;
@@ -438,21 +434,19 @@ public sealed partial class BoundedExecutor
         while (_roomWaiters.Any)
         {
             RoomWaiter? admitted = null;
-            var wasEmpty = false;
             lock (_roomWaiters.SyncObj)
             {
                 var oldest = _roomWaiters.OldestUnsynchronized;
                 if (oldest is { IsProbe: true })
                 {
                     // A writer waiting to hear that there is room: tell it, take no slot.
-                    var state = _queue.State;
-                    if (WorkQueue.CountOf(state) < _queueCapacity && !WorkQueue.IsShutdown(state))
+                    if (_queue.Count < _queueCapacity && !_queue.IsShutdown)
                     {
                         _roomWaiters.RemoveUnsynchronized(oldest);
                         admitted = oldest;
                     }
                 }
-                else if (oldest is not null && _queue.TryAdmit(_queueCapacity, out wasEmpty) == Admission.Admitted)
+                else if (oldest is not null && _queue.TryAdmit(_queueCapacity) == Admission.Admitted)
                 {
                     _roomWaiters.RemoveUnsynchronized(oldest);
                     _queue.Write(oldest.Item);
@@ -465,7 +459,7 @@ public sealed partial class BoundedExecutor
                 return;
             }
 
-            if (wasEmpty)
+            if (!admitted.IsProbe)
             {
                 WakeWorkerUnlessOneSpins();
             }
@@ -521,13 +515,12 @@ public sealed partial class BoundedExecutor
             return ValueTask.FromCanceled<bool>(cancellationToken);
         }
 
-        var state = _queue.State;
-        if (WorkQueue.IsShutdown(state))
+        if (_queue.IsShutdown)
         {
             return new ValueTask<bool>(false);
         }
 
-        if (_policy != RejectionPolicy.Wait || (WorkQueue.CountOf(state) < _queueCapacity && !_roomWaiters.Any))
+        if (_policy != RejectionPolicy.Wait || (_queue.Count < _queueCapacity && !_roomWaiters.Any))
         {
             return new ValueTask<bool>(true);
         }

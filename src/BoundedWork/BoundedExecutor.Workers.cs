@@ -160,8 +160,7 @@ public sealed partial class BoundedExecutor
                 return WorkerExit.Retired;
             }
 
-            var state = _queue.State;
-            if (WorkQueue.IsAbandoned(state) || (WorkQueue.IsShutdown(state) && WorkQueue.CountOf(state) == 0))
+            if (_queue.IsAbandoned || (_queue.IsShutdown && _queue.Count == 0))
             {
                 return WorkerExit.ShutDown;
             }
@@ -180,7 +179,7 @@ public sealed partial class BoundedExecutor
     [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
     private bool TryRunOne(Worker worker)
     {
-        if (!_queue.TryClaim(out var remaining))
+        if (!_queue.TryClaim(ref worker.KnownAdmissions, out var remaining))
         {
             return false;
         }
@@ -191,7 +190,7 @@ public sealed partial class BoundedExecutor
         return true;
     }
 
-    private void AfterClaim(int remaining)
+    private void AfterClaim(long remaining)
     {
         if (_roomWaiters.Any)
         {
@@ -313,8 +312,7 @@ public sealed partial class BoundedExecutor
 
     private bool HasReasonToWake()
     {
-        var state = _queue.State;
-        return WorkQueue.CountOf(state) != 0 || (state & (WorkQueue.ShutdownBit | WorkQueue.AbandonBit)) != 0 || Volatile.Read(ref _retireDebt) > 0;
+        return _queue.Count != 0 || _queue.IsShutdown || _queue.IsAbandoned || Volatile.Read(ref _retireDebt) > 0;
     }
 
     /// <summary>
@@ -362,7 +360,7 @@ public sealed partial class BoundedExecutor
                 _liveWorkers--;
             }
 
-            if (exit == WorkerExit.Crashed && !WorkQueue.IsAbandoned(_queue.State) && _liveWorkers < _targetWorkers)
+            if (exit == WorkerExit.Crashed && !_queue.IsAbandoned && _liveWorkers < _targetWorkers)
             {
                 // A worker that dies outside a shrink is replaced, during a shutdown's drain too.
                 _workersReplaced++;

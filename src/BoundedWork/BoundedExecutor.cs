@@ -129,7 +129,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     }
 
     /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
-    public bool IsShutdown => WorkQueue.IsShutdown(_queue.State);
+    public bool IsShutdown => _queue.IsShutdown;
 
     /// <summary>Gets the number of items waiting in the queue now.</summary>
     public int QueueLength => _queue.Count;

@@ -1,87 +1,99 @@
 using System.Collections.Concurrent;
-using System.Diagnostics;
 
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// The executor's queue: a <see cref="ConcurrentQueue{T}"/> of items behind one 64-bit state word that decides
-/// admission, claims and the lifecycle, each in a single atomic step.
+/// The executor's queue: a <see cref="ConcurrentQueue{T}"/> of items behind two monotonic counters, one written by
+/// producers and one by consumers, so that each side's atomic step touches its own cache line.
 /// </summary>
 /// <remarks>
-/// <para>The state word holds, from the low bits up:</para>
+/// <para>The counters and what they mean:</para>
 /// <list type="bullet">
-/// <item><description>bits 0-30, <c>Count</c>: items admitted and not yet claimed (the queue length);</description></item>
-/// <item><description>bits 31-61, <c>Claims</c>: how many items have ever been claimed, modulo 2^31;</description></item>
-/// <item><description>bit 62, <c>Shutdown</c>: no item is admitted any more;</description></item>
-/// <item><description>bit 63, <c>Abandoned</c>: a shutdown deadline passed; no item is claimed any more.</description></item>
+/// <item><description><c>_admitted</c>: how many items were ever admitted (bits 0-61), plus the <c>Shutdown</c> flag
+/// (bit 62): once it is set nothing more is admitted, so the count is final.</description></item>
+/// <item><description><c>_claimed</c>: how many items were ever claimed (bits 0-61), plus the <c>Abandoned</c> flag
+/// (bit 62): once it is set nothing more is claimed.</description></item>
+/// <item><description><c>_claimedEstimate</c>: a lower bound of <c>_claimed</c> that producers keep, so they read the
+/// consumers' line only when the queue looks full.</description></item>
 /// </list>
 /// <para>
-/// Invariant: the items in the <see cref="ConcurrentQueue{T}"/> are exactly the claimed-but-unread items plus
-/// <c>Count</c> items, except that an admitted item may not have been written yet. An admission reserves its slot
-/// first and writes right after (nothing that can fail runs between the two), so a reader that claimed an item may
-/// find it not yet written and spins for those few instructions. Because <c>Count</c> and <c>Claims</c> change in the
-/// same atomic step, one read of the state word tells both how many items wait and how many have left the queue
-/// since the start, which is what makes the executor's statistics consistent.
+/// Invariant: <c>claimed &lt;= admitted</c>, and the queue length is <c>admitted - claimed</c>, never above the
+/// capacity in force when each item was admitted. A producer admits against <c>admitted - estimate</c>, which is never
+/// below the true length, so the bound holds without reading the consumers' counter on every item. An admission
+/// reserves its slot first and writes the item right after (nothing that can fail runs between the two), so a consumer
+/// that claimed an item may find it not yet written and spins for those few instructions.
 /// </para>
 /// <para>
-/// The queue is FIFO: items are claimed in admission order. A claim does not say which item it gets: the reader
-/// takes the oldest. Nothing here blocks, allocates per item (the queue's segments are reused) or needs the
-/// ThreadPool.
+/// Abandoning after shutdown moves <c>claimed</c> up to the (final) <c>admitted</c> in one step and sets
+/// <c>Abandoned</c> in the same step: the caller then reads exactly the items it claimed, and no consumer can
+/// start another. Because each item passes each counter exactly once, a reader that reads the consumers' counter
+/// before the producers' one sees every item in exactly one place, which is what makes the executor's statistics
+/// consistent. Items are claimed in admission order; nothing here blocks, allocates per item or needs the ThreadPool.
 /// </para>
 /// </remarks>
 internal sealed class WorkQueue
 {
-    public const long CountMask = (1L << 31) - 1;
-    public const int ClaimsShift = 31;
-    public const long ClaimsMask = ((1L << 31) - 1) << ClaimsShift;
-    public const long ShutdownBit = 1L << 62;
-    public const long AbandonBit = long.MinValue; // bit 63
+    private const long CountMask = (1L << 62) - 1;
+    private const long FlagBit = 1L << 62;
 
     private readonly ConcurrentQueue<QueuedItem> _items = new();
-    private PaddedInt64 _state;
+    private PaddedInt64 _admitted;
+    private PaddedInt64 _claimed;
+    private PaddedInt64 _claimedEstimate;
 
-    /// <summary>Gets the state word now.</summary>
-    public long State => Volatile.Read(ref _state.Value);
+    /// <summary>Gets how many items were ever admitted. Read after <see cref="Claims"/> for a consistent pair.</summary>
+    public long Admissions => Volatile.Read(ref _admitted.Value) & CountMask;
+
+    /// <summary>Gets how many items were ever claimed (by workers, evictions and abandoning).</summary>
+    public long Claims => Volatile.Read(ref _claimed.Value) & CountMask;
 
     /// <summary>Gets the number of queued, unclaimed items.</summary>
-    public int Count => (int)(State & CountMask);
+    public int Count
+    {
+        get
+        {
+            var claims = Claims;
+            return (int)(Admissions - claims);
+        }
+    }
 
-    public static int CountOf(long state) => (int)(state & CountMask);
+    /// <summary>Gets a value indicating whether admission has stopped for good.</summary>
+    public bool IsShutdown => (Volatile.Read(ref _admitted.Value) & FlagBit) != 0;
 
-    public static long ClaimsOf(long state) => (state & ClaimsMask) >>> ClaimsShift;
-
-    public static bool IsShutdown(long state) => (state & ShutdownBit) != 0;
-
-    public static bool IsAbandoned(long state) => (state & AbandonBit) != 0;
+    /// <summary>Gets a value indicating whether claims have stopped for good (a shutdown deadline passed).</summary>
+    public bool IsAbandoned => (Volatile.Read(ref _claimed.Value) & FlagBit) != 0;
 
     /// <summary>Reserves a slot if fewer than <paramref name="capacity"/> items are queued and shutdown has not begun.</summary>
     /// <param name="capacity">The limit; <see cref="int.MaxValue"/> to ignore it (an eviction already made room).</param>
-    /// <param name="wasEmpty">Whether the queue was empty before, so the caller knows to wake a worker.</param>
-    public Admission TryAdmit(int capacity, out bool wasEmpty)
+    public Admission TryAdmit(int capacity)
     {
-        var state = Volatile.Read(ref _state.Value);
+        var admitted = Volatile.Read(ref _admitted.Value);
         while (true)
         {
-            wasEmpty = false;
-            if ((state & ShutdownBit) != 0)
+            if ((admitted & FlagBit) != 0)
             {
                 return Admission.ShutDown;
             }
 
-            var count = state & CountMask;
-            if (count >= capacity || count == CountMask)
+            if (admitted - Volatile.Read(ref _claimedEstimate.Value) >= capacity)
             {
-                return Admission.Full;
+                // Looks full: learn how far the consumers really are (a lower bound is all the estimate promises,
+                // so racing producers that write an older value only make someone look again).
+                var claimed = Claims;
+                Volatile.Write(ref _claimedEstimate.Value, claimed);
+                if (admitted - claimed >= capacity)
+                {
+                    return Admission.Full;
+                }
             }
 
-            var previous = Interlocked.CompareExchange(ref _state.Value, state + 1, state);
-            if (previous == state)
+            var previous = Interlocked.CompareExchange(ref _admitted.Value, admitted + 1, admitted);
+            if (previous == admitted)
             {
-                wasEmpty = count == 0;
                 return Admission.Admitted;
             }
 
-            state = previous;
+            admitted = previous;
         }
     }
 
@@ -89,27 +101,39 @@ internal sealed class WorkQueue
     public void Write(in QueuedItem item) => _items.Enqueue(item);
 
     /// <summary>Claims the oldest unclaimed item; fails when none is queued or the queue was abandoned.</summary>
-    /// <param name="remaining">How many items are still queued after this claim.</param>
-    public bool TryClaim(out int remaining)
+    /// <param name="knownAdmissions">
+    /// The caller's own lower bound of <see cref="Admissions"/>, refreshed only when it says the queue is empty, so a
+    /// consumer reads the producers' counter only when it has caught up with them.
+    /// </param>
+    /// <param name="remaining">About how many items are still queued after this claim (never more than there are).</param>
+    public bool TryClaim(ref long knownAdmissions, out long remaining)
     {
-        var state = Volatile.Read(ref _state.Value);
+        var claimed = Volatile.Read(ref _claimed.Value);
         while (true)
         {
             remaining = 0;
-            var count = state & CountMask;
-            if ((state & AbandonBit) != 0 || count == 0)
+            if ((claimed & FlagBit) != 0)
             {
                 return false;
             }
 
-            var previous = Interlocked.CompareExchange(ref _state.Value, NextClaims(state, 1) - 1, state);
-            if (previous == state)
+            if (claimed >= knownAdmissions)
             {
-                remaining = (int)count - 1;
+                knownAdmissions = Admissions;
+                if (claimed >= knownAdmissions)
+                {
+                    return false;
+                }
+            }
+
+            var previous = Interlocked.CompareExchange(ref _claimed.Value, claimed + 1, claimed);
+            if (previous == claimed)
+            {
+                remaining = knownAdmissions - claimed - 1;
                 return true;
             }
 
-            state = previous;
+            claimed = previous;
         }
     }
 
@@ -133,50 +157,49 @@ internal sealed class WorkQueue
     /// <summary>Gets the oldest queued item without claiming it; false when none is (fully) written.</summary>
     public bool TryPeekOldest(out QueuedItem item) => _items.TryPeek(out item);
 
-    /// <summary>Stops admission. Returns false if shutdown had already begun.</summary>
+    /// <summary>Stops admission for good. Returns false if shutdown had already begun.</summary>
     public bool Freeze()
     {
-        var state = Volatile.Read(ref _state.Value);
-        while ((state & ShutdownBit) == 0)
+        var admitted = Volatile.Read(ref _admitted.Value);
+        while ((admitted & FlagBit) == 0)
         {
-            var previous = Interlocked.CompareExchange(ref _state.Value, state | ShutdownBit, state);
-            if (previous == state)
+            var previous = Interlocked.CompareExchange(ref _admitted.Value, admitted | FlagBit, admitted);
+            if (previous == admitted)
             {
                 return true;
             }
 
-            state = previous;
+            admitted = previous;
         }
 
         return false;
     }
 
     /// <summary>
-    /// Stops claims for good and claims every queued item in the same step, so nothing queued can start after this.
-    /// Returns how many items it claimed; the caller reads exactly that many with <see cref="ReadClaimed"/>.
+    /// Stops admission and claims for good and claims every queued item in the same step as the claims stop, so
+    /// nothing queued can start after this. Returns how many items it claimed; the caller reads exactly that many
+    /// with <see cref="ReadClaimed"/>. A second call claims nothing.
     /// </summary>
     public int Abandon()
     {
-        var state = Volatile.Read(ref _state.Value);
+        Freeze();
+        var admitted = Admissions; // final: admission has stopped
+        var claimed = Volatile.Read(ref _claimed.Value);
         while (true)
         {
-            var count = state & CountMask;
-            var next = (NextClaims(state, count) & ~CountMask) | ShutdownBit | AbandonBit;
-            var previous = Interlocked.CompareExchange(ref _state.Value, next, state);
-            if (previous == state)
+            if ((claimed & FlagBit) != 0)
             {
-                return (int)count;
+                return 0;
             }
 
-            state = previous;
-        }
-    }
+            var previous = Interlocked.CompareExchange(ref _claimed.Value, admitted | FlagBit, claimed);
+            if (previous == claimed)
+            {
+                return (int)(admitted - claimed);
+            }
 
-    private static long NextClaims(long state, long claimed)
-    {
-        var claims = (ClaimsOf(state) + claimed) & CountMask;
-        Debug.Assert(claims >= 0);
-        return (state & ~ClaimsMask) | (claims << ClaimsShift);
+            claimed = previous;
+        }
     }
 }
 

@@ -63,6 +63,9 @@ internal sealed class Worker
     /// <summary>Gets or sets how many spin iterations this worker makes before parking now; adapted by its own thread only.</summary>
     public int SpinBudget { get; set; } = MinSpinBudget;
 
+    /// <summary>The worker's own lower bound of the queue's admissions (see <see cref="WorkQueue.TryClaim"/>).</summary>
+    public long KnownAdmissions;
+
     /// <summary>Gets the worker's park/unpark handshake.</summary>
     public Parker Parker { get; } = new();
 

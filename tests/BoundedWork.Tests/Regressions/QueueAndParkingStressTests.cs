@@ -26,7 +26,7 @@ public sealed class QueueAndParkingStressTests
                 var id = p * PerProducer + i;
                 while (true)
                 {
-                    var admission = queue.TryAdmit(capacity, out _);
+                    var admission = queue.TryAdmit(capacity);
                     if (admission == Admission.Admitted)
                     {
                         queue.Write(new QueuedItem(id, null, static (_, _) => { }, null, 0));
@@ -45,9 +45,10 @@ public sealed class QueueAndParkingStressTests
         })).ToList();
         var consumerThreads = Enumerable.Range(0, consumers).Select(_ => new Thread(() =>
         {
+            long known = 0;
             while (true)
             {
-                if (queue.TryClaim(out _))
+                if (queue.TryClaim(ref known, out long _))
                 {
                     var item = queue.ReadClaimed();
                     Interlocked.Increment(ref seen[(int)item.Callback]);
@@ -64,7 +65,7 @@ public sealed class QueueAndParkingStressTests
                     continue;
                 }
 
-                if (WorkQueue.IsAbandoned(queue.State))
+                if (queue.IsAbandoned)
                 {
                     return;
                 }
@@ -81,7 +82,7 @@ public sealed class QueueAndParkingStressTests
         Assert.All(seen, count => Assert.True(count <= 1, "An item was read twice."));
         Assert.Equal(seen.Length, seen.Sum() + rejectedAfterShutdown);
         Assert.Equal(0, queue.Count);
-        Assert.Equal(Interlocked.Read(ref claimedTotal) + abandonedCount, WorkQueue.ClaimsOf(queue.State));
+        Assert.Equal(Interlocked.Read(ref claimedTotal) + abandonedCount, queue.Claims);
         Assert.False(queue.TryPeekOldest(out _), "An item is left in the queue after everything was claimed.");
     }
 
