@@ -199,17 +199,7 @@ public sealed partial class BoundedExecutor
     {
         foreach (var item in result.AbandonedItems)
         {
-            if (_onRejected is { } callback)
-            {
-                try
-                {
-                    callback(new WorkItemRejectedArguments(Name, item, RejectionReason.Abandoned));
-                }
-                catch (Exception)
-                {
-                    Interlocked.Increment(ref _callbackFailures);
-                }
-            }
+            InvokeGuarded(_onRejected, new WorkItemRejectedArguments(Name, item, RejectionReason.Abandoned));
         }
     }
 

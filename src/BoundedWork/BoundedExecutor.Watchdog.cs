@@ -216,17 +216,7 @@ public sealed partial class BoundedExecutor
 
     private void InvokeOnSlowItem(in QueuedItem item, string workerName, TimeSpan elapsed, TimeSpan threshold, SlowItemKind kind)
     {
-        if (_onSlowItem is { } callback)
-        {
-            try
-            {
-                callback(new SlowItemArguments(Name, item.ToWorkItem(), workerName, elapsed, threshold, kind));
-            }
-            catch (Exception)
-            {
-                CountCallbackFailure();
-            }
-        }
+        InvokeGuarded(_onSlowItem, new SlowItemArguments(Name, item.ToWorkItem(), workerName, elapsed, threshold, kind));
     }
 
     /// <summary>Counts the workers running an item for longer than the slow-item threshold. Call under the lifecycle lock.</summary>

@@ -370,32 +370,12 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 
     private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
     {
-        if (_onRejected is { } callback)
-        {
-            try
-            {
-                callback(new WorkItemRejectedArguments(Name, item.ToWorkItem(), reason));
-            }
-            catch (Exception)
-            {
-                CountCallbackFailure();
-            }
-        }
+        InvokeGuarded(_onRejected, new WorkItemRejectedArguments(Name, item.ToWorkItem(), reason));
     }
 
     private void InvokeOnError(in QueuedItem item, Exception exception)
     {
-        if (_onError is { } callback)
-        {
-            try
-            {
-                callback(new WorkItemFailedArguments(Name, item.ToWorkItem(), exception));
-            }
-            catch (Exception)
-            {
-                CountCallbackFailure();
-            }
-        }
+        InvokeGuarded(_onError, new WorkItemFailedArguments(Name, item.ToWorkItem(), exception));
     }
 
     /// <summary>
@@ -461,6 +441,24 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 
     private void CountCallbackFailure() => Interlocked.Increment(ref _callbackFailures);
 
+    /// <summary>Calls a user callback, if there is one; one that throws is counted and never propagated.</summary>
+    private void InvokeGuarded<TArguments>(Action<TArguments>? callback, TArguments arguments)
+    {
+        if (callback is null)
+        {
+            return;
+        }
+
+        try
+        {
+            callback(arguments);
+        }
+        catch (Exception)
+        {
+            CountCallbackFailure();
+        }
+    }
+
     /// <summary>
     /// Counts and reports a blocking wait for this executor if the current thread is a ThreadPool thread. Call it
     /// just before blocking, on the thread that blocks.
@@ -473,16 +471,6 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         }
 
         var total = Interlocked.Increment(ref _threadPoolBlockingWaits);
-        if (_onThreadPoolBlockingWait is { } callback)
-        {
-            try
-            {
-                callback(new ThreadPoolBlockingWaitArguments(Name, kind, total));
-            }
-            catch (Exception)
-            {
-                CountCallbackFailure();
-            }
-        }
+        InvokeGuarded(_onThreadPoolBlockingWait, new ThreadPoolBlockingWaitArguments(Name, kind, total));
     }
 }
