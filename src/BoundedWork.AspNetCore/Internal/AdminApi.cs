@@ -132,7 +132,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
         var (before, after) = (result.Previous, result.Current);
         if (logger.IsEnabled(LogLevel.Information))
         {
-                logger.SettingsChanged(
+            logger.SettingsChanged(
                 name,
                 user,
                 remote,
