@@ -59,16 +59,12 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var mappings = services.GetService<AdminMappings>()
             ?? throw new InvalidOperationException(
                 "MapBoundedWorkAdmin needs the console's services: call builder.Services.AddBoundedWorkAdmin() when you register services.");
-        var registry = services.GetService<IBoundedExecutorRegistry>()
+        _ = services.GetService<IBoundedExecutorRegistry>()
             ?? throw new InvalidOperationException(
                 "MapBoundedWorkAdmin needs the executor registry: register executors with builder.Services.AddBoundedExecutor(\"name\") when you register services.");
 
         var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
-        var api = new AdminApi(
-            registry,
-            services.GetRequiredService<AdminSampler>(),
-            services.GetRequiredService<AdminMetrics>(),
-            services.GetRequiredService<ILoggerFactory>().CreateLogger(AdminLog.Category));
+        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>());
         var mapping = new AdminMapping(prefix);
         mappings.Add(mapping);
 
@@ -102,6 +98,6 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     private static void MethodNotAllowed(RouteGroupBuilder group, string pattern, string allow)
     {
         string[] others = [.. s_methods.Where(m => !allow.Contains(m, StringComparison.Ordinal))];
-        group.MapMethods(pattern, others, context => AdminApi.MethodNotAllowed(context, allow));
+        group.MapMethods(pattern, others, context => AdminEndpoints.MethodNotAllowed(context, allow));
     }
 }

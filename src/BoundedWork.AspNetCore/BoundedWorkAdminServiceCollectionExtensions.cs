@@ -39,6 +39,11 @@ public static class BoundedWorkAdminServiceCollectionExtensions
         services.TryAddSingleton<AdminMappings>();
         services.TryAddSingleton<AdminSampler>();
         services.TryAddSingleton<AdminMetrics>();
+        services.TryAddSingleton(static provider => new AdminApi(
+            provider.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
+            provider.GetRequiredService<AdminSampler>(),
+            provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         return services;
     }

@@ -1,108 +1,74 @@
 using System.Buffers;
-using System.IO.Pipelines;
-using System.Net.Mime;
+using System.Net.Http.Headers;
 using BoundedWork.Hosting;
-using Microsoft.AspNetCore.Http;
-using Microsoft.AspNetCore.Http.HttpResults;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
-/// The console's request handlers. They are plain request delegates (no model binding), and complete without
-/// yielding whenever the request body has already arrived, so each request needs one ThreadPool dispatch and no
-/// more: that keeps them as cheap as possible when the pool is starved.
+/// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
+/// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
 /// </summary>
 internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
 {
-    public Task ListExecutors(HttpContext context)
+    public AdminReply ListExecutors(bool history)
     {
-        var history = WantsHistory(context);
         var executors = new List<ExecutorResponse>(registry.Names.Count);
         foreach (var name in registry.Names)
         {
             executors.Add(Describe(registry.GetExecutor(name), history));
         }
 
-        return context.Response.WriteAsJsonAsync(new ExecutorListResponse(DateTimeOffset.UtcNow, executors), AdminJsonContext.Default.ExecutorListResponse);
+        return AdminReply.Ok(new ExecutorListResponse(DateTimeOffset.UtcNow, executors), AdminJsonContext.Default.ExecutorListResponse);
     }
 
-    public Task GetExecutor(HttpContext context)
+    public AdminReply GetExecutor(string name, bool history) =>
+        registry.TryGetExecutor(name, out var executor)
+            ? AdminReply.Ok(Describe(executor, history), AdminJsonContext.Default.ExecutorResponse)
+            : NotFound(name);
+
+    public AdminReply GetThreadPool(bool history) => AdminReply.Ok(sampler.GetThreadPool(history), AdminJsonContext.Default.ThreadPoolResponse);
+
+    public static AdminReply MethodNotAllowed(string method, string path, string allow) =>
+        AdminReply.Problem(405, "Method not allowed", $"{method} is not allowed on {path}; allowed: {allow}.", allow: allow);
+
+    /// <summary>Applies a PUT workers (<paramref name="workersOnly"/>) or PATCH settings request, or says why not.</summary>
+    public AdminReply ChangeSettings(ChangeRequest request, bool workersOnly)
     {
-        var name = RouteName(context);
-        return registry.TryGetExecutor(name, out var executor)
-            ? context.Response.WriteAsJsonAsync(Describe(executor, WantsHistory(context)), AdminJsonContext.Default.ExecutorResponse)
-            : NotFound(name).ExecuteAsync(context);
-    }
-
-    public Task GetThreadPool(HttpContext context) =>
-        context.Response.WriteAsJsonAsync(sampler.GetThreadPool(WantsHistory(context)), AdminJsonContext.Default.ThreadPoolResponse);
-
-    public Task PutWorkers(HttpContext context) => ChangeSettings(context, workersOnly: true);
-
-    public Task PatchSettings(HttpContext context) => ChangeSettings(context, workersOnly: false);
-
-    public static Task MethodNotAllowed(HttpContext context, string allow)
-    {
-        context.Response.Headers.Allow = allow;
-        return TypedResults.Problem(
-            $"{context.Request.Method} is not allowed on {context.Request.Path}; allowed: {allow}.",
-            statusCode: StatusCodes.Status405MethodNotAllowed,
-            title: "Method not allowed").ExecuteAsync(context);
-    }
-
-    private async Task ChangeSettings(HttpContext context, bool workersOnly)
-    {
-        var name = RouteName(context);
-        var user = User(context);
-        var remote = context.Connection.RemoteIpAddress?.ToString() ?? "unknown";
-
-        if (!context.Request.HasJsonContentType())
+        var name = request.ExecutorName;
+        if (!IsJson(request.ContentType))
         {
-            await Refuse(context, name, user, remote, "unsupported_media_type", TypedResults.Problem(
-                $"Send the settings as JSON: the Content-Type must be {MediaTypeNames.Application.Json} (was '{context.Request.ContentType ?? "none"}').",
-                statusCode: StatusCodes.Status415UnsupportedMediaType,
-                title: "Unsupported media type")).ConfigureAwait(false);
-            return;
+            return Refuse(request, name, "unsupported_media_type", AdminReply.Problem(
+                415,
+                "Unsupported media type",
+                $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
         }
 
-        if (string.IsNullOrWhiteSpace(context.Request.Headers[BoundedWorkAdminOptions.RequestHeaderName]))
+        if (!request.HasRequestHeader)
         {
-            await Refuse(context, name, user, remote, "missing_header", TypedResults.Problem(
+            return Refuse(request, name, "missing_header", AdminReply.Problem(
+                400,
+                "Missing request header",
                 $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
-                statusCode: StatusCodes.Status400BadRequest,
-                title: "Missing request header",
-                extensions: [new("header", BoundedWorkAdminOptions.RequestHeaderName)])).ConfigureAwait(false);
-            return;
+                header: BoundedWorkAdminOptions.RequestHeaderName));
         }
 
         if (!registry.TryGetExecutor(name, out var executor))
         {
-            await Refuse(context, name, user, remote, "not_found", NotFound(name)).ConfigureAwait(false);
-            return;
+            return Refuse(request, name, "not_found", NotFound(name));
         }
 
-        var (body, tooLarge) = await ReadBody(context.Request.BodyReader, context.RequestAborted).ConfigureAwait(false);
-        Dictionary<string, string[]> errors;
-        BoundedExecutorSettingsChange? change;
-        try
-        {
-            (change, errors) = tooLarge
-                ? (null, new Dictionary<string, string[]> { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
-                : SettingsRequest.Parse(body, workersOnly, executor.MaxWorkerCount);
-        }
-        finally
-        {
-            context.Request.BodyReader.AdvanceTo(body.End);
-        }
-
+        var (change, errors) = request.BodyTooLarge
+            ? (null, new Dictionary<string, string[]> { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
+            : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
         if (change is null)
         {
-            await Refuse(context, executor.Name, user, remote, "invalid", TypedResults.ValidationProblem(
-                errors,
+            return Refuse(request, executor.Name, "invalid", AdminReply.Problem(
+                400,
+                "Invalid settings",
                 $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Values.SelectMany(static e => e))}",
-                title: "Invalid settings")).ConfigureAwait(false);
-            return;
+                errors,
+                executor.Name));
         }
 
         BoundedExecutorReconfiguration result;
@@ -112,30 +78,35 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
-            await Refuse(context, executor.Name, user, remote, "shut_down", TypedResults.Problem(
+            return Refuse(request, executor.Name, "shut_down", AdminReply.Problem(
+                409,
+                "Executor shut down",
                 $"Executor '{executor.Name}' is shutting down or shut down; its settings can no longer change.",
-                statusCode: StatusCodes.Status409Conflict,
-                title: "Executor shut down",
-                extensions: [new("executor", executor.Name)])).ConfigureAwait(false);
-            return;
+                executor: executor.Name));
         }
 
-        Record(executor.Name, user, remote, result);
-        var stats = executor.GetStatistics();
-        await context.Response.WriteAsJsonAsync(
-            new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(stats)),
-            AdminJsonContext.Default.ReconfigurationResponse).ConfigureAwait(false);
+        Record(executor.Name, request, result);
+        return AdminReply.Ok(
+            new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
+            AdminJsonContext.Default.ReconfigurationResponse);
     }
 
-    private void Record(string name, string user, string remote, BoundedExecutorReconfiguration result)
+    /// <summary>Whether a Content-Type names JSON: <c>application/json</c> or <c>application/*+json</c>, any parameters.</summary>
+    public static bool IsJson(string? contentType) =>
+        MediaTypeHeaderValue.TryParse(contentType, out var parsed)
+        && parsed.MediaType is { } mediaType
+        && (string.Equals(mediaType, "application/json", StringComparison.OrdinalIgnoreCase)
+            || (mediaType.StartsWith("application/", StringComparison.OrdinalIgnoreCase) && mediaType.EndsWith("+json", StringComparison.OrdinalIgnoreCase)));
+
+    private void Record(string name, ChangeRequest request, BoundedExecutorReconfiguration result)
     {
         var (before, after) = (result.Previous, result.Current);
         if (logger.IsEnabled(LogLevel.Information))
         {
             logger.SettingsChanged(
                 name,
-                user,
-                remote,
+                request.User,
+                request.RemoteAddress,
                 before.WorkerCount,
                 after.WorkerCount,
                 before.QueueCapacity,
@@ -167,34 +138,11 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
         }
     }
 
-    private Task Refuse(HttpContext context, string name, string user, string remote, string reason, IResult problem)
+    private AdminReply Refuse(ChangeRequest request, string name, string reason, AdminReply problem)
     {
         metrics.Refused(name, reason);
-        logger.SettingsChangeRefused(name, user, remote, problem is IStatusCodeHttpResult { StatusCode: { } status } ? status : 400, reason);
-        return problem.ExecuteAsync(context);
-    }
-
-    /// <summary>
-    /// Reads the whole body, up to <see cref="SettingsRequest.MaxBodyBytes"/>. The caller advances the reader past
-    /// the returned buffer. A body that has already arrived is read without yielding.
-    /// </summary>
-    private static async ValueTask<(ReadOnlySequence<byte> Buffer, bool TooLarge)> ReadBody(PipeReader reader, CancellationToken cancellationToken)
-    {
-        while (true)
-        {
-            var read = await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-            if (read.Buffer.Length > SettingsRequest.MaxBodyBytes)
-            {
-                return (read.Buffer, true);
-            }
-
-            if (read.IsCompleted || read.IsCanceled)
-            {
-                return (read.Buffer, false);
-            }
-
-            reader.AdvanceTo(read.Buffer.Start, read.Buffer.End);
-        }
+        logger.SettingsChangeRefused(name, request.User, request.RemoteAddress, problem.Status, reason);
+        return problem;
     }
 
     private ExecutorResponse Describe(BoundedExecutor executor, bool history)
@@ -217,17 +165,16 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
     private static SettingsView View(BoundedExecutorSettings s) =>
         new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout));
 
-    private static ProblemHttpResult NotFound(string name) => TypedResults.Problem(
-        $"No executor named '{name}' is registered.",
-        statusCode: StatusCodes.Status404NotFound,
-        title: "Unknown executor",
-        extensions: [new("executor", name)]);
-
-    private static string RouteName(HttpContext context) => context.Request.RouteValues["name"] as string ?? string.Empty;
-
-    private static bool WantsHistory(HttpContext context) =>
-        context.Request.Query.TryGetValue("history", out var value) && string.Equals(value, "true", StringComparison.OrdinalIgnoreCase);
-
-    private static string User(HttpContext context) =>
-        context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous";
+    private static AdminReply NotFound(string name) =>
+        AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);
 }
+
+/// <summary>A settings change as it arrived, whatever the transport.</summary>
+internal readonly record struct ChangeRequest(
+    string ExecutorName,
+    string? ContentType,
+    bool HasRequestHeader,
+    ReadOnlySequence<byte> Body,
+    bool BodyTooLarge,
+    string User,
+    string RemoteAddress);

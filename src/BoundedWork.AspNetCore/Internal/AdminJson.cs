@@ -79,4 +79,5 @@ internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyLi
 [JsonSerializable(typeof(ExecutorResponse))]
 [JsonSerializable(typeof(ReconfigurationResponse))]
 [JsonSerializable(typeof(ThreadPoolResponse))]
+[JsonSerializable(typeof(ProblemDocument))]
 internal sealed partial class AdminJsonContext : JsonSerializerContext;
