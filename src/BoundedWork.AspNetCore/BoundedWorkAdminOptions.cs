@@ -28,4 +28,16 @@ public sealed class BoundedWorkAdminOptions
     /// </summary>
     /// <value>Defaults to 5 minutes. Must be between 1 minute and 1 hour.</value>
     public TimeSpan History { get; set; } = TimeSpan.FromMinutes(5);
+
+    /// <summary>
+    /// Gets or sets the path of a Unix domain socket on which the console's JSON API (not the dashboard) is also
+    /// served, by a dedicated thread with blocking socket calls, so operators can read and resize executors while the
+    /// shared ThreadPool is starved and Kestrel cannot answer:
+    /// <c>curl --unix-socket /run/myapp/bounded-work.sock http://localhost/executors</c>. The socket file is created
+    /// readable and writable by the app's user only; whoever can open it is allowed in (the app's authorization
+    /// policy does not apply), and changes still need a JSON content type and the
+    /// <see cref="RequestHeaderName"/> header. An existing file at the path is replaced.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: no socket.</value>
+    public string? LocalSocketPath { get; set; }
 }

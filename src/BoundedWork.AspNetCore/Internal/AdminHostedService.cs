@@ -13,10 +13,13 @@ namespace BoundedWork.AspNetCore.Internal;
 internal sealed class AdminHostedService(
     AdminMappings mappings,
     AdminSampler sampler,
+    AdminApi api,
     IOptions<BoundedWorkAdminOptions> options,
     IServiceProvider services,
-    ILoggerFactory loggerFactory) : IHostedLifecycleService
+    ILoggerFactory loggerFactory) : IHostedLifecycleService, IDisposable
 {
+    private LocalSocketListener? _socket;
+
     public async Task StartingAsync(CancellationToken cancellationToken)
     {
         var logger = loggerFactory.CreateLogger(AdminLog.Category);
@@ -38,6 +41,10 @@ internal sealed class AdminHostedService(
         }
 
         sampler.Start();
+        if (options.Value.LocalSocketPath is { Length: > 0 } path)
+        {
+            _socket = new LocalSocketListener(api, path, logger);
+        }
     }
 
     public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
@@ -50,8 +57,14 @@ internal sealed class AdminHostedService(
 
     public Task StoppedAsync(CancellationToken cancellationToken)
     {
-        sampler.Stop();
+        Dispose();
         return Task.CompletedTask;
+    }
+
+    public void Dispose()
+    {
+        Interlocked.Exchange(ref _socket, null)?.Dispose();
+        sampler.Stop();
     }
 
     private static string MissingPolicy(string prefix, string policy, string problem) =>

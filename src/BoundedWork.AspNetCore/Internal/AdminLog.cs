@@ -37,4 +37,12 @@ internal static partial class AdminLog
     [LoggerMessage(EventId = 203, EventName = "SamplerFailed", Level = LogLevel.Error,
         Message = "The BoundedWork admin console's sampler failed to read executor '{ExecutorName}'; it tries again on the next sample.")]
     public static partial void SamplerFailed(this ILogger logger, string executorName, Exception exception);
+
+    [LoggerMessage(EventId = 204, EventName = "LocalSocketListening", Level = LogLevel.Information,
+        Message = "The BoundedWork admin console also listens on the local socket '{SocketPath}' (answered on a dedicated thread, without the ThreadPool).")]
+    public static partial void LocalSocketListening(this ILogger logger, string socketPath);
+
+    [LoggerMessage(EventId = 205, EventName = "LocalSocketFailed", Level = LogLevel.Error,
+        Message = "The BoundedWork admin console's local socket '{SocketPath}' failed to serve a request; it keeps listening.")]
+    public static partial void LocalSocketFailed(this ILogger logger, string socketPath, Exception exception);
 }
