@@ -142,8 +142,7 @@ public static class LocalSocketClient
             request.Append(CultureInfo.InvariantCulture, $"{TestKit.AdminHeader}: 1\r\n");
         }
 
-        socket.Send(Encoding.ASCII.GetBytes(request.Append("\r\n").ToString()));
-        socket.Send(bytes);
+        socket.Send([.. Encoding.ASCII.GetBytes(request.Append("\r\n").ToString()), .. bytes]);
         using var response = new MemoryStream();
         var buffer = new byte[8192];
         int n;
