@@ -24,13 +24,8 @@ public static class BoundedWorkAdminServiceCollectionExtensions
     {
         ArgumentNullException.ThrowIfNull(services);
         services.AddMetrics();
-        services.AddOptions<BoundedWorkAdminOptions>().Validate(
-            static o => !string.IsNullOrWhiteSpace(o.AuthorizationPolicy),
-            $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.AuthorizationPolicy)} must not be empty.")
-            .Validate(
-                static o => o.History >= TimeSpan.FromMinutes(1) && o.History <= TimeSpan.FromHours(1),
-                $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.History)} must be between 1 minute and 1 hour.")
-            .ValidateOnStart();
+        services.AddOptions<BoundedWorkAdminOptions>().ValidateOnStart();
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<BoundedWorkAdminOptions>, AdminOptionsValidator>());
         if (configure is not null)
         {
             services.Configure(configure);

@@ -186,6 +186,23 @@ public sealed class SecurityTests
         Assert.Contains("AddBoundedExecutor(", error.Message, StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("", 5, "AuthorizationPolicy")]
+    [InlineData("BoundedWorkAdmin", 0.5, "History")]
+    [InlineData("BoundedWorkAdmin", 61, "History")]
+    public void Map_InvalidAdminOptions_ThrowsNamingTheSettingOnce(string policy, double historyMinutes, string setting)
+    {
+        var error = Assert.Throws<Microsoft.Extensions.Options.OptionsValidationException>(() => AdminServer.Build(
+            new CapturingLoggerProvider(),
+            configure: b => b.Services.AddBoundedWorkAdmin(o =>
+            {
+                o.AuthorizationPolicy = policy;
+                o.History = TimeSpan.FromMinutes(historyMinutes);
+            })));
+
+        Assert.StartsWith($"BoundedWorkAdminOptions.{setting} must", Assert.Single(error.Failures), StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task Start_AdminWithoutExecutors_FailsNamingAddBoundedExecutor()
     {
