@@ -47,6 +47,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <exception cref="InvalidOperationException">
     /// <c>services.AddBoundedWorkAdmin()</c> or <c>services.AddBoundedExecutor(...)</c> was not called.
     /// </exception>
+    /// <exception cref="OptionsValidationException">A <see cref="BoundedWorkAdminOptions"/> setting is invalid; the message names it.</exception>
     public static BoundedWorkAdminConventionBuilder MapBoundedWorkAdmin(
         this IEndpointRouteBuilder endpoints,
         [StringSyntax("Route")] string prefix = "/bounded-work")
