@@ -184,10 +184,12 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal(0, rates.GetProperty("rejected").GetDouble());
     }
 
-    [Fact]
-    public async Task Dashboard_Get_ServesSelfContainedPageWithNonceAndBasePath()
+    [Theory]
+    [InlineData("/bounded-work/")]
+    [InlineData("/bounded-work")]
+    public async Task Dashboard_Get_ServesSelfContainedPageWithNonceAndBasePath(string path)
     {
-        using var response = await _server.Client.GetAsync("/bounded-work/");
+        using var response = await _server.Client.GetAsync(path);
 
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal("text/html", response.Content.Headers.ContentType?.MediaType);
