@@ -126,7 +126,7 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal(100, json.GetProperty("previous").GetProperty("queueCapacity").GetInt32());
         Assert.Equal("DiscardOldest", json.GetProperty("current").GetProperty("rejectionPolicy").GetString());
         Assert.Equal(
-            new BoundedExecutorSettings { WorkerCount = 4, QueueCapacity = 250, RejectionPolicy = RejectionPolicy.DiscardOldest, WaitTimeout = TimeSpan.FromSeconds(2) },
+            new BoundedExecutorSettings { WorkerCount = 4, QueueCapacity = 250, RejectionPolicy = RejectionPolicy.DiscardOldest, WaitTimeout = TimeSpan.FromSeconds(2), SlowItemThreshold = TimeSpan.FromSeconds(30), QueueWaitThreshold = Timeout.InfiniteTimeSpan },
             _server.Payments.Settings);
     }
 

@@ -58,7 +58,7 @@ public sealed class DashboardBrowserTests
         await more.Locator("button.apply").ClickAsync();
         await Assertions.Expect(more.Locator(".msg.ok")).ToContainTextAsync("capacity 75", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal(
-            new BoundedExecutorSettings { WorkerCount = 1, QueueCapacity = 75, RejectionPolicy = RejectionPolicy.Wait, WaitTimeout = TimeSpan.FromSeconds(10) },
+            new BoundedExecutorSettings { WorkerCount = 1, QueueCapacity = 75, RejectionPolicy = RejectionPolicy.Wait, WaitTimeout = TimeSpan.FromSeconds(10), SlowItemThreshold = TimeSpan.FromSeconds(30), QueueWaitThreshold = Timeout.InfiniteTimeSpan },
             server.Executor("reports").Settings);
 
         // A bad value shows the server's message and changes nothing.
