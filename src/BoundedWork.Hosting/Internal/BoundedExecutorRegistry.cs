@@ -219,9 +219,16 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         {
             if (!EqualityComparer<T>.Default.Equals(previous, current))
             {
-                (changes ??= []).Add(FormattableString.Invariant($"{setting} {previous} -> {current}"));
+                (changes ??= []).Add($"{setting} {Format(previous)} -> {Format(current)}");
             }
         }
+
+        static string Format<T>(T value) => value switch
+        {
+            TimeSpan timeSpan when timeSpan == Timeout.InfiniteTimeSpan => "infinite",
+            IFormattable formattable => formattable.ToString(null, System.Globalization.CultureInfo.InvariantCulture),
+            _ => value?.ToString() ?? "null",
+        };
     }
 
     private sealed class Entry(BoundedExecutor executor, BoundedExecutorOptions created)
