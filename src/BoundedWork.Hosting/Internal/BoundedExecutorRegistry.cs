@@ -185,7 +185,9 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
             }
             else
             {
-                _logger.ReloadSettingRefused(name, setting, reason);
+                // Options validation applies the same rules, so only the running maximum can refuse a value; should
+                // another rule ever differ, the reload is reported as invalid for that setting.
+                _logger.InvalidReload(name, currentWorkerCount, reason);
             }
         }
     }

@@ -79,8 +79,4 @@ internal static partial class Log
     [LoggerMessage(EventId = 18, EventName = "ShutdownItemInterrupted", Level = LogLevel.Error,
         Message = "Executor '{ExecutorName}': item {Item} on worker {WorkerName} was still running at the shutdown deadline, {Elapsed} after it started; it is interrupted if the process exits before it returns.")]
     public static partial void ShutdownItemInterrupted(this ILogger logger, string executorName, string item, string workerName, TimeSpan elapsed);
-
-    [LoggerMessage(EventId = 19, EventName = "ReloadSettingRefused", Level = LogLevel.Warning,
-        Message = "Reloaded configuration of executor '{ExecutorName}' was not applied to {Setting}: {Reason} The other reloaded settings apply.")]
-    public static partial void ReloadSettingRefused(this ILogger logger, string executorName, string setting, string reason);
 }
