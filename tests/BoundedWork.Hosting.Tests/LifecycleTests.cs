@@ -339,4 +339,47 @@ public sealed class LifecycleTests
         Assert.Single(logs.WithEvent("ShutdownDrained"));
         Assert.Empty(logs.WithEvent("ShutdownItemInterrupted"));
     }
+
+    /// <summary>A hosted service that takes a while to stop, on the test's clock.</summary>
+    private sealed class SlowToStop(ManualClock clock, TimeSpan takes) : IHostedService
+    {
+        public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+        public Task StopAsync(CancellationToken cancellationToken)
+        {
+            clock.Advance(takes);
+            return Task.CompletedTask;
+        }
+    }
+
+    [Fact]
+    public async Task StopAsync_TimeOtherServicesTookToStop_CountsAgainstTheShutdownTimeout()
+    {
+        var clock = new ManualClock();
+        var recording = new RecordingHandler();
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddSingleton<TimeProvider>(clock);
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.FromMinutes(10));
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 1;
+            o.TimeProvider = clock;
+        });
+        builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
+        builder.Services.AddHostedService(_ => new SlowToStop(clock, TimeSpan.FromMinutes(10))); // stops before the executors
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(() => { });
+
+        // The whole ShutdownTimeout went to the other service: the executors' deadline has passed when they stop.
+        await host.StopAsync().WaitAsync(TestHost.Patience);
+
+        Assert.Single(Assert.Single(recording.Calls).Items);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
 }

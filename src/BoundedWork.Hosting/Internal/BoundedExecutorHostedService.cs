@@ -23,6 +23,7 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
     private readonly ILogger _logger;
     private readonly TimeSpan _shutdownTimeout;
     private readonly IHostApplicationLifetime? _lifetime;
+    private readonly TimeProvider _clock;
     private CancellationTokenRegistration _stoppingRegistration;
     private long _stoppingTimestamp = long.MinValue;
 
@@ -33,6 +34,7 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger<BoundedExecutor>();
         _shutdownTimeout = services.GetService<IOptions<HostOptions>>()?.Value.ShutdownTimeout ?? TimeSpan.FromSeconds(30);
         _lifetime = services.GetService<IHostApplicationLifetime>();
+        _clock = services.GetService<TimeProvider>() ?? TimeProvider.System;
     }
 
     public Task StartAsync(CancellationToken cancellationToken)
@@ -55,7 +57,7 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
     public void Dispose() => _stoppingRegistration.Dispose();
 
     private void MarkStopping() =>
-        Interlocked.CompareExchange(ref _stoppingTimestamp, TimeProvider.System.GetTimestamp(), long.MinValue);
+        Interlocked.CompareExchange(ref _stoppingTimestamp, _clock.GetTimestamp(), long.MinValue);
 
     private TimeSpan RemainingShutdownTime(CancellationToken cancellationToken)
     {
@@ -69,7 +71,7 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
             return Timeout.InfiniteTimeSpan;
         }
 
-        var elapsed = TimeProvider.System.GetElapsedTime(Interlocked.Read(ref _stoppingTimestamp));
+        var elapsed = _clock.GetElapsedTime(Interlocked.Read(ref _stoppingTimestamp));
         return elapsed >= _shutdownTimeout ? TimeSpan.Zero : _shutdownTimeout - elapsed;
     }
 
