@@ -12,9 +12,10 @@ public static class BoundedExecutorServiceCollectionExtensions
 {
     /// <summary>
     /// Registers a named executor: its options (named <paramref name="name"/>, validated at host start), a keyed
-    /// singleton <see cref="BoundedExecutor"/> resolvable with <c>[FromKeyedServices("name")]</c>, an entry in
+    /// singleton <see cref="BoundedExecutor"/> resolvable with <c>[FromKeyedServices("name")]</c> (the key matched
+    /// ignoring case, as the registry does), an entry in
     /// <see cref="IBoundedExecutorRegistry"/>, and the shared hosted service that starts executors with the host,
-    /// resizes them when configuration reloads and shuts them down when the host stops.
+    /// reconfigures them when configuration reloads and shuts them down when the host stops.
     /// </summary>
     /// <param name="services">The service collection.</param>
     /// <param name="name">
@@ -28,13 +29,14 @@ public static class BoundedExecutorServiceCollectionExtensions
     /// </returns>
     /// <remarks>
     /// <para>
-    /// Only <see cref="BoundedExecutorOptions.WorkerCount"/> follows a configuration reload (through
-    /// <see cref="BoundedExecutor.Resize(int)"/>), and only when the configured value changes, so a reload of an
-    /// unrelated key never undoes a resize made at runtime. The other settings (<see cref="BoundedExecutorOptions.QueueCapacity"/>,
-    /// <see cref="BoundedExecutorOptions.MaxWorkerCount"/>, <see cref="BoundedExecutorOptions.RejectionPolicy"/>,
-    /// <see cref="BoundedExecutorOptions.WaitTimeout"/>, <see cref="BoundedExecutorOptions.FlowExecutionContext"/>)
-    /// are fixed for the executor's lifetime: a reload that changes them logs a warning that a restart is needed,
-    /// and the executor keeps running with its original values.
+    /// A configuration reload applies every runtime setting (<see cref="BoundedExecutorOptions.WorkerCount"/>,
+    /// <see cref="BoundedExecutorOptions.QueueCapacity"/>, <see cref="BoundedExecutorOptions.RejectionPolicy"/>,
+    /// <see cref="BoundedExecutorOptions.WaitTimeout"/>, <see cref="BoundedExecutorOptions.SlowItemThreshold"/>,
+    /// <see cref="BoundedExecutorOptions.QueueWaitThreshold"/>) in one <see cref="BoundedExecutor.Reconfigure"/> call,
+    /// but only the settings whose configured value changed since the last applied configuration, so a reload never
+    /// undoes a runtime change made to another setting. <see cref="BoundedExecutorOptions.MaxWorkerCount"/>,
+    /// <see cref="BoundedExecutorOptions.FlowExecutionContext"/> and <see cref="BoundedExecutorOptions.DisposeTimeout"/>
+    /// are fixed for the executor's lifetime: a reload that changes them logs a warning that a restart is needed.
     /// </para>
     /// <para>
     /// An invalid reload (a setting out of range, or a value configuration cannot convert) is logged as a warning
@@ -70,8 +72,6 @@ public static class BoundedExecutorServiceCollectionExtensions
 
         AddBoundedExecutorCore(services);
         services.AddSingleton(new BoundedExecutorRegistration(name));
-        services.AddKeyedSingleton(name, static (provider, key) =>
-            provider.GetRequiredService<BoundedExecutorRegistry>().GetExecutor((string)key!));
 
         var builder = services.AddOptions<BoundedExecutorOptions>(name).ValidateOnStart();
         if (configure is not null)
@@ -93,5 +93,14 @@ public static class BoundedExecutorServiceCollectionExtensions
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<BoundedExecutorOptions>, BoundedExecutorOptionsSetup>());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<BoundedExecutorOptions>, BoundedExecutorOptionsValidator>());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, BoundedExecutorHostedService>());
+
+        // Keyed injection matches names as the registry does, ignoring case: one registration answers every key and
+        // resolves it through the registry, so [FromKeyedServices("Payments")] gets the executor named "payments".
+        // An unknown name resolves to null, which GetRequiredKeyedService reports as "no service registered".
+        if (!services.Any(static descriptor => descriptor.ServiceType == typeof(BoundedExecutor) && Equals(descriptor.ServiceKey, KeyedService.AnyKey)))
+        {
+            services.AddKeyedSingleton(typeof(BoundedExecutor), KeyedService.AnyKey, static (provider, key) =>
+                key is string name && provider.GetRequiredService<BoundedExecutorRegistry>().TryGetExecutor(name, out var executor) ? executor : null!);
+        }
     }
 }

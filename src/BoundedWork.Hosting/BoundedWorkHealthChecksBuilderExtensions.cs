@@ -15,7 +15,10 @@ public static class BoundedWorkHealthChecksBuilderExtensions
     /// worst executor: <see cref="HealthStatus.Unhealthy"/> (or <paramref name="failureStatus"/>) while an executor is
     /// refusing work (its rejected or discarded count rose since the previous check), has fewer live workers than its
     /// target, or is shut down; <see cref="HealthStatus.Degraded"/> when a queue is at or above
-    /// <see cref="BoundedWorkHealthCheckOptions.DegradedQueueFillRatio"/>; otherwise <see cref="HealthStatus.Healthy"/>.
+    /// <see cref="BoundedWorkHealthCheckOptions.DegradedQueueFillRatio"/>, while a worker has run its item for longer
+    /// than <see cref="BoundedWork.BoundedExecutorOptions.SlowItemThreshold"/>, when the oldest queued item has waited longer than
+    /// <see cref="BoundedWork.BoundedExecutorOptions.QueueWaitThreshold"/>, or when ThreadPool threads blocked waiting for the
+    /// executor since the previous check; otherwise <see cref="HealthStatus.Healthy"/>.
     /// The result's data holds one entry per executor, keyed by its name.
     /// </summary>
     /// <param name="builder">The health checks builder.</param>

@@ -7,8 +7,11 @@ namespace BoundedWork.Hosting;
 /// </summary>
 /// <remarks>
 /// The host's shutdown deadline has already passed when this runs, and the host waits for it: persist the items,
-/// do not run them. An exception it throws is logged and does not stop the other handlers. Whether or not a handler
-/// is registered, the count is logged, so no item disappears silently.
+/// do not run them. An exception it throws is logged and does not stop the other handlers. The count is always
+/// logged; when no handler is registered, each item is also logged at Error with its delegate's method and state
+/// (the first 100 per executor, then the total), so no item disappears without a record. Submit the data to persist
+/// as the item's state (<c>ExecuteAsync(legacy.Process, callback)</c>), not in a closure, so that
+/// <see cref="WorkItem.State"/> carries it.
 /// </remarks>
 public interface IAbandonedWorkHandler
 {

@@ -104,7 +104,9 @@ public sealed class LifecycleTests
         Assert.Equal(2, abandoned.State["HandlerCount"]);
         var handlerFailure = Assert.Single(logs.WithEvent("AbandonedWorkHandlerFailed"));
         Assert.IsType<InvalidOperationException>(handlerFailure.Exception);
-        Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning"));
+        var stillRunning = Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning"));
+        Assert.Equal(1, stillRunning.State["BusyWorkerCount"]); // read at the deadline, before the handlers ran
+        Assert.Empty(logs.WithEvent("AbandonedItemNotPersisted")); // handlers were registered
         Assert.Equal(3, executor.GetStatistics().Abandoned);
 
         gate.Open();
@@ -219,5 +221,165 @@ public sealed class LifecycleTests
 
         Assert.Equal(1, Volatile.Read(ref ran));
         Assert.True(executor.Completion.IsCompleted);
+    }
+
+    private sealed record PaymentCallback(string OrderId);
+
+    private static void Process(PaymentCallback callback) => GC.KeepAlive(callback);
+
+    [Fact]
+    public async Task StopAsync_DeadlinePassedWithoutAHandler_LogsEachAbandonedItemWithItsMethodAndStateAtError()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(Process, new PaymentCallback("order-1"));
+        executor.Execute(Process, new PaymentCallback("order-2"));
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        var lost = logs.WithEvent("AbandonedItemNotPersisted");
+        Assert.Equal(2, lost.Count);
+        Assert.All(lost, entry => Assert.Equal(Microsoft.Extensions.Logging.LogLevel.Error, entry.Level));
+        Assert.Contains($"{typeof(LifecycleTests).FullName}.{nameof(Process)} with state PaymentCallback {{ OrderId = order-1 }}", lost[0].Message, StringComparison.Ordinal);
+        Assert.Contains("order-2", lost[1].Message, StringComparison.Ordinal);
+        Assert.Empty(logs.WithEvent("AbandonedItemsNotLogged"));
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_ManyAbandonedWithoutAHandler_LogsTheFirstOneByOneAndTheRestAsATotal()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 1;
+            o.QueueCapacity = 1000;
+        });
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        for (var i = 0; i < 250; i++)
+        {
+            executor.Execute(Process, new PaymentCallback($"order-{i}"));
+        }
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        Assert.Equal(100, logs.WithEvent("AbandonedItemNotPersisted").Count);
+        var rest = Assert.Single(logs.WithEvent("AbandonedItemsNotLogged"));
+        Assert.Equal(150, rest.State["NotLoggedCount"]);
+        Assert.Equal(250, rest.State["AbandonedCount"]);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_ItemsRunningAtTheDeadline_AreReportedOneByOneAsInterrupted()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        executor.Execute(gate.Item);
+        gate.WaitStarted(2);
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        Assert.Equal(2, Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning")).State["BusyWorkerCount"]);
+        var interrupted = logs.WithEvent("ShutdownItemInterrupted");
+        Assert.Equal(2, interrupted.Count);
+        Assert.Equal(["payments#1", "payments#2"], interrupted.Select(e => (string)e.State["WorkerName"]!).Order());
+        Assert.All(interrupted, e => Assert.Contains(nameof(Gate), (string)e.State["Item"]!, StringComparison.Ordinal));
+        Assert.Empty(logs.WithEvent("ShutdownDrained"));
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_RunningItemEndsBeforeTheHostsShutdownTimeout_IsWaitedFor()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TestHost.Patience);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        var finished = 0;
+        executor.Execute(() =>
+        {
+            gate.Item();
+            Volatile.Write(ref finished, 1);
+        });
+        gate.WaitStarted();
+
+        var stopping = host.StopAsync();
+        Assert.False(stopping.IsCompleted);
+        gate.Open();
+        await stopping;
+
+        Assert.Equal(1, Volatile.Read(ref finished));
+        Assert.Single(logs.WithEvent("ShutdownDrained"));
+        Assert.Empty(logs.WithEvent("ShutdownItemInterrupted"));
+    }
+
+    /// <summary>A hosted service that takes a while to stop, on the test's clock.</summary>
+    private sealed class SlowToStop(ManualClock clock, TimeSpan takes) : IHostedService
+    {
+        public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+        public Task StopAsync(CancellationToken cancellationToken)
+        {
+            clock.Advance(takes);
+            return Task.CompletedTask;
+        }
+    }
+
+    [Fact]
+    public async Task StopAsync_TimeOtherServicesTookToStop_CountsAgainstTheShutdownTimeout()
+    {
+        var clock = new ManualClock();
+        var recording = new RecordingHandler();
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddSingleton<TimeProvider>(clock);
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.FromMinutes(10));
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 1;
+            o.TimeProvider = clock;
+        });
+        builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
+        builder.Services.AddHostedService(_ => new SlowToStop(clock, TimeSpan.FromMinutes(10))); // stops before the executors
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        executor.Execute(() => { });
+
+        // The whole ShutdownTimeout went to the other service: the executors' deadline has passed when they stop.
+        await host.StopAsync().WaitAsync(TestHost.Patience);
+
+        Assert.Single(Assert.Single(recording.Calls).Items);
+        gate.Open();
+        await executor.Completion.WaitAsync(TestHost.Patience);
     }
 }

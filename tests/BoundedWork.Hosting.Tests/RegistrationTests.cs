@@ -48,6 +48,41 @@ public sealed class RegistrationTests
         await host.StopAsync();
     }
 
+    private sealed class OtherCaseCallbacks([FromKeyedServices("PAYMENTS")] BoundedExecutor executor)
+    {
+        public BoundedExecutor Executor { get; } = executor;
+    }
+
+    [Fact]
+    public async Task KeyedService_NameInAnotherCase_ResolvesTheSameExecutorAsTheRegistry()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        builder.Services.AddSingleton<OtherCaseCallbacks>();
+        using var host = builder.Build();
+        await host.StartAsync();
+        var registered = host.Services.GetRequiredService<IBoundedExecutorRegistry>().GetExecutor("payments");
+
+        Assert.Same(registered, host.Services.GetRequiredKeyedService<BoundedExecutor>("Payments"));
+        Assert.Same(registered, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments"));
+        Assert.Same(registered, host.Services.GetRequiredService<OtherCaseCallbacks>().Executor);
+        Assert.Same(registered, host.Services.GetRequiredService<IBoundedExecutorRegistry>().GetExecutor("PayMents"));
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task KeyedService_UnknownName_IsNotRegistered()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+
+        Assert.Null(host.Services.GetKeyedService<BoundedExecutor>("mail"));
+        Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredKeyedService<BoundedExecutor>("mail"));
+        await host.StopAsync();
+    }
+
     [Fact]
     public void AddBoundedExecutor_SameNameTwice_ThrowsNamingIt()
     {

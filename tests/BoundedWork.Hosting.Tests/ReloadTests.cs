@@ -34,10 +34,9 @@ public sealed class ReloadTests
 
         Assert.Equal(5, Target(host));
         Assert.Equal(5, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").GetStatistics().LiveWorkerCount);
-        var resized = Assert.Single(logs.WithEvent("ExecutorResized"));
+        var resized = Assert.Single(logs.WithEvent("ExecutorReconfigured"));
         Assert.Equal("payments", resized.State["ExecutorName"]);
-        Assert.Equal(2, resized.State["PreviousWorkerCount"]);
-        Assert.Equal(5, resized.State["WorkerCount"]);
+        Assert.Equal("WorkerCount 2 -> 5", resized.State["Changes"]);
 
         host.Reload(($"{Section}:WorkerCount", "1"));
 
@@ -69,7 +68,7 @@ public sealed class ReloadTests
         host.Reload(($"{Section}:WorkerCount", "4"));
 
         Assert.Equal(4, Target(host));
-        Assert.Single(logs.WithEvent("ExecutorResized"));
+        Assert.Single(logs.WithEvent("ExecutorReconfigured"));
         await host.StopAsync();
     }
 
@@ -94,23 +93,85 @@ public sealed class ReloadTests
     }
 
     [Fact]
-    public async Task Reload_QueueCapacityChanged_WarnsThatARestartIsNeededAndKeepsTheOldCapacity()
+    public async Task Reload_EveryRuntimeSettingChanged_AppliesThemAllInOneReconfiguration()
     {
         var logs = new CapturingLoggerProvider();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
-        host.Reload(($"{Section}:QueueCapacity", "500"), ($"{Section}:RejectionPolicy", "Wait"));
+        host.Reload(
+            ($"{Section}:QueueCapacity", "500"),
+            ($"{Section}:RejectionPolicy", "Wait"),
+            ($"{Section}:WaitTimeout", "00:00:07"),
+            ($"{Section}:SlowItemThreshold", "00:01:00"),
+            ($"{Section}:QueueWaitThreshold", "00:00:03"),
+            ($"{Section}:WorkerCount", "3"));
+        host.Reload(); // an unrelated reload changes and logs nothing more
+
+        var settings = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").Settings;
+        Assert.Equal(new BoundedExecutorSettings
+        {
+            WorkerCount = 3,
+            QueueCapacity = 500,
+            RejectionPolicy = RejectionPolicy.Wait,
+            WaitTimeout = TimeSpan.FromSeconds(7),
+            SlowItemThreshold = TimeSpan.FromMinutes(1),
+            QueueWaitThreshold = TimeSpan.FromSeconds(3),
+        }, settings);
+        var applied = Assert.Single(logs.WithEvent("ExecutorReconfigured"));
+        Assert.Equal(
+            "WorkerCount 2 -> 3, QueueCapacity 100 -> 500, RejectionPolicy Abort -> Wait, WaitTimeout 00:00:30 -> 00:00:07, SlowItemThreshold 00:00:30 -> 00:01:00, QueueWaitThreshold infinite -> 00:00:03",
+            applied.State["Changes"]);
+        Assert.Empty(logs.WithEvent("RestartRequired"));
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task Reload_RuntimeChangeThroughTheApi_SurvivesReloadsUntilThatSettingsConfiguredValueChanges()
+    {
+        var logs = new CapturingLoggerProvider();
+        using var host = BuildHost(logs);
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 900, RejectionPolicy = RejectionPolicy.Discard, WorkerCount = 6 });
+
+        // Another setting's configured value changes: only that setting is applied.
+        host.Reload(($"{Section}:WaitTimeout", "00:00:09"));
+
+        Assert.Equal(900, executor.Settings.QueueCapacity);
+        Assert.Equal(RejectionPolicy.Discard, executor.Settings.RejectionPolicy);
+        Assert.Equal(6, executor.Settings.WorkerCount);
+        Assert.Equal(TimeSpan.FromSeconds(9), executor.Settings.WaitTimeout);
+
+        // The configured capacity itself changes: configuration wins for that setting, the others stay.
+        host.Reload(($"{Section}:QueueCapacity", "250"));
+
+        Assert.Equal(250, executor.Settings.QueueCapacity);
+        Assert.Equal(RejectionPolicy.Discard, executor.Settings.RejectionPolicy);
+        Assert.Equal(6, executor.Settings.WorkerCount);
+
+        // Setting a configured value back to the one last applied is no change either.
+        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 50 });
+        host.Reload(($"{Section}:QueueCapacity", "250"));
+        Assert.Equal(50, executor.Settings.QueueCapacity);
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task Reload_FixedSettingChanged_WarnsThatARestartIsNeededOnce()
+    {
+        var logs = new CapturingLoggerProvider();
+        using var host = BuildHost(logs);
+        await host.StartAsync();
+
+        host.Reload(($"{Section}:FlowExecutionContext", "false"), ($"{Section}:QueueCapacity", "300"));
         host.Reload(); // an unrelated reload does not repeat the warning
 
         var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        Assert.Equal(100, executor.QueueCapacity);
-        Assert.Equal(RejectionPolicy.Abort, executor.RejectionPolicy);
+        Assert.Equal(300, executor.QueueCapacity);
         var warning = Assert.Single(logs.WithEvent("RestartRequired"));
         Assert.Contains("'payments'", warning.Message, StringComparison.Ordinal);
-        Assert.Contains("QueueCapacity 100 -> 500", warning.Message, StringComparison.Ordinal);
-        Assert.Contains("RejectionPolicy Abort -> Wait", warning.Message, StringComparison.Ordinal);
-        Assert.Equal(2, Target(host));
+        Assert.Equal("FlowExecutionContext True -> False", warning.State["Changes"]);
         await host.StopAsync();
     }
 
@@ -125,7 +186,7 @@ public sealed class ReloadTests
         host.Reload(("Unrelated:Key", "x"));
 
         Assert.Equal(7, Target(host));
-        Assert.Empty(logs.WithEvent("ExecutorResized"));
+        Assert.Empty(logs.WithEvent("ExecutorReconfigured"));
         await host.StopAsync();
     }
 
@@ -136,13 +197,14 @@ public sealed class ReloadTests
         using var host = BuildHost(logs);
         await host.StartAsync();
 
-        host.Reload(($"{Section}:MaxWorkerCount", "20"), ($"{Section}:WorkerCount", "12"));
+        host.Reload(($"{Section}:MaxWorkerCount", "20"), ($"{Section}:WorkerCount", "12"), ($"{Section}:QueueCapacity", "120"));
 
         Assert.Equal(2, Target(host));
         var warning = Assert.Single(logs.WithEvent("ResizeAboveMaximum"));
         Assert.Equal(12, warning.State["WorkerCount"]);
         Assert.Equal(8, warning.State["MaxWorkerCount"]);
         Assert.Single(logs.WithEvent("RestartRequired"));
+        Assert.Equal(120, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").QueueCapacity); // the valid rest applies
         await host.StopAsync();
     }
 }

@@ -82,6 +82,10 @@ public static class TestHost
         configuration.Reload();
     }
 
+    /// <summary>Waits, spinning, until a condition the test is driving towards holds; fails after <see cref="Patience"/>.</summary>
+    public static void WaitUntil(Func<bool> condition) =>
+        Assert.True(SpinWait.SpinUntil(condition, Patience), "The expected state was not reached in time.");
+
     /// <summary>A generous bound for waits that should end at once; a failure, not a sleep.</summary>
     public static readonly TimeSpan Patience = TimeSpan.FromSeconds(30);
 }

@@ -71,6 +71,42 @@ public sealed class ValidationTests
     }
 
     [Fact]
+    public async Task StartAsync_BadWorkerPairAndUnknownPolicyString_ReportsBoth()
+    {
+        const string json = """
+            { "BoundedWork": { "Executors": { "payments": { "WorkerCount": 12, "MaxWorkerCount": 8, "RejectionPolicy": "Fastest", "QueueCapacity": 100 } } } }
+            """;
+        var builder = TestHost.CreateBuilder(json: json);
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Equal(2, ex.Failures.Count());
+        Assert.Contains("Executor 'payments': WorkerCount (12) must not exceed MaxWorkerCount (8).", ex.Failures);
+        Assert.Contains(ex.Failures, f => f.StartsWith("Executor 'payments': Failed to convert configuration value 'Fastest' at 'BoundedWork:Executors:payments:RejectionPolicy'", StringComparison.Ordinal)
+            && f.EndsWith("RejectionPolicy must be one of Abort, CallerRuns, Discard, DiscardOldest, Wait.", StringComparison.Ordinal));
+    }
+
+    [Fact]
+    public async Task StartAsync_TwoUnconvertibleValues_ReportsBothWithoutTheirDefaults()
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:QueueCapacity"] = "lots",
+            [$"{Section}:WaitTimeout"] = "soon",
+        });
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Equal(2, ex.Failures.Count());
+        Assert.Contains(ex.Failures, f => f.Contains("'lots'", StringComparison.Ordinal) && f.Contains($"{Section}:QueueCapacity", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("'soon'", StringComparison.Ordinal) && f.Contains($"{Section}:WaitTimeout", StringComparison.Ordinal));
+    }
+
+    [Fact]
     public async Task StartAsync_OnlyTheBadExecutorIsNamed()
     {
         var builder = TestHost.CreateBuilder();

@@ -56,5 +56,40 @@ internal sealed class BoundedExecutorOptionsSetup : IPostConfigureOptions<Bounde
 
             onRejected?.Invoke(args);
         };
+
+        // A ThreadPool thread blocking on the executor is logged at most once per interval, with the count since the
+        // previous line; the caller's stack is captured only for a line actually written.
+        var blockingWaits = new RateLimitedCounter(options.TimeProvider ?? TimeProvider.System, RateLimitedCounter.DefaultInterval);
+        var onBlockingWait = options.OnThreadPoolBlockingWait;
+        options.OnThreadPoolBlockingWait = args =>
+        {
+            if (blockingWaits.TryCountAndReport(out var count) && logger.IsEnabled(LogLevel.Warning))
+            {
+                logger.ThreadPoolBlockingWait(args.ExecutorName, count, args.Total, args.Kind, new System.Diagnostics.StackTrace(1, fNeedFileInfo: false).ToString());
+            }
+
+            onBlockingWait?.Invoke(args);
+        };
+
+        // A running item is reported once, so at most one line per worker per threshold; long queue waits can come
+        // for every item of a backlog, so they are rate-limited.
+        var longQueueWaits = new RateLimitedCounter(options.TimeProvider ?? TimeProvider.System, RateLimitedCounter.DefaultInterval);
+        var onSlowItem = options.OnSlowItem;
+        options.OnSlowItem = args =>
+        {
+            if (args.Kind == SlowItemKind.Running)
+            {
+                if (logger.IsEnabled(LogLevel.Warning))
+                {
+                    logger.SlowItemRunning(args.ExecutorName, WorkItemDescription.Describe(args.Item), args.WorkerName, args.Elapsed, args.Threshold);
+                }
+            }
+            else if (longQueueWaits.TryCountAndReport(out var count) && logger.IsEnabled(LogLevel.Warning))
+            {
+                logger.LongQueueWait(args.ExecutorName, count, args.Threshold, WorkItemDescription.Describe(args.Item), args.Elapsed);
+            }
+
+            onSlowItem?.Invoke(args);
+        };
     }
 }

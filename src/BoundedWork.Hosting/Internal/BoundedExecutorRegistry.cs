@@ -132,8 +132,10 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         }
 
         string? restartChanges;
-        int previousWorkerCount = 0, resizedTo = 0, refusedWorkerCount = 0;
+        BoundedExecutorReconfiguration? applied = null;
+        IReadOnlyDictionary<string, string> refused;
         BoundedExecutor executor;
+        int currentWorkerCount;
         lock (_sync)
         {
             if (!_entries.TryGetValue(name, out var entry))
@@ -143,30 +145,26 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
 
             executor = entry.Executor;
             restartChanges = entry.DescribeRestartChanges(options);
-            if (options.WorkerCount != entry.LastSeen.WorkerCount && !executor.IsShutdown)
+
+            // Only a setting whose configured value changed since the last applied configuration is applied, so a
+            // reload never undoes a change made at runtime (by an admin endpoint, say) to any other setting.
+            var change = entry.ChangedSince(options);
+            refused = change.GetValidationErrors(executor.MaxWorkerCount);
+            change = Without(change, refused);
+            entry.LastConfigured = options;
+            if (change != EmptyChange && !executor.IsShutdown)
             {
-                // Only a change of the configured worker count resizes, so a reload of some other key never
-                // undoes a resize made at runtime (by an admin endpoint, say).
-                previousWorkerCount = executor.GetStatistics().TargetWorkerCount;
-                if (options.WorkerCount > executor.MaxWorkerCount)
+                try
                 {
-                    refusedWorkerCount = options.WorkerCount;
+                    applied = executor.Reconfigure(change);
                 }
-                else
+                catch (InvalidOperationException) when (executor.IsShutdown)
                 {
-                    try
-                    {
-                        executor.Resize(options.WorkerCount);
-                        resizedTo = options.WorkerCount;
-                    }
-                    catch (InvalidOperationException) when (executor.IsShutdown)
-                    {
-                        // Shut down meanwhile: nothing to resize.
-                    }
+                    // Shut down meanwhile: nothing to change.
                 }
             }
 
-            entry.LastSeen = options;
+            currentWorkerCount = executor.Settings.WorkerCount;
         }
 
         if (restartChanges is not null)
@@ -174,15 +172,65 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
             _logger.RestartRequired(name, restartChanges);
         }
 
-        if (resizedTo != 0)
+        if (applied is not null && DescribeChanges(applied) is { } changes)
         {
-            _logger.ExecutorResized(name, previousWorkerCount, resizedTo);
+            _logger.ExecutorReconfigured(name, changes);
         }
 
-        if (refusedWorkerCount != 0)
+        foreach (var (setting, reason) in refused)
         {
-            _logger.ResizeAboveMaximum(name, refusedWorkerCount, executor.MaxWorkerCount, previousWorkerCount);
+            if (setting == nameof(BoundedExecutorSettingsChange.WorkerCount))
+            {
+                _logger.ResizeAboveMaximum(name, options.WorkerCount, executor.MaxWorkerCount, currentWorkerCount);
+            }
+            else
+            {
+                // Options validation applies the same rules, so only the running maximum can refuse a value; should
+                // another rule ever differ, the reload is reported as invalid for that setting.
+                _logger.InvalidReload(name, currentWorkerCount, reason);
+            }
         }
+    }
+
+    private static readonly BoundedExecutorSettingsChange EmptyChange = new();
+
+    private static BoundedExecutorSettingsChange Without(BoundedExecutorSettingsChange change, IReadOnlyDictionary<string, string> refused) =>
+        refused.Count == 0 ? change : change with
+        {
+            WorkerCount = refused.ContainsKey(nameof(change.WorkerCount)) ? null : change.WorkerCount,
+            QueueCapacity = refused.ContainsKey(nameof(change.QueueCapacity)) ? null : change.QueueCapacity,
+            RejectionPolicy = refused.ContainsKey(nameof(change.RejectionPolicy)) ? null : change.RejectionPolicy,
+            WaitTimeout = refused.ContainsKey(nameof(change.WaitTimeout)) ? null : change.WaitTimeout,
+            SlowItemThreshold = refused.ContainsKey(nameof(change.SlowItemThreshold)) ? null : change.SlowItemThreshold,
+            QueueWaitThreshold = refused.ContainsKey(nameof(change.QueueWaitThreshold)) ? null : change.QueueWaitThreshold,
+        };
+
+    private static string? DescribeChanges(BoundedExecutorReconfiguration reconfiguration)
+    {
+        var (before, after) = (reconfiguration.Previous, reconfiguration.Current);
+        List<string>? changes = null;
+        Describe(nameof(before.WorkerCount), before.WorkerCount, after.WorkerCount);
+        Describe(nameof(before.QueueCapacity), before.QueueCapacity, after.QueueCapacity);
+        Describe(nameof(before.RejectionPolicy), before.RejectionPolicy, after.RejectionPolicy);
+        Describe(nameof(before.WaitTimeout), before.WaitTimeout, after.WaitTimeout);
+        Describe(nameof(before.SlowItemThreshold), before.SlowItemThreshold, after.SlowItemThreshold);
+        Describe(nameof(before.QueueWaitThreshold), before.QueueWaitThreshold, after.QueueWaitThreshold);
+        return changes is null ? null : string.Join(", ", changes);
+
+        void Describe<T>(string setting, T previous, T current)
+        {
+            if (!EqualityComparer<T>.Default.Equals(previous, current))
+            {
+                (changes ??= []).Add($"{setting} {Format(previous)} -> {Format(current)}");
+            }
+        }
+
+        static string Format<T>(T value) => value switch
+        {
+            TimeSpan timeSpan when timeSpan == Timeout.InfiniteTimeSpan => "infinite",
+            IFormattable formattable => formattable.ToString(null, System.Globalization.CultureInfo.InvariantCulture),
+            _ => value?.ToString() ?? "null",
+        };
     }
 
     private sealed class Entry(BoundedExecutor executor, BoundedExecutorOptions created)
@@ -192,8 +240,19 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         /// <summary>Gets the options the executor was created with: the values of its fixed settings.</summary>
         public BoundedExecutorOptions Created { get; } = created;
 
-        /// <summary>Gets or sets the options of the last reload seen.</summary>
-        public BoundedExecutorOptions LastSeen { get; set; } = created;
+        /// <summary>Gets or sets the configured options of the last reload processed (the last applied configuration).</summary>
+        public BoundedExecutorOptions LastConfigured { get; set; } = created;
+
+        /// <summary>The runtime settings whose configured value differs from the last applied configuration.</summary>
+        public BoundedExecutorSettingsChange ChangedSince(BoundedExecutorOptions options) => new()
+        {
+            WorkerCount = Changed(LastConfigured.WorkerCount, options.WorkerCount),
+            QueueCapacity = Changed(LastConfigured.QueueCapacity, options.QueueCapacity),
+            RejectionPolicy = Changed(LastConfigured.RejectionPolicy, options.RejectionPolicy),
+            WaitTimeout = Changed(LastConfigured.WaitTimeout, options.WaitTimeout),
+            SlowItemThreshold = Changed(LastConfigured.SlowItemThreshold, options.SlowItemThreshold),
+            QueueWaitThreshold = Changed(LastConfigured.QueueWaitThreshold, options.QueueWaitThreshold),
+        };
 
         /// <summary>
         /// Describes the fixed settings that <paramref name="options"/> changes compared with the running executor,
@@ -202,11 +261,9 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         public string? DescribeRestartChanges(BoundedExecutorOptions options)
         {
             List<string>? changes = null;
-            Compare(nameof(BoundedExecutorOptions.QueueCapacity), Created.QueueCapacity, LastSeen.QueueCapacity, options.QueueCapacity);
-            Compare(nameof(BoundedExecutorOptions.MaxWorkerCount), Created.MaxWorkerCount, LastSeen.MaxWorkerCount, options.MaxWorkerCount);
-            Compare(nameof(BoundedExecutorOptions.RejectionPolicy), Created.RejectionPolicy, LastSeen.RejectionPolicy, options.RejectionPolicy);
-            Compare(nameof(BoundedExecutorOptions.WaitTimeout), Created.WaitTimeout, LastSeen.WaitTimeout, options.WaitTimeout);
-            Compare(nameof(BoundedExecutorOptions.FlowExecutionContext), Created.FlowExecutionContext, LastSeen.FlowExecutionContext, options.FlowExecutionContext);
+            Compare(nameof(BoundedExecutorOptions.MaxWorkerCount), Created.MaxWorkerCount, LastConfigured.MaxWorkerCount, options.MaxWorkerCount);
+            Compare(nameof(BoundedExecutorOptions.FlowExecutionContext), Created.FlowExecutionContext, LastConfigured.FlowExecutionContext, options.FlowExecutionContext);
+            Compare(nameof(BoundedExecutorOptions.DisposeTimeout), Created.DisposeTimeout, LastConfigured.DisposeTimeout, options.DisposeTimeout);
             return changes is null ? null : string.Join(", ", changes);
 
             void Compare<T>(string setting, T running, T lastSeen, T reloaded)
@@ -214,9 +271,12 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
                 var comparer = EqualityComparer<T>.Default;
                 if (!comparer.Equals(reloaded, running) && !comparer.Equals(reloaded, lastSeen))
                 {
-                    (changes ??= []).Add($"{setting} {running} -> {reloaded}");
+                    (changes ??= []).Add(FormattableString.Invariant($"{setting} {running} -> {reloaded}"));
                 }
             }
         }
+
+        private static T? Changed<T>(T before, T after) where T : struct =>
+            EqualityComparer<T>.Default.Equals(before, after) ? null : after;
     }
 }

@@ -10,7 +10,7 @@ namespace BoundedWork.Hosting.Internal;
 internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, double degradedQueueFillRatio) : IHealthCheck
 {
     private readonly Lock _sync = new();
-    private readonly Dictionary<string, long> _refusedAtLastCheck = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, (long Refused, long BlockingWaits)> _countsAtLastCheck = new(StringComparer.Ordinal);
 
     public Task<HealthCheckResult> CheckHealthAsync(HealthCheckContext context, CancellationToken cancellationToken = default)
     {
@@ -22,16 +22,17 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
         foreach (var stats in statistics)
         {
             var refused = stats.Rejected + stats.Discarded;
-            long refusedBefore;
+            (long Refused, long BlockingWaits) before;
             lock (_sync)
             {
-                _refusedAtLastCheck.TryGetValue(stats.Name, out refusedBefore);
-                _refusedAtLastCheck[stats.Name] = refused;
+                _countsAtLastCheck.TryGetValue(stats.Name, out before);
+                _countsAtLastCheck[stats.Name] = (refused, stats.ThreadPoolBlockingWaits);
             }
 
-            var refusedSinceLastCheck = refused - refusedBefore;
+            var refusedSinceLastCheck = refused - before.Refused;
+            var blockingWaitsSinceLastCheck = stats.ThreadPoolBlockingWaits - before.BlockingWaits;
             var fillRatio = (double)stats.QueueLength / stats.QueueCapacity;
-            var (status, problem) = Assess(stats, refusedSinceLastCheck, fillRatio);
+            var (status, problem) = Assess(stats, refusedSinceLastCheck, blockingWaitsSinceLastCheck, fillRatio);
             if (problem is not null)
             {
                 problems.Add(problem);
@@ -52,6 +53,9 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                 ["targetWorkers"] = stats.TargetWorkerCount,
                 ["busyWorkers"] = stats.BusyWorkerCount,
                 ["refusedSinceLastCheck"] = refusedSinceLastCheck,
+                ["threadPoolBlockingWaitsSinceLastCheck"] = blockingWaitsSinceLastCheck,
+                ["slowWorkers"] = stats.SlowWorkerCount,
+                ["oldestQueuedItemAgeSeconds"] = stats.OldestQueuedItemAge.TotalSeconds,
                 ["submitted"] = stats.Submitted,
                 ["completed"] = stats.Completed,
                 ["failed"] = stats.Failed,
@@ -73,7 +77,7 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
         return Task.FromResult(result);
     }
 
-    private (HealthStatus Status, string? Problem) Assess(BoundedExecutorStatistics stats, long refusedSinceLastCheck, double fillRatio)
+    private (HealthStatus Status, string? Problem) Assess(BoundedExecutorStatistics stats, long refusedSinceLastCheck, long blockingWaitsSinceLastCheck, double fillRatio)
     {
         if (stats.IsShutdown)
         {
@@ -94,6 +98,24 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
         {
             return (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
                 $"Executor '{stats.Name}' queue is {fillRatio:P0} full ({stats.QueueLength} of {stats.QueueCapacity}), at or above {degradedQueueFillRatio:P0}."));
+        }
+
+        if (stats.SlowWorkerCount > 0)
+        {
+            return (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
+                $"Executor '{stats.Name}' has {stats.SlowWorkerCount} workers running an item for longer than the SlowItemThreshold of {stats.SlowItemThreshold}."));
+        }
+
+        if (stats.QueueWaitThreshold != Timeout.InfiniteTimeSpan && stats.OldestQueuedItemAge > stats.QueueWaitThreshold)
+        {
+            return (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
+                $"Executor '{stats.Name}' has an item waiting in the queue for {stats.OldestQueuedItemAge}, longer than the QueueWaitThreshold of {stats.QueueWaitThreshold}."));
+        }
+
+        if (blockingWaitsSinceLastCheck > 0)
+        {
+            return (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
+                $"Executor '{stats.Name}': {blockingWaitsSinceLastCheck} ThreadPool threads blocked waiting for it since the previous check; submit asynchronously from request code."));
         }
 
         return (HealthStatus.Healthy, null);

@@ -1,3 +1,6 @@
+using System.Globalization;
+using System.Text.RegularExpressions;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -12,11 +15,15 @@ namespace BoundedWork.Hosting.Internal;
 /// valid, an invalid reload is logged and the last valid options are returned instead, so
 /// <see cref="IOptionsMonitor{TOptions}"/> keeps working and the executor keeps its last good size.
 /// </summary>
-internal sealed class LastGoodOptionsFactory : IOptionsFactory<BoundedExecutorOptions>
+internal sealed partial class LastGoodOptionsFactory : IOptionsFactory<BoundedExecutorOptions>
 {
     private const string BinderAssemblyName = "Microsoft.Extensions.Configuration.Binder";
 
     private readonly OptionsFactory<BoundedExecutorOptions> _inner;
+    private readonly IConfigureOptions<BoundedExecutorOptions>[] _setups;
+    private readonly IPostConfigureOptions<BoundedExecutorOptions>[] _postConfigures;
+    private readonly IValidateOptions<BoundedExecutorOptions>[] _validations;
+    private readonly IConfiguration? _configuration;
     private readonly LastGoodOptionsStore _store;
     private readonly ILogger _logger;
 
@@ -27,7 +34,11 @@ internal sealed class LastGoodOptionsFactory : IOptionsFactory<BoundedExecutorOp
         LastGoodOptionsStore store,
         IServiceProvider services)
     {
-        _inner = new OptionsFactory<BoundedExecutorOptions>(setups, postConfigures, validations);
+        _setups = [.. setups];
+        _postConfigures = [.. postConfigures];
+        _validations = [.. validations];
+        _inner = new OptionsFactory<BoundedExecutorOptions>(_setups, _postConfigures, _validations);
+        _configuration = services.GetService<IConfiguration>();
         _store = store;
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger<BoundedExecutor>();
     }
@@ -45,7 +56,7 @@ internal sealed class LastGoodOptionsFactory : IOptionsFactory<BoundedExecutorOp
         }
         catch (InvalidOperationException ex) when (string.Equals(ex.Source, BinderAssemblyName, StringComparison.Ordinal))
         {
-            return LastGoodOrThrow(name, new OptionsValidationException(name, typeof(BoundedExecutorOptions), [DescribeBindingFailure(name, ex)]));
+            return LastGoodOrThrow(name, new OptionsValidationException(name, typeof(BoundedExecutorOptions), CollectFailures(name, ex)));
         }
 
         _store.Remember(name, options);
@@ -63,11 +74,165 @@ internal sealed class LastGoodOptionsFactory : IOptionsFactory<BoundedExecutorOp
         return lastGood;
     }
 
-    private static string DescribeBindingFailure(string name, InvalidOperationException exception)
+    /// <summary>
+    /// The binder stops at the first value it cannot convert, so the settings after it are never bound or validated.
+    /// To report every bad setting at once, this runs the configuration again with the binder's failures caught,
+    /// converts each value of the failed section on its own (reporting each that does not convert), and validates
+    /// the result. Every failure message names the executor and the setting.
+    /// </summary>
+    private List<string> CollectFailures(string name, InvalidOperationException bindingFailure)
+    {
+        var failures = new List<string>();
+        var options = new BoundedExecutorOptions();
+        var failedSections = new HashSet<string>(StringComparer.OrdinalIgnoreCase);
+        foreach (var setup in _setups)
+        {
+            try
+            {
+                if (setup is IConfigureNamedOptions<BoundedExecutorOptions> named)
+                {
+                    named.Configure(name, options);
+                }
+                else if (name == Options.DefaultName)
+                {
+                    setup.Configure(options);
+                }
+            }
+            catch (InvalidOperationException ex) when (string.Equals(ex.Source, BinderAssemblyName, StringComparison.Ordinal))
+            {
+                if (FailedPath(ex) is { } path && path.LastIndexOf(':') is var colon and > 0)
+                {
+                    failedSections.Add(path[..colon]);
+                }
+                else
+                {
+                    failures.Add(DescribeBindingFailure(name, ex.Message));
+                }
+            }
+        }
+
+        var unconvertible = new HashSet<string>(StringComparer.Ordinal);
+        foreach (var section in failedSections)
+        {
+            BindEachValue(name, _configuration?.GetSection(section), options, failures, unconvertible);
+        }
+
+        if (failures.Count == 0)
+        {
+            failures.Add(DescribeBindingFailure(name, bindingFailure.Message));
+        }
+
+        foreach (var postConfigure in _postConfigures)
+        {
+            postConfigure.PostConfigure(name, options);
+        }
+
+        foreach (var validation in _validations)
+        {
+            var result = validation.Validate(name, options);
+            if (result.Failed)
+            {
+                // A setting that could not be converted keeps its default; do not report that default as well.
+                failures.AddRange(result.Failures.Where(failure => !unconvertible.Any(setting => failure.Contains(setting, StringComparison.Ordinal))));
+            }
+        }
+
+        return failures;
+    }
+
+    /// <summary>Converts each runtime value of a failed section on its own, as the binder would, collecting every failure.</summary>
+    private static void BindEachValue(string name, IConfigurationSection? section, BoundedExecutorOptions options, List<string> failures, HashSet<string> unconvertible)
+    {
+        if (section is null)
+        {
+            return;
+        }
+
+        foreach (var child in section.GetChildren())
+        {
+            if (child.Value is not { } value)
+            {
+                continue;
+            }
+
+            var converted = child.Key.ToUpperInvariant() switch
+            {
+                "WORKERCOUNT" => TryInt(value, v => options.WorkerCount = v),
+                "MAXWORKERCOUNT" => TryInt(value, v => options.MaxWorkerCount = v),
+                "QUEUECAPACITY" => TryInt(value, v => options.QueueCapacity = v),
+                "REJECTIONPOLICY" => TryPolicy(value, v => options.RejectionPolicy = v),
+                "WAITTIMEOUT" => TryTimeSpan(value, v => options.WaitTimeout = v),
+                "DISPOSETIMEOUT" => TryTimeSpan(value, v => options.DisposeTimeout = v),
+                "SLOWITEMTHRESHOLD" => TryTimeSpan(value, v => options.SlowItemThreshold = v),
+                "QUEUEWAITTHRESHOLD" => TryTimeSpan(value, v => options.QueueWaitThreshold = v),
+                "FLOWEXECUTIONCONTEXT" => TryBool(value, v => options.FlowExecutionContext = v),
+                _ => (bool?)null,
+            };
+            if (converted == false)
+            {
+                var setting = typeof(BoundedExecutorOptions).GetProperties().First(p => string.Equals(p.Name, child.Key, StringComparison.OrdinalIgnoreCase));
+                unconvertible.Add(setting.Name);
+                failures.Add(DescribeBindingFailure(name,
+                    $"Failed to convert configuration value '{value}' at '{child.Path}' to type '{setting.PropertyType.FullName}'."));
+            }
+        }
+
+        static bool TryInt(string value, Action<int> set)
+        {
+            var ok = int.TryParse(value, NumberStyles.Integer, CultureInfo.InvariantCulture, out var parsed);
+            if (ok)
+            {
+                set(parsed);
+            }
+
+            return ok;
+        }
+
+        static bool TryTimeSpan(string value, Action<TimeSpan> set)
+        {
+            var ok = TimeSpan.TryParse(value, CultureInfo.InvariantCulture, out var parsed);
+            if (ok)
+            {
+                set(parsed);
+            }
+
+            return ok;
+        }
+
+        static bool TryBool(string value, Action<bool> set)
+        {
+            var ok = bool.TryParse(value, out var parsed);
+            if (ok)
+            {
+                set(parsed);
+            }
+
+            return ok;
+        }
+
+        static bool TryPolicy(string value, Action<RejectionPolicy> set)
+        {
+            var ok = Enum.TryParse<RejectionPolicy>(value, ignoreCase: true, out var parsed) && Enum.IsDefined(parsed);
+            if (ok)
+            {
+                set(parsed);
+            }
+
+            return ok;
+        }
+    }
+
+    private static string? FailedPath(InvalidOperationException exception) =>
+        FailedPathPattern().Match(exception.Message) is { Success: true } match ? match.Groups["path"].Value : null;
+
+    [GeneratedRegex(" at '(?<path>[^']+)' to type ", RegexOptions.CultureInvariant)]
+    private static partial Regex FailedPathPattern();
+
+    private static string DescribeBindingFailure(string name, string binderMessage)
     {
         // The binder's message names the configuration path (…:RejectionPolicy) and the value it could not convert.
-        var message = $"Executor '{name}': {exception.Message}";
-        if (exception.Message.Contains(nameof(RejectionPolicy), StringComparison.Ordinal))
+        var message = $"Executor '{name}': {binderMessage}";
+        if (binderMessage.Contains(nameof(RejectionPolicy), StringComparison.Ordinal))
         {
             message += $" RejectionPolicy must be one of {string.Join(", ", Enum.GetNames<RejectionPolicy>())}.";
         }

@@ -1,0 +1,64 @@
+using System.Collections.Immutable;
+using Microsoft.CodeAnalysis;
+using Microsoft.CodeAnalysis.CSharp;
+using Microsoft.CodeAnalysis.CSharp.Syntax;
+
+namespace BoundedWork.Docs.Tests;
+
+/// <summary>
+/// Compiles README snippets as a reader's project would: C# latest, nullable on, the implicit usings of a plain
+/// SDK project (so a snippet shows every other using it needs), against the assemblies this test process runs on
+/// (the .NET and ASP.NET Core shared frameworks, BoundedWork and BoundedWork.Hosting).
+/// </summary>
+internal static class SnippetCompiler
+{
+    private const string ImplicitUsings = """
+        global using System;
+        global using System.Collections.Generic;
+        global using System.IO;
+        global using System.Linq;
+        global using System.Net.Http;
+        global using System.Threading;
+        global using System.Threading.Tasks;
+        """;
+
+    private static readonly CSharpParseOptions ParseOptions = new(LanguageVersion.Latest);
+
+    private static readonly Lazy<ImmutableArray<MetadataReference>> References = new(() =>
+    [
+        .. ((string)AppContext.GetData("TRUSTED_PLATFORM_ASSEMBLIES")!)
+            .Split(Path.PathSeparator, StringSplitOptions.RemoveEmptyEntries)
+            .Select(path => (MetadataReference)MetadataReference.CreateFromFile(path)),
+    ]);
+
+    private static readonly Lazy<string> ReaderTypes = new(() =>
+        File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SnippetContext", "ReaderTypes.cs")));
+
+    /// <summary>Whether a snippet is a program (top-level statements) rather than type declarations.</summary>
+    public static bool IsProgram(string code) =>
+        CSharpSyntaxTree.ParseText(code, ParseOptions).GetCompilationUnitRoot().Members.OfType<GlobalStatementSyntax>().Any();
+
+    /// <summary>Compiles <paramref name="snippet"/> with the declaration snippets of its document and the reader's types; returns the errors.</summary>
+    public static IReadOnlyList<string> Compile(string snippet, IEnumerable<string> declarationSnippets)
+    {
+        var trees = new List<SyntaxTree>
+        {
+            CSharpSyntaxTree.ParseText(snippet, ParseOptions, path: "Snippet.cs"),
+            CSharpSyntaxTree.ParseText(ImplicitUsings, ParseOptions, path: "GlobalUsings.cs"),
+            CSharpSyntaxTree.ParseText(ReaderTypes.Value, ParseOptions, path: "ReaderTypes.cs"),
+        };
+        var i = 0;
+        trees.AddRange(declarationSnippets.Where(other => other != snippet)
+            .Select(other => CSharpSyntaxTree.ParseText(other, ParseOptions, path: $"Declarations{i++}.cs")));
+        var compilation = CSharpCompilation.Create(
+            "Snippet",
+            trees,
+            References.Value,
+            new CSharpCompilationOptions(
+                IsProgram(snippet) ? OutputKind.ConsoleApplication : OutputKind.DynamicallyLinkedLibrary,
+                nullableContextOptions: NullableContextOptions.Enable));
+        using var output = new MemoryStream();
+        var result = compilation.Emit(output);
+        return [.. result.Diagnostics.Where(d => d.Severity == DiagnosticSeverity.Error).Select(d => d.ToString())];
+    }
+}

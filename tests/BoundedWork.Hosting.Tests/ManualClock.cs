@@ -1,0 +1,13 @@
+namespace BoundedWork.Hosting.Tests;
+
+/// <summary>A clock that moves only when a test says so (timestamps only; timers are the system's).</summary>
+internal sealed class ManualClock : TimeProvider
+{
+    private long _ticks = TimeSpan.FromDays(1).Ticks;
+
+    public override long TimestampFrequency => TimeSpan.TicksPerSecond;
+
+    public override long GetTimestamp() => Interlocked.Read(ref _ticks);
+
+    public void Advance(TimeSpan by) => Interlocked.Add(ref _ticks, by.Ticks);
+}
