@@ -1,0 +1,103 @@
+using System.Diagnostics.CodeAnalysis;
+using BoundedWork.AspNetCore;
+using BoundedWork.AspNetCore.Internal;
+using BoundedWork.Hosting;
+using Microsoft.AspNetCore.Authorization;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+
+namespace Microsoft.AspNetCore.Builder;
+
+/// <summary>Maps the BoundedWork operator console: JSON admin endpoints and a live dashboard page.</summary>
+public static class BoundedWorkAdminEndpointRouteBuilderExtensions
+{
+    private const string Get = "GET";
+    private static readonly string[] s_methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+
+    /// <summary>
+    /// Maps the console under <paramref name="prefix"/>:
+    /// <c>GET {prefix}/</c> (the dashboard page),
+    /// <c>GET {prefix}/executors</c>, <c>GET {prefix}/executors/{name}</c>,
+    /// <c>PUT {prefix}/executors/{name}/workers</c>, <c>PATCH {prefix}/executors/{name}</c> and
+    /// <c>GET {prefix}/threadpool</c>. Any other method on these paths gets 405.
+    /// </summary>
+    /// <param name="endpoints">The app or route builder.</param>
+    /// <param name="prefix">The route prefix of the console.</param>
+    /// <returns>
+    /// The console's endpoints as a group, to chain conventions (<c>RequireHost</c>, <c>RequireRateLimiting</c>,
+    /// <c>RequireCors</c>, more <c>RequireAuthorization</c>) or <see cref="BoundedWorkAdminConventionBuilder.AllowAnonymousAdmin"/>.
+    /// </returns>
+    /// <remarks>
+    /// <para>
+    /// Secure by default: every endpoint requires the authorization policy named by
+    /// <see cref="BoundedWorkAdminOptions.AuthorizationPolicy"/> (<c>BoundedWorkAdmin</c>), and the app fails to start,
+    /// with a message naming the fix, while no such policy is registered. Anonymous callers get 401, authenticated
+    /// callers the policy refuses get 403.
+    /// </para>
+    /// <para>
+    /// Changes are never made by GET. A change must have a JSON content type (else 415) and carry the
+    /// <see cref="BoundedWorkAdminOptions.RequestHeaderName"/> header (else 400), so neither a cross-site form post
+    /// nor a simple cross-origin request can make one. Every change is logged (event 200) and counted
+    /// (<c>boundedwork.admin.changes</c>).
+    /// </para>
+    /// </remarks>
+    /// <exception cref="ArgumentNullException"><paramref name="endpoints"/> or <paramref name="prefix"/> is <see langword="null"/>.</exception>
+    /// <exception cref="InvalidOperationException">
+    /// <c>services.AddBoundedWorkAdmin()</c> or <c>services.AddBoundedExecutor(...)</c> was not called.
+    /// </exception>
+    public static BoundedWorkAdminConventionBuilder MapBoundedWorkAdmin(
+        this IEndpointRouteBuilder endpoints,
+        [StringSyntax("Route")] string prefix = "/bounded-work")
+    {
+        ArgumentNullException.ThrowIfNull(endpoints);
+        ArgumentNullException.ThrowIfNull(prefix);
+
+        var services = endpoints.ServiceProvider;
+        var mappings = services.GetService<AdminMappings>()
+            ?? throw new InvalidOperationException(
+                "MapBoundedWorkAdmin needs the console's services: call builder.Services.AddBoundedWorkAdmin() when you register services.");
+        _ = services.GetService<IBoundedExecutorRegistry>()
+            ?? throw new InvalidOperationException(
+                "MapBoundedWorkAdmin needs the executor registry: register executors with builder.Services.AddBoundedExecutor(\"name\") when you register services.");
+
+        var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
+        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>());
+        var mapping = new AdminMapping(prefix);
+        mappings.Add(mapping);
+
+        var group = endpoints.MapGroup(prefix);
+        ((IEndpointConventionBuilder)group).Add(endpoint =>
+        {
+            // Read when the endpoints are built, so AllowAnonymousAdmin() chained after this call counts.
+            if (!mapping.AllowAnonymous)
+            {
+                endpoint.Metadata.Add(new AuthorizeAttribute(policy));
+            }
+        });
+
+        MapRoute(group, "/", Get, context => DashboardPage.Serve(context, prefix));
+        MapRoute(group, "/executors", Get, api.ListExecutors);
+        MapRoute(group, "/threadpool", Get, api.GetThreadPool);
+        group.MapGet("/executors/{name}", api.GetExecutor);
+        group.MapPatch("/executors/{name}", api.PatchSettings);
+        MethodNotAllowed(group, "/executors/{name}", "GET, PATCH");
+        MapRoute(group, "/executors/{name}/workers", "PUT", api.PutWorkers);
+
+        return new BoundedWorkAdminConventionBuilder(group, mapping);
+    }
+
+    private static void MapRoute(RouteGroupBuilder group, string pattern, string method, RequestDelegate handler)
+    {
+        group.MapMethods(pattern, [method], handler);
+        MethodNotAllowed(group, pattern, method);
+    }
+
+    private static void MethodNotAllowed(RouteGroupBuilder group, string pattern, string allow)
+    {
+        string[] others = [.. s_methods.Where(m => !allow.Contains(m, StringComparison.Ordinal))];
+        group.MapMethods(pattern, others, context => AdminEndpoints.MethodNotAllowed(context, allow));
+    }
+}

@@ -1,0 +1,50 @@
+using BoundedWork.AspNetCore;
+using BoundedWork.AspNetCore.Internal;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Options;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Registers the services of the BoundedWork operator console.</summary>
+public static class BoundedWorkAdminServiceCollectionExtensions
+{
+    /// <summary>
+    /// Adds the services the console's endpoints need (<c>app.MapBoundedWorkAdmin()</c>): a sampler on a dedicated
+    /// thread that records queue depth and outcome rates once per second and probes the shared ThreadPool, the
+    /// change log and metric (meter <c>BoundedWork.Admin</c>), and a start-up check that the console's
+    /// authorization policy exists. Calling it again only applies <paramref name="configure"/> too.
+    /// </summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">Optional settings: the authorization policy's name, the history kept.</param>
+    /// <returns>The service collection, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
+    /// <remarks>Register the executors themselves with <c>AddBoundedExecutor</c>.</remarks>
+    public static IServiceCollection AddBoundedWorkAdmin(this IServiceCollection services, Action<BoundedWorkAdminOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddMetrics();
+        services.AddOptions<BoundedWorkAdminOptions>().Validate(
+            static o => !string.IsNullOrWhiteSpace(o.AuthorizationPolicy),
+            $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.AuthorizationPolicy)} must not be empty.")
+            .Validate(
+                static o => o.History >= TimeSpan.FromMinutes(1) && o.History <= TimeSpan.FromHours(1),
+                $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.History)} must be between 1 minute and 1 hour.")
+            .ValidateOnStart();
+        if (configure is not null)
+        {
+            services.Configure(configure);
+        }
+
+        services.TryAddSingleton<AdminMappings>();
+        services.TryAddSingleton<AdminSampler>();
+        services.TryAddSingleton<AdminMetrics>();
+        services.TryAddSingleton(static provider => new AdminApi(
+            provider.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
+            provider.GetRequiredService<AdminSampler>(),
+            provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
+        return services;
+    }
+}

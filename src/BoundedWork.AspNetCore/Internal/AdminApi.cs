@@ -1,0 +1,180 @@
+using System.Buffers;
+using System.Net.Http.Headers;
+using BoundedWork.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>
+/// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
+/// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
+/// </summary>
+internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
+{
+    public AdminReply ListExecutors(bool history)
+    {
+        var executors = new List<ExecutorResponse>(registry.Names.Count);
+        foreach (var name in registry.Names)
+        {
+            executors.Add(Describe(registry.GetExecutor(name), history));
+        }
+
+        return AdminReply.Ok(new ExecutorListResponse(DateTimeOffset.UtcNow, executors), AdminJsonContext.Default.ExecutorListResponse);
+    }
+
+    public AdminReply GetExecutor(string name, bool history) =>
+        registry.TryGetExecutor(name, out var executor)
+            ? AdminReply.Ok(Describe(executor, history), AdminJsonContext.Default.ExecutorResponse)
+            : NotFound(name);
+
+    public AdminReply GetThreadPool(bool history) => AdminReply.Ok(sampler.GetThreadPool(history), AdminJsonContext.Default.ThreadPoolResponse);
+
+    public static AdminReply MethodNotAllowed(string method, string path, string allow) =>
+        AdminReply.Problem(405, "Method not allowed", $"{method} is not allowed on {path}; allowed: {allow}.", allow: allow);
+
+    /// <summary>Applies a PUT workers (<paramref name="workersOnly"/>) or PATCH settings request, or says why not.</summary>
+    public AdminReply ChangeSettings(ChangeRequest request, bool workersOnly)
+    {
+        var name = request.ExecutorName;
+        if (!IsJson(request.ContentType))
+        {
+            return Refuse(request, name, "unsupported_media_type", AdminReply.Problem(
+                415,
+                "Unsupported media type",
+                $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
+        }
+
+        if (!request.HasRequestHeader)
+        {
+            return Refuse(request, name, "missing_header", AdminReply.Problem(
+                400,
+                "Missing request header",
+                $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
+                header: BoundedWorkAdminOptions.RequestHeaderName));
+        }
+
+        if (!registry.TryGetExecutor(name, out var executor))
+        {
+            return Refuse(request, name, "not_found", NotFound(name));
+        }
+
+        var (change, errors) = request.BodyTooLarge
+            ? (null, new Dictionary<string, string[]> { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
+            : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
+        if (change is null)
+        {
+            return Refuse(request, executor.Name, "invalid", AdminReply.Problem(
+                400,
+                "Invalid settings",
+                $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Values.SelectMany(static e => e))}",
+                errors,
+                executor.Name));
+        }
+
+        BoundedExecutorReconfiguration result;
+        try
+        {
+            result = executor.Reconfigure(change);
+        }
+        catch (InvalidOperationException) when (executor.IsShutdown)
+        {
+            return Refuse(request, executor.Name, "shut_down", AdminReply.Problem(
+                409,
+                "Executor shut down",
+                $"Executor '{executor.Name}' is shutting down or shut down; its settings can no longer change.",
+                executor: executor.Name));
+        }
+
+        Record(executor.Name, request, result);
+        return AdminReply.Ok(
+            new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
+            AdminJsonContext.Default.ReconfigurationResponse);
+    }
+
+    /// <summary>Whether a Content-Type names JSON: <c>application/json</c> or <c>application/*+json</c>, any parameters.</summary>
+    public static bool IsJson(string? contentType) =>
+        MediaTypeHeaderValue.TryParse(contentType, out var parsed)
+        && parsed.MediaType is { } mediaType
+        && (string.Equals(mediaType, "application/json", StringComparison.OrdinalIgnoreCase)
+            || (mediaType.StartsWith("application/", StringComparison.OrdinalIgnoreCase) && mediaType.EndsWith("+json", StringComparison.OrdinalIgnoreCase)));
+
+    private void Record(string name, ChangeRequest request, BoundedExecutorReconfiguration result)
+    {
+        var (before, after) = (result.Previous, result.Current);
+        if (logger.IsEnabled(LogLevel.Information))
+        {
+            logger.SettingsChanged(
+                name,
+                request.User,
+                request.RemoteAddress,
+                before.WorkerCount,
+                after.WorkerCount,
+                before.QueueCapacity,
+                after.QueueCapacity,
+                before.RejectionPolicy,
+                after.RejectionPolicy,
+                SettingsRequest.FormatTimeout(before.WaitTimeout),
+                SettingsRequest.FormatTimeout(after.WaitTimeout));
+        }
+
+        if (before.WorkerCount != after.WorkerCount)
+        {
+            metrics.Changed(name, SettingsRequest.Workers);
+        }
+
+        if (before.QueueCapacity != after.QueueCapacity)
+        {
+            metrics.Changed(name, SettingsRequest.QueueCapacity);
+        }
+
+        if (before.RejectionPolicy != after.RejectionPolicy)
+        {
+            metrics.Changed(name, SettingsRequest.RejectionPolicyField);
+        }
+
+        if (before.WaitTimeout != after.WaitTimeout)
+        {
+            metrics.Changed(name, SettingsRequest.WaitTimeout);
+        }
+    }
+
+    private AdminReply Refuse(ChangeRequest request, string name, string reason, AdminReply problem)
+    {
+        metrics.Refused(name, reason);
+        logger.SettingsChangeRefused(name, request.User, request.RemoteAddress, problem.Status, reason);
+        return problem;
+    }
+
+    private ExecutorResponse Describe(BoundedExecutor executor, bool history)
+    {
+        var s = executor.GetStatistics();
+        return new ExecutorResponse(
+            s.Name,
+            s.IsShutdown,
+            Workers(s),
+            new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3)),
+            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout)),
+            new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits),
+            sampler.GetRates(s),
+            history ? sampler.GetHistory(s.Name) : null);
+    }
+
+    private static WorkersView Workers(BoundedExecutorStatistics s) =>
+        new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount);
+
+    private static SettingsView View(BoundedExecutorSettings s) =>
+        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout));
+
+    private static AdminReply NotFound(string name) =>
+        AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);
+}
+
+/// <summary>A settings change as it arrived, whatever the transport.</summary>
+internal readonly record struct ChangeRequest(
+    string ExecutorName,
+    string? ContentType,
+    bool HasRequestHeader,
+    ReadOnlySequence<byte> Body,
+    bool BodyTooLarge,
+    string User,
+    string RemoteAddress);

@@ -1,0 +1,95 @@
+using System.Buffers;
+using System.IO.Pipelines;
+using Microsoft.AspNetCore.Http;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>
+/// The Kestrel side of the console: plain request delegates (no model binding) over <see cref="AdminApi"/>. They
+/// complete without yielding whenever the request body has already arrived, so each request costs the fewest
+/// ThreadPool dispatches Kestrel allows.
+/// </summary>
+internal sealed class AdminEndpoints(AdminApi api)
+{
+    public Task ListExecutors(HttpContext context) => Write(context, api.ListExecutors(WantsHistory(context)));
+
+    public Task GetExecutor(HttpContext context) => Write(context, api.GetExecutor(RouteName(context), WantsHistory(context)));
+
+    public Task GetThreadPool(HttpContext context) => Write(context, api.GetThreadPool(WantsHistory(context)));
+
+    public Task PutWorkers(HttpContext context) => ChangeSettings(context, workersOnly: true);
+
+    public Task PatchSettings(HttpContext context) => ChangeSettings(context, workersOnly: false);
+
+    public static Task MethodNotAllowed(HttpContext context, string allow) =>
+        Write(context, AdminApi.MethodNotAllowed(context.Request.Method, context.Request.Path, allow));
+
+    public static Task Write(HttpContext context, AdminReply reply)
+    {
+        var response = context.Response;
+        response.StatusCode = reply.Status;
+        response.ContentType = reply.ContentType;
+        response.ContentLength = reply.Body.Length;
+        response.Headers.CacheControl = "no-store";
+        if (reply.Allow is not null)
+        {
+            response.Headers.Allow = reply.Allow;
+        }
+
+        return response.Body.WriteAsync(reply.Body, context.RequestAborted).AsTask();
+    }
+
+    private async Task ChangeSettings(HttpContext context, bool workersOnly)
+    {
+        var reader = context.Request.BodyReader;
+        var (body, tooLarge) = await ReadBody(reader, context.RequestAborted).ConfigureAwait(false);
+        AdminReply reply;
+        try
+        {
+            reply = api.ChangeSettings(
+                new ChangeRequest(
+                    RouteName(context),
+                    context.Request.ContentType,
+                    !string.IsNullOrWhiteSpace(context.Request.Headers[BoundedWorkAdminOptions.RequestHeaderName]),
+                    body,
+                    tooLarge,
+                    context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous",
+                    context.Connection.RemoteIpAddress?.ToString() ?? "unknown"),
+                workersOnly);
+        }
+        finally
+        {
+            reader.AdvanceTo(body.End);
+        }
+
+        await Write(context, reply).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Reads the whole body, up to <see cref="SettingsRequest.MaxBodyBytes"/>. The caller advances the reader past the
+    /// returned buffer. A body that has already arrived is read without yielding.
+    /// </summary>
+    private static async ValueTask<(ReadOnlySequence<byte> Buffer, bool TooLarge)> ReadBody(PipeReader reader, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            var read = await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+            if (read.Buffer.Length > SettingsRequest.MaxBodyBytes)
+            {
+                return (read.Buffer, true);
+            }
+
+            if (read.IsCompleted || read.IsCanceled)
+            {
+                return (read.Buffer, false);
+            }
+
+            reader.AdvanceTo(read.Buffer.Start, read.Buffer.End);
+        }
+    }
+
+    private static string RouteName(HttpContext context) => context.Request.RouteValues["name"] as string ?? string.Empty;
+
+    private static bool WantsHistory(HttpContext context) =>
+        context.Request.Query.TryGetValue("history", out var value) && string.Equals(value, "true", StringComparison.OrdinalIgnoreCase);
+}

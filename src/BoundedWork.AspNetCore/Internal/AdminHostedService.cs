@@ -1,0 +1,74 @@
+using Microsoft.AspNetCore.Authorization;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>
+/// Checks at start-up, before the server listens, that every console mapped in the app is protected (its
+/// authorization policy exists) or explicitly anonymous (then warns); starts the sampler and stops it with the host.
+/// </summary>
+internal sealed class AdminHostedService(
+    AdminMappings mappings,
+    AdminSampler sampler,
+    AdminApi api,
+    IOptions<BoundedWorkAdminOptions> options,
+    IServiceProvider services,
+    ILoggerFactory loggerFactory) : IHostedLifecycleService, IDisposable
+{
+    private LocalSocketListener? _socket;
+
+    public async Task StartingAsync(CancellationToken cancellationToken)
+    {
+        var logger = loggerFactory.CreateLogger(AdminLog.Category);
+        var policy = options.Value.AuthorizationPolicy;
+        foreach (var mapping in mappings.All)
+        {
+            if (mapping.AllowAnonymous)
+            {
+                logger.AnonymousAdminAccess(mapping.Prefix);
+                continue;
+            }
+
+            var provider = services.GetService<IAuthorizationPolicyProvider>()
+                ?? throw new InvalidOperationException(MissingPolicy(mapping.Prefix, policy, "no authorization services are registered"));
+            if (await provider.GetPolicyAsync(policy).ConfigureAwait(false) is null)
+            {
+                throw new InvalidOperationException(MissingPolicy(mapping.Prefix, policy, $"no authorization policy named '{policy}' is registered"));
+            }
+        }
+
+        sampler.Start();
+        if (options.Value.LocalSocketPath is { Length: > 0 } path)
+        {
+            _socket = new LocalSocketListener(api, path, logger);
+        }
+    }
+
+    public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StartedAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StoppingAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StopAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StoppedAsync(CancellationToken cancellationToken)
+    {
+        Dispose();
+        return Task.CompletedTask;
+    }
+
+    public void Dispose()
+    {
+        Interlocked.Exchange(ref _socket, null)?.Dispose();
+        sampler.Stop();
+    }
+
+    private static string MissingPolicy(string prefix, string policy, string problem) =>
+        $"The BoundedWork admin console at '{prefix}' requires the authorization policy '{policy}', but {problem}. " +
+        $"Register it, for example: builder.Services.AddAuthorization(o => o.AddPolicy(\"{policy}\", p => p.RequireRole(\"ops\"))); " +
+        "or, for local development only, allow anonymous access explicitly: app.MapBoundedWorkAdmin().AllowAnonymousAdmin().";
+}

@@ -1,0 +1,83 @@
+using System.Text.Json;
+using System.Text.Json.Serialization;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+// The console's JSON documents. Field names are camelCase and stable; new fields may be added, none renamed or
+// removed. Every document is an object at the top, so fields can be added to it too.
+
+/// <summary>GET {prefix}/executors.</summary>
+internal sealed record ExecutorListResponse(DateTimeOffset Timestamp, IReadOnlyList<ExecutorResponse> Executors);
+
+/// <summary>One executor: GET {prefix}/executors/{name}, and each entry of the list.</summary>
+internal sealed record ExecutorResponse(
+    string Name,
+    bool IsShutdown,
+    WorkersView Workers,
+    QueueView Queue,
+    SettingsView Settings,
+    CountersView Counters,
+    RatesView Rates,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History);
+
+internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max);
+
+internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs);
+
+/// <summary>The settings that PATCH changes, under the same field names.</summary>
+internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout);
+
+internal sealed record CountersView(
+    long Submitted,
+    long Completed,
+    long Failed,
+    long Cancelled,
+    long Rejected,
+    long Discarded,
+    long Abandoned,
+    long CallerRuns,
+    long CallbackFailures,
+    long ThreadPoolBlockingWaits);
+
+/// <summary>Items per second over the last <see cref="WindowSeconds"/> (up to a minute); null until a second of history exists.</summary>
+internal sealed record RatesView(
+    double WindowSeconds,
+    double? Submitted,
+    double? Completed,
+    double? Failed,
+    double? Cancelled,
+    double? Rejected,
+    double? Discarded);
+
+/// <summary>One value per sample, oldest first, one sample per <see cref="IntervalSeconds"/>.</summary>
+internal sealed record HistoryView(double IntervalSeconds, IReadOnlyList<int> QueueLength);
+
+/// <summary>PUT {prefix}/executors/{name}/workers and PATCH {prefix}/executors/{name}.</summary>
+internal sealed record ReconfigurationResponse(string Name, SettingsView Previous, SettingsView Current, WorkersView Workers);
+
+/// <summary>GET {prefix}/threadpool.</summary>
+internal sealed record ThreadPoolResponse(
+    DateTimeOffset Timestamp,
+    int ThreadCount,
+    long PendingWorkItemCount,
+    long CompletedWorkItemCount,
+    double? CompletedPerSecond,
+    int MinThreads,
+    int MaxThreads,
+    int MinCompletionPortThreads,
+    int MaxCompletionPortThreads,
+    double? QueueLatencyMs,
+    bool IsStarved,
+    double StarvationThresholdMs,
+    string? Starvation,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] ThreadPoolHistoryView? History);
+
+internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyList<long> PendingWorkItemCount, IReadOnlyList<int> ThreadCount);
+
+[JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
+[JsonSerializable(typeof(ExecutorListResponse))]
+[JsonSerializable(typeof(ExecutorResponse))]
+[JsonSerializable(typeof(ReconfigurationResponse))]
+[JsonSerializable(typeof(ThreadPoolResponse))]
+[JsonSerializable(typeof(ProblemDocument))]
+internal sealed partial class AdminJsonContext : JsonSerializerContext;

@@ -1,0 +1,30 @@
+using System.Diagnostics.Metrics;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>The console's instruments on the <c>BoundedWork.Admin</c> meter, created through the host's meter factory.</summary>
+internal sealed class AdminMetrics
+{
+    public const string MeterName = "BoundedWork.Admin";
+    public const string ExecutorTag = "boundedwork.executor";
+    public const string SettingTag = "boundedwork.setting";
+    public const string ReasonTag = "boundedwork.reason";
+
+    private readonly Counter<long> _changes;
+    private readonly Counter<long> _refused;
+
+    public AdminMetrics(IMeterFactory meterFactory)
+    {
+        var meter = meterFactory.Create(MeterName);
+        _changes = meter.CreateCounter<long>(
+            "boundedwork.admin.changes", "{change}", "Executor settings changed through the admin console, one per setting whose value changed.");
+        _refused = meter.CreateCounter<long>(
+            "boundedwork.admin.refused", "{request}", "Requests to change an executor that the admin console refused (invalid input, unknown or shut-down executor, missing header or content type).");
+    }
+
+    public void Changed(string executor, string setting) =>
+        _changes.Add(1, new KeyValuePair<string, object?>(ExecutorTag, executor), new KeyValuePair<string, object?>(SettingTag, setting));
+
+    public void Refused(string executor, string reason) =>
+        _refused.Add(1, new KeyValuePair<string, object?>(ExecutorTag, executor), new KeyValuePair<string, object?>(ReasonTag, reason));
+}

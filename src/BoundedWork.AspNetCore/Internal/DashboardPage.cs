@@ -1,0 +1,39 @@
+using System.Security.Cryptography;
+using System.Text.Encodings.Web;
+using Microsoft.AspNetCore.Http;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>
+/// Serves the dashboard: one self-contained HTML page (an embedded resource, no external scripts), with the
+/// console's base path filled in and its inline script and style allowed by a per-response nonce.
+/// </summary>
+internal static class DashboardPage
+{
+    private static readonly Lazy<string> s_template = new(Load);
+
+    public static Task Serve(HttpContext context, string prefix)
+    {
+        var nonce = Convert.ToBase64String(RandomNumberGenerator.GetBytes(16));
+        var basePath = (context.Request.PathBase + new PathString(prefix.TrimEnd('/'))).ToString();
+        var html = s_template.Value
+            .Replace("__NONCE__", nonce, StringComparison.Ordinal)
+            .Replace("\"__BASE_PATH__\"", "\"" + JavaScriptEncoder.Default.Encode(basePath) + "\"", StringComparison.Ordinal);
+
+        var headers = context.Response.Headers;
+        headers.ContentSecurityPolicy =
+            $"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+        headers.CacheControl = "no-store";
+        headers.XContentTypeOptions = "nosniff";
+        context.Response.ContentType = "text/html; charset=utf-8";
+        return context.Response.WriteAsync(html, context.RequestAborted);
+    }
+
+    private static string Load()
+    {
+        using var stream = typeof(DashboardPage).Assembly.GetManifestResourceStream("BoundedWork.AspNetCore.dashboard.html")
+            ?? throw new InvalidOperationException("The dashboard page is missing from the BoundedWork.AspNetCore assembly.");
+        using var reader = new StreamReader(stream);
+        return reader.ReadToEnd();
+    }
+}

@@ -1,0 +1,243 @@
+using System.Buffers;
+using System.Globalization;
+using System.Text.Json;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>
+/// Reads the JSON body of a settings change strictly: every problem is reported against the field it concerns
+/// (or <c>body</c>), and a body with any problem changes nothing.
+/// </summary>
+internal static class SettingsRequest
+{
+    public const string Workers = "workers";
+    public const string QueueCapacity = "queueCapacity";
+    public const string RejectionPolicyField = "rejectionPolicy";
+    public const string WaitTimeout = "waitTimeout";
+    public const string Body = "body";
+
+    /// <summary>The largest body read; settings changes are a few dozen bytes.</summary>
+    public const int MaxBodyBytes = 16 * 1024;
+
+    public const string InfiniteWaitTimeout = "infinite";
+
+    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout];
+    private static readonly string[] s_putFields = [Workers];
+
+    /// <summary>Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least one).</summary>
+    public static (BoundedExecutorSettingsChange? Change, Dictionary<string, string[]> Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
+    {
+        var errors = new Dictionary<string, string[]>(StringComparer.Ordinal);
+        var allowed = workersOnly ? s_putFields : s_patchFields;
+        if (body.IsEmpty)
+        {
+            errors[Body] = [workersOnly
+                ? "The request body is missing: send a JSON object such as {\"workers\": 8}."
+                : $"The request body is missing: send a JSON object with any of {string.Join(", ", allowed)}, such as {{\"workers\": 8}}."];
+            return (null, errors);
+        }
+
+        int? workers = null, capacity = null;
+        RejectionPolicy? policy = null;
+        TimeSpan? timeout = null;
+        var seen = new HashSet<string>(StringComparer.Ordinal);
+        try
+        {
+            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
+            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
+            {
+                errors[Body] = [$"The request body must be a JSON object, not {Describe(reader.TokenType)}."];
+                return (null, errors);
+            }
+
+            while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
+            {
+                var name = reader.GetString()!;
+                reader.Read();
+                var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
+                if (field is null)
+                {
+                    errors[name] = [$"Unknown field '{name}'; the allowed fields are {string.Join(", ", allowed)}."];
+                    reader.Skip();
+                    continue;
+                }
+
+                if (!seen.Add(field))
+                {
+                    errors[field] = [$"{field} appears more than once."];
+                    reader.Skip();
+                    continue;
+                }
+
+                switch (field)
+                {
+                    case Workers:
+                        workers = ReadInt32(ref reader, field, errors);
+                        break;
+                    case QueueCapacity:
+                        capacity = ReadInt32(ref reader, field, errors);
+                        break;
+                    case RejectionPolicyField:
+                        policy = ReadPolicy(ref reader, errors);
+                        break;
+                    default:
+                        timeout = ReadTimeout(ref reader, errors);
+                        break;
+                }
+            }
+
+            // A second value after the object, or a truncated object, is malformed JSON too.
+            if (reader.TokenType != JsonTokenType.EndObject || reader.Read())
+            {
+                errors[Body] = ["The request body must hold exactly one JSON object."];
+            }
+        }
+        catch (JsonException exception)
+        {
+            errors.Clear();
+            errors[Body] = [$"The request body is not valid JSON: {exception.Message}"];
+            return (null, errors);
+        }
+
+        if (errors.Count == 0)
+        {
+            if (workersOnly && workers is null)
+            {
+                errors[Workers] = ["workers is required: send {\"workers\": 8}."];
+            }
+            else if (seen.Count == 0)
+            {
+                errors[Body] = [$"Set at least one of {string.Join(", ", allowed)}."];
+            }
+        }
+
+        CheckRange(errors, Workers, workers, 1, maxWorkerCount, $"the executor's MaxWorkerCount ({maxWorkerCount})");
+        CheckRange(errors, QueueCapacity, capacity, 1, int.MaxValue, null);
+        if (errors.Count > 0)
+        {
+            return (null, errors);
+        }
+
+        var change = new BoundedExecutorSettingsChange { WorkerCount = workers, QueueCapacity = capacity, RejectionPolicy = policy, WaitTimeout = timeout };
+
+        // The core's own rules are the last word; report anything they refuse under the JSON field's name.
+        foreach (var (setting, message) in change.GetValidationErrors(maxWorkerCount))
+        {
+            errors[ToField(setting)] = [message];
+        }
+
+        return errors.Count > 0 ? (null, errors) : (change, errors);
+    }
+
+    public static string ToField(string setting) => setting switch
+    {
+        nameof(BoundedExecutorSettingsChange.WorkerCount) => Workers,
+        nameof(BoundedExecutorSettingsChange.QueueCapacity) => QueueCapacity,
+        nameof(BoundedExecutorSettingsChange.RejectionPolicy) => RejectionPolicyField,
+        nameof(BoundedExecutorSettingsChange.WaitTimeout) => WaitTimeout,
+        _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
+    };
+
+    public static string FormatTimeout(TimeSpan timeout) =>
+        timeout == Timeout.InfiniteTimeSpan ? InfiniteWaitTimeout : timeout.ToString("c", CultureInfo.InvariantCulture);
+
+    private static void CheckRange(Dictionary<string, string[]> errors, string field, int? value, int min, int max, string? maxName)
+    {
+        if (value is not { } v || errors.ContainsKey(field))
+        {
+            return;
+        }
+
+        if (v < min)
+        {
+            errors[field] = [$"{field} must be at least {min} (was {v})."];
+        }
+        else if (v > max)
+        {
+            errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v})."];
+        }
+    }
+
+    private static int? ReadInt32(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
+    {
+        if (reader.TokenType != JsonTokenType.Number)
+        {
+            errors[field] = [$"{field} must be a whole number, not {Describe(reader.TokenType)}."];
+            reader.Skip();
+            return null;
+        }
+
+        if (reader.TryGetInt32(out var value))
+        {
+            return value;
+        }
+
+        var raw = System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
+        errors[field] = [raw.AsSpan().IndexOfAny(".eE") >= 0 && !(reader.TryGetDouble(out var d) && Math.Abs(d) > int.MaxValue)
+            ? $"{field} must be a whole number (was {raw})."
+            : $"{field} is out of range: {raw} does not fit a 32-bit integer."];
+        return null;
+    }
+
+    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, Dictionary<string, string[]> errors)
+    {
+        var names = string.Join(", ", Enum.GetNames<RejectionPolicy>());
+        if (reader.TokenType != JsonTokenType.String)
+        {
+            errors[RejectionPolicyField] = [$"rejectionPolicy must be a string, one of {names}; not {Describe(reader.TokenType)}."];
+            reader.Skip();
+            return null;
+        }
+
+        var text = reader.GetString()!;
+        if (text.Length > 0 && char.IsLetter(text[0]) && Enum.TryParse<RejectionPolicy>(text, ignoreCase: true, out var policy) && Enum.IsDefined(policy))
+        {
+            return policy;
+        }
+
+        errors[RejectionPolicyField] = [$"rejectionPolicy '{text}' is not one of {names}."];
+        return null;
+    }
+
+    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, Dictionary<string, string[]> errors)
+    {
+        const string Expected = "a string such as \"00:00:05\" (hh:mm:ss) or \"infinite\"";
+        if (reader.TokenType != JsonTokenType.String)
+        {
+            errors[WaitTimeout] = [$"waitTimeout must be {Expected}, not {Describe(reader.TokenType)}."];
+            reader.Skip();
+            return null;
+        }
+
+        var text = reader.GetString()!;
+        if (string.Equals(text, InfiniteWaitTimeout, StringComparison.OrdinalIgnoreCase))
+        {
+            return Timeout.InfiniteTimeSpan;
+        }
+
+        if (TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var timeout))
+        {
+            if (timeout <= TimeSpan.Zero)
+            {
+                errors[WaitTimeout] = [$"waitTimeout must be positive (was {text}); use \"infinite\" for no limit."];
+                return null;
+            }
+
+            return timeout;
+        }
+
+        errors[WaitTimeout] = [$"waitTimeout '{text}' is not {Expected}."];
+        return null;
+    }
+
+    private static string Describe(JsonTokenType token) => token switch
+    {
+        JsonTokenType.String => "a string",
+        JsonTokenType.Number => "a number",
+        JsonTokenType.True or JsonTokenType.False => "a boolean",
+        JsonTokenType.Null => "null",
+        JsonTokenType.StartArray => "an array",
+        JsonTokenType.StartObject => "an object",
+        _ => "nothing",
+    };
+}

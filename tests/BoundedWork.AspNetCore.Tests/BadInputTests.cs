@@ -1,0 +1,178 @@
+using System.Net;
+
+namespace BoundedWork.AspNetCore.Tests;
+
+/// <summary>Every bad request gets a problem details response naming the field, and changes nothing.</summary>
+public sealed class BadInputTests : IAsyncLifetime
+{
+    private const string Workers = "/bounded-work/executors/payments/workers";
+    private const string Settings = "/bounded-work/executors/payments";
+
+    private AdminServer _server = null!;
+    private BoundedExecutorSettings _before = null!;
+
+    public async Task InitializeAsync()
+    {
+        _server = await AdminServer.StartAsync();
+        _before = _server.Payments.Settings;
+    }
+
+    public async Task DisposeAsync() => await _server.DisposeAsync();
+
+    public static TheoryData<string, string?, string> InvalidBodies => new()
+    {
+        // path, body, the field (or "body") the problem must name
+        { Workers, "", "body" },
+        { Settings, "", "body" },
+        { Workers, "{\"workers\": ", "body" },
+        { Settings, "{workers: 8}", "body" },
+        { Workers, "[8]", "body" },
+        { Settings, "{} {}", "body" },
+        { Settings, "{}", "body" },
+        { Workers, "{}", "workers" },
+        { Workers, """{"workers": "eight"}""", "workers" },
+        { Workers, """{"workers": null}""", "workers" },
+        { Workers, """{"workers": 2.5}""", "workers" },
+        { Settings, """{"queueCapacity": true}""", "queueCapacity" },
+        { Settings, """{"rejectionPolicy": 3}""", "rejectionPolicy" },
+        { Settings, """{"waitTimeout": 5000}""", "waitTimeout" },
+        { Workers, """{"workers": 4, "queueCapacity": 10}""", "queueCapacity" },
+        { Settings, """{"workers": 4, "speed": "fast"}""", "speed" },
+        { Settings, """{"workers": 4, "workers": 5}""", "workers" },
+        { Workers, """{"workers": 0}""", "workers" },
+        { Settings, """{"workers": 0}""", "workers" },
+        { Workers, """{"workers": -3}""", "workers" },
+        { Settings, """{"queueCapacity": 0}""", "queueCapacity" },
+        { Settings, """{"queueCapacity": -1}""", "queueCapacity" },
+        { Workers, """{"workers": 9}""", "workers" },
+        { Settings, """{"workers": 4097}""", "workers" },
+        { Workers, """{"workers": 2147483648}""", "workers" },
+        { Settings, """{"queueCapacity": 99999999999999999999}""", "queueCapacity" },
+        { Settings, """{"workers": 1e20}""", "workers" },
+        { Settings, """{"rejectionPolicy": "Fastest"}""", "rejectionPolicy" },
+        { Settings, """{"rejectionPolicy": "4"}""", "rejectionPolicy" },
+        { Settings, """{"waitTimeout": "soon"}""", "waitTimeout" },
+        { Settings, """{"waitTimeout": "-00:00:01"}""", "waitTimeout" },
+        { Settings, """{"waitTimeout": "00:00:00"}""", "waitTimeout" },
+        // All or nothing: one bad field and the good ones are not applied either.
+        { Settings, """{"workers": 5, "queueCapacity": 500, "rejectionPolicy": "Sometimes"}""", "rejectionPolicy" },
+    };
+
+    [Theory]
+    [MemberData(nameof(InvalidBodies))]
+    public async Task Change_InvalidBody_Returns400ProblemNamingFieldAndChangesNothing(string path, string? body, string field)
+    {
+        var method = path == Workers ? HttpMethod.Put : HttpMethod.Patch;
+
+        using var response = await _server.Client.SendChangeAsync(method, path, body);
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
+        Assert.True(problem.GetProperty("errors").TryGetProperty(field, out var messages), $"No error for '{field}': {problem}");
+        Assert.NotEmpty(messages.EnumerateArray());
+        AssertUnchanged();
+    }
+
+    [Fact]
+    public async Task Change_AboveHardMaximum_MessageNamesTheMaximum()
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, """{"workers": 9}""");
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "MaxWorkerCount (8)");
+        Assert.Contains("was 9", problem.GetProperty("errors").GetProperty("workers")[0].GetString(), StringComparison.Ordinal);
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("PUT", "/bounded-work/executors/nope/workers")]
+    [InlineData("PATCH", "/bounded-work/executors/nope")]
+    public async Task Change_UnknownExecutor_Returns404(string method, string path)
+    {
+        using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, """{"workers": 4}""");
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.NotFound, "nope");
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("POST", "/bounded-work/executors", "GET")]
+    [InlineData("DELETE", "/bounded-work/executors/payments", "GET, PATCH")]
+    [InlineData("PUT", "/bounded-work/executors/payments", "GET, PATCH")]
+    [InlineData("GET", "/bounded-work/executors/payments/workers", "PUT")]
+    [InlineData("POST", "/bounded-work/executors/payments/workers", "PUT")]
+    [InlineData("PATCH", "/bounded-work/executors/payments/workers", "PUT")]
+    [InlineData("POST", "/bounded-work/threadpool", "GET")]
+    [InlineData("DELETE", "/bounded-work/", "GET")]
+    public async Task WrongMethod_Returns405ProblemWithAllowHeader(string method, string path, string allow)
+    {
+        using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 4}""");
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.MethodNotAllowed, method);
+        Assert.Equal(allow, string.Join(", ", response.Content.Headers.Allow));
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("text/plain")]
+    [InlineData("application/x-www-form-urlencoded")]
+    [InlineData("multipart/form-data; boundary=x")]
+    [InlineData("application/xml")]
+    public async Task Change_NonJsonContentType_Returns415(string contentType)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, """{"workers": 4}""", contentType);
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.UnsupportedMediaType, "application/json");
+        AssertUnchanged();
+    }
+
+    [Fact]
+    public async Task Change_NoContentTypeNoBody_Returns415()
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, json: null);
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.UnsupportedMediaType, "application/json");
+        AssertUnchanged();
+    }
+
+    [Fact]
+    public async Task Change_ExecutorShutDown_Returns409AndChangesNothing()
+    {
+        var mail = _server.Executor("mail");
+        var before = mail.Settings;
+        await mail.ShutdownAsync();
+
+        using var put = await _server.Client.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/mail/workers", """{"workers": 3}""");
+        using var patch = await _server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/mail", """{"queueCapacity": 30}""");
+
+        await AdminApiTests.AssertProblem(put, HttpStatusCode.Conflict, "mail");
+        await AdminApiTests.AssertProblem(patch, HttpStatusCode.Conflict, "mail");
+        Assert.Equal(before, mail.Settings);
+    }
+
+    [Fact]
+    public async Task Change_BodyTooLarge_Returns400()
+    {
+        var body = "{\"workers\": 4" + new string(' ', 20_000) + "}";
+
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, body);
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "body");
+        AssertUnchanged();
+    }
+
+    [Fact]
+    public async Task Change_Refused_LoggedAndCounted()
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, """{"workers": 0}""");
+
+        var entry = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
+        Assert.Equal(201, entry.EventId.Id);
+        Assert.Equal("alice", entry.State["User"]);
+        Assert.Equal(400, entry.State["StatusCode"]);
+    }
+
+    private void AssertUnchanged()
+    {
+        Assert.Equal(_before, _server.Payments.Settings);
+        Assert.Empty(_server.Logs.WithEvent("SettingsChanged"));
+    }
+}

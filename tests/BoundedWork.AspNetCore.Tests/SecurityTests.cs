@@ -1,0 +1,200 @@
+using System.Net;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Logging;
+
+namespace BoundedWork.AspNetCore.Tests;
+
+public sealed class SecurityTests
+{
+    public static TheoryData<string, string> Endpoints => new()
+    {
+        { "GET", "/bounded-work/" },
+        { "GET", "/bounded-work/executors" },
+        { "GET", "/bounded-work/executors/payments" },
+        { "GET", "/bounded-work/threadpool" },
+        { "PUT", "/bounded-work/executors/payments/workers" },
+        { "PATCH", "/bounded-work/executors/payments" },
+        { "DELETE", "/bounded-work/executors/payments" },
+    };
+
+    [Theory]
+    [MemberData(nameof(Endpoints))]
+    public async Task Endpoint_Anonymous_Returns401AndChangesNothing(string method, string path)
+    {
+        await using var server = await AdminServer.StartAsync();
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        var before = server.Payments.Settings;
+
+        using var response = await anonymous.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        Assert.Equal(before, server.Payments.Settings);
+    }
+
+    [Theory]
+    [MemberData(nameof(Endpoints))]
+    public async Task Endpoint_AuthenticatedWithoutPolicy_Returns403AndChangesNothing(string method, string path)
+    {
+        await using var server = await AdminServer.StartAsync();
+        using var visitor = server.CreateClient("mallory", "sales");
+        var before = server.Payments.Settings;
+
+        using var response = await visitor.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
+
+        Assert.Equal(HttpStatusCode.Forbidden, response.StatusCode);
+        Assert.Equal(before, server.Payments.Settings);
+    }
+
+    [Fact]
+    public async Task Start_NoPolicyRegistered_FailsNamingPolicyAndFix()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), addPolicy: false);
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'BoundedWorkAdmin'", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddPolicy(\"BoundedWorkAdmin\"", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AllowAnonymousAdmin()", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_CustomPolicyNameMissing_FailsNamingIt()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), configure: b => b.Services.AddBoundedWorkAdmin(o => o.AuthorizationPolicy = "Operators"));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'Operators'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_CustomPolicyRegistered_UsesIt()
+    {
+        await using var server = await AdminServer.StartAsync(configure: b =>
+        {
+            b.Services.AddBoundedWorkAdmin(o => o.AuthorizationPolicy = "Operators");
+            b.Services.AddAuthorization(o => o.AddPolicy("Operators", p => p.RequireUserName("bob")));
+        });
+        using var bob = server.CreateClient("bob", null);
+
+        Assert.Equal(HttpStatusCode.OK, (await bob.GetAsync("/bounded-work/executors")).StatusCode);
+        Assert.Equal(HttpStatusCode.Forbidden, (await server.Client.GetAsync("/bounded-work/executors")).StatusCode);
+    }
+
+    [Fact]
+    public async Task Start_NoPolicyButAnonymousOptIn_StartsAndWarns()
+    {
+        var logs = new CapturingLoggerProvider();
+        await using var app = AdminServer.Build(logs, anonymous: true, addPolicy: false);
+
+        await app.StartAsync();
+
+        var warning = Assert.Single(logs.WithEvent("AnonymousAdminAccess"));
+        Assert.Equal(202, warning.EventId.Id);
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Equal("/bounded-work", warning.State["Prefix"]);
+        await app.StopAsync();
+    }
+
+    [Fact]
+    public async Task AnonymousOptIn_AnonymousCaller_CanReadAndChange()
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var list = await anonymous.GetAsync("/bounded-work/executors");
+        using var put = await anonymous.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", """{"workers": 5}""");
+
+        Assert.Equal(HttpStatusCode.OK, list.StatusCode);
+        Assert.Equal(HttpStatusCode.OK, put.StatusCode);
+        Assert.Equal(5, server.Payments.Settings.WorkerCount);
+        Assert.Equal("anonymous", Assert.Single(server.Logs.WithEvent("SettingsChanged")).State["User"]);
+    }
+
+    [Fact]
+    public async Task AnonymousOptIn_CrossSiteRequestsStillRefused()
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var form = await anonymous.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", "workers=5", "application/x-www-form-urlencoded", header: false);
+        using var noHeader = await anonymous.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", """{"workers": 5}""", header: false);
+
+        Assert.Equal(HttpStatusCode.UnsupportedMediaType, form.StatusCode);
+        Assert.Equal(HttpStatusCode.BadRequest, noHeader.StatusCode);
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+    }
+
+    [Theory]
+    [InlineData("application/x-www-form-urlencoded", "workers=7")]
+    [InlineData("multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"workers\"\r\n\r\n7\r\n--b--")]
+    [InlineData("text/plain", """{"workers": 7}""")]
+    public async Task Change_CrossSiteFormOrSimpleRequest_RefusedWith415(string contentType, string body)
+    {
+        // What a page on another site can make a signed-in operator's browser send without a CORS preflight: a form
+        // post or a "simple" fetch (one of these three content types, no custom headers). The browser would attach the
+        // operator's cookie; here the operator is authenticated by header to the same effect.
+        await using var server = await AdminServer.StartAsync();
+
+        using var put = await server.Client.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", body, contentType, header: false);
+        using var post = await server.Client.SendChangeAsync(HttpMethod.Post, "/bounded-work/executors/payments/workers", body, contentType, header: false);
+
+        Assert.Equal(HttpStatusCode.UnsupportedMediaType, put.StatusCode);
+        Assert.Equal(HttpStatusCode.MethodNotAllowed, post.StatusCode);
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+    }
+
+    [Fact]
+    public async Task Change_JsonWithoutRequestHeader_Returns400NamingHeader()
+    {
+        await using var server = await AdminServer.StartAsync();
+
+        using var response = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", """{"workers": 7}""", header: false);
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "X-BoundedWork-Admin");
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+    }
+
+    [Fact]
+    public async Task Get_WithQueryString_NeverChangesAnything()
+    {
+        await using var server = await AdminServer.StartAsync();
+
+        using var response = await server.Client.GetAsync("/bounded-work/executors/payments?workers=7");
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+    }
+
+    [Fact]
+    public async Task Map_WithoutAdminServices_ThrowsNamingAddBoundedWorkAdmin()
+    {
+        var error = Assert.Throws<InvalidOperationException>(() => AdminServer.Build(new CapturingLoggerProvider(), addAdmin: false));
+
+        Assert.Contains("AddBoundedWorkAdmin()", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Map_WithoutExecutors_ThrowsNamingAddBoundedExecutor()
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Services.AddBoundedWorkAdmin();
+
+        var error = Assert.Throws<InvalidOperationException>(() => builder.Build().MapBoundedWorkAdmin());
+
+        Assert.Contains("AddBoundedExecutor(", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Map_ChainedConventions_ApplyToEveryEndpoint()
+    {
+        var logs = new CapturingLoggerProvider();
+        await using var app = AdminServer.Build(logs, anonymous: true);
+        app.MapBoundedWorkAdmin("/second-console").RequireHost("admin.example");
+        await app.StartAsync();
+        using var client = new HttpClient { BaseAddress = new Uri(app.Urls.Single()) };
+
+        Assert.Equal(HttpStatusCode.NotFound, (await client.GetAsync("/second-console/executors")).StatusCode);
+        await app.StopAsync();
+    }
+}
