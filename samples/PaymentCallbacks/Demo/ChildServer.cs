@@ -18,6 +18,8 @@ internal sealed class ChildServer : IAsyncDisposable
     private readonly ConcurrentQueue<string> _output = new();
     private readonly TaskCompletionSource<Uri> _listening = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private string? _ledger;
+    private int _id;
+    private int _disposed;
 
     private ChildServer(Process process) => _process = process;
 
@@ -66,7 +68,8 @@ internal sealed class ChildServer : IAsyncDisposable
         process.Exited += (_, _) => child._listening.TrySetException(
             new InvalidOperationException("The server exited before it listened:" + Environment.NewLine + string.Join(Environment.NewLine, child._output)));
         process.Start();
-        s_live[process.Id] = process;
+        child._id = process.Id;
+        s_live[child._id] = process;
         process.BeginOutputReadLine();
         process.BeginErrorReadLine();
         try
@@ -107,7 +110,12 @@ internal sealed class ChildServer : IAsyncDisposable
     /// <returns>A task that completes when it is gone.</returns>
     public async ValueTask DisposeAsync()
     {
-        s_live.TryRemove(_process.Id, out _);
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        s_live.TryRemove(_id, out _);
         try
         {
             if (!_process.HasExited)

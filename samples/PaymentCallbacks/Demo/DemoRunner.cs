@@ -186,7 +186,7 @@ internal static class DemoRunner
     {
         Console.WriteLine("| endpoint | side effects/s | backlog at end | 503s | errors | request p50 / p99 / max (ms) | /ping p50 / p99 / max (ms) | pool threads (peak) | pool queue delay (peak ms) |");
         Console.WriteLine("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
-        foreach (var r in rows)
+        foreach (var r in rows.OrderBy(r => r.Path != "none"))
         {
             var request = r.Load is null ? "-" : string.Create(CultureInfo.InvariantCulture, $"{r.Load.P50Ms:N1} / {r.Load.P99Ms:N0} / {r.Load.MaxMs:N0}");
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
