@@ -140,8 +140,17 @@ internal static class IncidentReplay
     /// <param name="baseUrl">The server's base address.</param>
     /// <param name="cancellationToken">Cancels the request.</param>
     /// <returns>The stats.</returns>
-    public static async Task<ServerStats> ReadStatsAsync(HttpClient client, Uri baseUrl, CancellationToken cancellationToken) =>
-        await client.GetFromJsonAsync(new Uri(baseUrl, "/stats"), StatsJson.Default.ServerStats, cancellationToken).ConfigureAwait(false)
+    public static Task<ServerStats> ReadStatsAsync(HttpClient client, Uri baseUrl, CancellationToken cancellationToken) =>
+        ReadStatsAsync(client, baseUrl, collect: false, cancellationToken);
+
+    /// <summary>Reads <c>GET /stats</c>, after a full blocking garbage collection in the server if asked.</summary>
+    /// <param name="client">The client.</param>
+    /// <param name="baseUrl">The server's base address.</param>
+    /// <param name="collect">Whether the server collects garbage first (for memory figures).</param>
+    /// <param name="cancellationToken">Cancels the request.</param>
+    /// <returns>The stats.</returns>
+    public static async Task<ServerStats> ReadStatsAsync(HttpClient client, Uri baseUrl, bool collect, CancellationToken cancellationToken) =>
+        await client.GetFromJsonAsync(new Uri(baseUrl, collect ? "/stats?collect=true" : "/stats"), StatsJson.Default.ServerStats, cancellationToken).ConfigureAwait(false)
         ?? throw new InvalidOperationException("GET /stats returned nothing.");
 
     /// <summary>Writes the samples as CSV.</summary>
