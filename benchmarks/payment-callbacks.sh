@@ -148,16 +148,16 @@ cat "$OUT/machine.txt"
 run_row open 00-none none "no callback load (/ping only)" "-" none 0
 for pct in $OPEN_PERCENTS; do
   rate=$((CAPACITY * pct / 100))
-  for endpoint in $OPEN_ENDPOINTS; do
-    run_row open "$(printf '%03d' "$pct")-$endpoint" "$endpoint" "$endpoint" "${pct}% ($rate/s)" open "$rate"
+  idx=0; for endpoint in $OPEN_ENDPOINTS; do
+    idx=$((idx + 1)); run_row open "$(printf '%03d-%d' "$pct" "$idx")-$endpoint" "$endpoint" "$endpoint" "${pct}% ($rate/s)" open "$rate"
   done
 done
 
 # ---- closed loop ----
 [ "$CLOSED_BASELINE" = 1 ] && run_row closed 000-none none "no callback load (/ping only)" "-" none 0
 for conns in $CLOSED_CONNS; do
-  for endpoint in $CLOSED_ENDPOINTS; do
-    run_row closed "$(printf '%03d' "$conns")-$endpoint" "$endpoint" "$endpoint" "C=$conns" closed "$conns"
+  idx=0; for endpoint in $CLOSED_ENDPOINTS; do
+    idx=$((idx + 1)); run_row closed "$(printf '%03d-%d' "$conns" "$idx")-$endpoint" "$endpoint" "$endpoint" "C=$conns" closed "$conns"
   done
 done
 
@@ -188,10 +188,11 @@ stop_server "$RAW/memory"
 
 # ---- plots ----
 cd "$OUT"
-gnuplot <<'GP'
+gnuplot <<GP
 set terminal pngcairo size 1000,560 font ",10"
 set datafile separator ","
 set key top right
+set y2range [0:$((REPLAY_RESIZED * 5 / 4))]
 set grid
 set output "replay.png"
 set title "Incident replay: backlog and side effects/s, resize through the admin API"
@@ -208,7 +209,7 @@ GP
 ping_series=""
 for f in raw/open/150-*/ping.csv; do
   [ -f "$f" ] || continue
-  name=$(basename "$(dirname "$f")" | sed 's/^150-//')
+  name=$(basename "$(dirname "$f")" | sed 's/^150-[0-9]*-//')
   ping_series="$ping_series${ping_series:+, }\"$f\" using 1:2 skip 1 with points pt 7 ps 0.5 title \"/ping while $name runs at 150%\""
 done
 if [ -f raw/open/00-none/ping.csv ]; then
