@@ -33,6 +33,45 @@ internal static partial class CallbackServer
     /// <returns>The exit code.</returns>
     public static async Task<int> RunAsync(string[] args)
     {
+        await using var app = Build(args);
+        try
+        {
+            await app.StartAsync().ConfigureAwait(false);
+        }
+        catch (OptionsValidationException e)
+        {
+            foreach (var failure in e.Failures)
+            {
+                await Console.Error.WriteLineAsync(failure).ConfigureAwait(false);
+            }
+
+            return 2;
+        }
+
+        Console.WriteLine(ListeningPrefix + GetAddress(app));
+        if (app.Configuration.GetValue("stop-on-stdin-eof", false))
+        {
+            StopWhenStdinCloses(app.Lifetime);
+        }
+
+        await app.WaitForShutdownAsync().ConfigureAwait(false);
+        var ledger = ReadStats(app.Services, collect: false);
+        Console.WriteLine(LedgerPrefix + System.Text.Json.JsonSerializer.Serialize(ledger, StatsJson.Default.ServerStats));
+        return 0;
+    }
+
+    /// <summary>Gets the address the started server listens on.</summary>
+    /// <param name="app">The started app.</param>
+    /// <returns>The address, such as <c>http://127.0.0.1:5080</c>.</returns>
+    public static string GetAddress(WebApplication app) =>
+        app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.First();
+
+    /// <summary>Builds the server with its endpoints mapped, not started.</summary>
+    /// <param name="args">Configuration arguments.</param>
+    /// <param name="configureServices">Changes to the services after the sample's own (tests replace the dependency).</param>
+    /// <returns>The app.</returns>
+    public static WebApplication Build(string[] args, Action<IServiceCollection>? configureServices = null)
+    {
         var builder = WebApplication.CreateBuilder(args);
         var port = builder.Configuration.GetValue("port", 5080);
 
@@ -41,10 +80,9 @@ internal static partial class CallbackServer
         builder.Services.Configure<HostOptions>(o =>
             o.ShutdownTimeout = TimeSpan.FromSeconds(builder.Configuration.GetValue("ShutdownTimeoutSeconds", 5)));
 
-        builder.Services.AddOptions<SideEffectOptions>().BindConfiguration(SideEffectOptions.Section)
-            .Validate(o => !o.Validate().Any(), "Invalid SideEffect settings")
-            .ValidateOnStart();
-        builder.Services.AddSingleton<SlowDependency>();
+        builder.Services.AddOptions<SideEffectOptions>().BindConfiguration(SideEffectOptions.Section).ValidateOnStart();
+        builder.Services.AddSingleton<IValidateOptions<SideEffectOptions>, SideEffectOptionsValidator>();
+        builder.Services.AddSingleton<IPaymentDependency, SlowDependency>();
         builder.Services.AddSingleton<CallbackCounters>();
         builder.Services.AddSingleton<HandedBackCallbacks>();
         builder.Services.AddSingleton<IAbandonedWorkHandler>(sp => sp.GetRequiredService<HandedBackCallbacks>());
@@ -64,29 +102,12 @@ internal static partial class CallbackServer
         builder.Services.AddHostedService(_ => sampler);
 
         builder.Services.AddBoundedWorkAdmin();
+        configureServices?.Invoke(builder.Services);
 
-        await using var app = builder.Build();
-        foreach (var error in app.Services.GetRequiredService<IOptions<SideEffectOptions>>().Value.Validate())
-        {
-            await Console.Error.WriteLineAsync(error).ConfigureAwait(false);
-            return 2;
-        }
-
+        var app = builder.Build();
         MapEndpoints(app);
         MapAdminConsole(app);
-
-        await app.StartAsync().ConfigureAwait(false);
-        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.First();
-        Console.WriteLine(ListeningPrefix + address);
-        if (app.Configuration.GetValue("stop-on-stdin-eof", false))
-        {
-            StopWhenStdinCloses(app.Lifetime);
-        }
-
-        await app.WaitForShutdownAsync().ConfigureAwait(false);
-        var ledger = ReadStats(app.Services, collect: false);
-        Console.WriteLine(LedgerPrefix + System.Text.Json.JsonSerializer.Serialize(ledger, StatsJson.Default.ServerStats));
-        return 0;
+        return app;
     }
 
     private static void MapEndpoints(WebApplication app)
@@ -95,7 +116,7 @@ internal static partial class CallbackServer
         app.MapGet("/ping", () => "pong");
 
         // The common way #1: fire and forget onto the shared ThreadPool.
-        app.MapPost("/callbacks/naive", (PaymentCallback callback, SlowDependency dependency, CallbackCounters counters) =>
+        app.MapPost("/callbacks/naive", (PaymentCallback callback, IPaymentDependency dependency, CallbackCounters counters) =>
         {
             counters.Naive.OnReceived();
             _ = Task.Run(() =>
@@ -107,7 +128,7 @@ internal static partial class CallbackServer
         });
 
         // The common way #2: do it inline, blocking the request's ThreadPool thread.
-        app.MapPost("/callbacks/naive-sync", (PaymentCallback callback, SlowDependency dependency, CallbackCounters counters) =>
+        app.MapPost("/callbacks/naive-sync", (PaymentCallback callback, IPaymentDependency dependency, CallbackCounters counters) =>
         {
             counters.NaiveSync.OnReceived();
             dependency.Call(callback);
@@ -121,7 +142,7 @@ internal static partial class CallbackServer
         app.MapPost("/callbacks/bounded", (
             HttpContext context,
             PaymentCallback callback,
-            SlowDependency dependency,
+            IPaymentDependency dependency,
             CallbackCounters counters,
             [FromKeyedServices(IncidentReplay.ExecutorName)] BoundedExecutor executor) =>
         {
@@ -166,7 +187,11 @@ internal static partial class CallbackServer
         }
     }
 
-    private static ServerStats ReadStats(IServiceProvider services, bool collect)
+    /// <summary>Reads every counter; with <paramref name="collect"/>, after a full blocking garbage collection.</summary>
+    /// <param name="services">The app's services.</param>
+    /// <param name="collect">Whether to collect garbage first (for memory figures).</param>
+    /// <returns>The stats.</returns>
+    internal static ServerStats ReadStats(IServiceProvider services, bool collect)
     {
         if (collect)
         {
@@ -176,7 +201,7 @@ internal static partial class CallbackServer
         }
 
         var counters = services.GetRequiredService<CallbackCounters>();
-        var options = services.GetRequiredService<SlowDependency>().Options;
+        var options = services.GetRequiredService<IOptions<SideEffectOptions>>().Value;
         var executor = services.GetRequiredKeyedService<BoundedExecutor>(IncidentReplay.ExecutorName);
         var flow = services.GetRequiredService<IOptionsMonitor<BoundedExecutorOptions>>().Get(IncidentReplay.ExecutorName).FlowExecutionContext;
 

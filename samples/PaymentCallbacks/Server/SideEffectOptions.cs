@@ -1,3 +1,5 @@
+using Microsoft.Extensions.Options;
+
 namespace PaymentCallbacks.Server;
 
 /// <summary>
@@ -40,5 +42,17 @@ internal sealed class SideEffectOptions
         {
             yield return $"{Section}:{nameof(CpuIterations)} ({CpuIterations}) must not be negative.";
         }
+    }
+}
+
+/// <summary>Fails start-up with a message per bad <see cref="SideEffectOptions"/> setting.</summary>
+internal sealed class SideEffectOptionsValidator : IValidateOptions<SideEffectOptions>
+{
+    /// <inheritdoc />
+    public ValidateOptionsResult Validate(string? name, SideEffectOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var errors = options.Validate().ToList();
+        return errors.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(errors);
     }
 }

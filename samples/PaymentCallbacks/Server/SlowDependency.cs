@@ -8,19 +8,23 @@ namespace PaymentCallbacks.Server;
 /// <param name="Amount">The amount paid.</param>
 internal sealed record PaymentCallback(long OrderId, decimal Amount);
 
+/// <summary>The legacy, synchronous side effect of a callback: it blocks the calling thread until done.</summary>
+internal interface IPaymentDependency
+{
+    /// <summary>Runs the side effect for <paramref name="callback"/>, blocking the calling thread.</summary>
+    /// <param name="callback">The callback.</param>
+    void Call(PaymentCallback callback);
+}
+
 /// <summary>
-/// The legacy, synchronous side effect of a callback (update the order in Redis, send the receipt): it blocks the
-/// calling thread, as a synchronous client library does. It cannot be made async this week; that is the premise.
+/// The simulated legacy dependency (update the order in Redis, send the receipt): it blocks the calling thread, as
+/// a synchronous client library does. It cannot be made async this week; that is the premise.
 /// </summary>
-internal sealed class SlowDependency(IOptions<SideEffectOptions> options)
+internal sealed class SlowDependency(IOptions<SideEffectOptions> options) : IPaymentDependency
 {
     private readonly SideEffectOptions _options = options.Value;
 
-    /// <summary>Gets the settings in use.</summary>
-    public SideEffectOptions Options => _options;
-
-    /// <summary>Runs the side effect for <paramref name="callback"/>, blocking the calling thread.</summary>
-    /// <param name="callback">The callback.</param>
+    /// <inheritdoc />
     public void Call(PaymentCallback callback)
     {
         var delay = _options.MinDelayMs == _options.MaxDelayMs
