@@ -31,10 +31,10 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 WORKERS=8; CAPACITY_QUEUE=2000; REPLAY_WORKERS=2; REPLAY_RESIZED=16
 if [ "$SLOW" = 1 ]; then MIN_MS=50; MAX_MS=50; else MIN_MS=1; MAX_MS=5; fi
 if [ "$QUICK" = 1 ]; then
-  DUR=2; WARMUP=1; REPLAY_DUR=5; REPLAY_RESIZE_AT=2; MEM_ITEMS=2000; MEM_WORKERS=64
+  DUR=2; WARMUP=1; REPLAY_DUR=4; REPLAY_RESIZE_AT=1.5; MEM_ITEMS=1000; MEM_WORKERS=32
   OPEN_PERCENTS="150"; OPEN_ENDPOINTS="naive bounded"; CLOSED_CONNS="125"; CLOSED_ENDPOINTS="bounded"; CLOSED_BASELINE=0
 else
-  DUR=15; WARMUP=3; REPLAY_DUR=20; REPLAY_RESIZE_AT=6; MEM_ITEMS=20000; MEM_WORKERS=256
+  DUR=12; WARMUP=3; REPLAY_DUR=20; REPLAY_RESIZE_AT=6; MEM_ITEMS=20000; MEM_WORKERS=256
   OPEN_PERCENTS="50 90 150"; OPEN_ENDPOINTS="naive naive-sync bounded"; CLOSED_CONNS="125 200"; CLOSED_ENDPOINTS="naive naive-sync bounded"; CLOSED_BASELINE=1
 fi
 # The workers' side-effect capacity: workers / mean side-effect time (sleep overshoot and CPU part ~0.1 ms).
@@ -112,16 +112,16 @@ run_row() { # shape name endpoint label load-description kind value
   printf 'label=%s\nendpoint=%s\nload=%s\n' "$label" "$endpoint" "$desc" > "$dir/row.txt"
   echo "== $shape: $label, $desc"
   start_server "$dir"
-  driver open --url "$URL/ping" --rate 50 --duration 1 --drain 5 >/dev/null
+  driver open --url "$URL/ping" --rate 50 --duration 0.5 --drain 5 >/dev/null
   if [ "$endpoint" != none ]; then
     driver open --url "$URL/callbacks/$endpoint" --method POST --rate $((CAPACITY / 5)) --duration "$WARMUP" --drain 10 >/dev/null
   fi
   driver stats --base "$URL" --reset-peaks --out "$dir/before.json"
-  driver open --url "$URL/ping" --rate 20 --duration "$DUR" --drain 15 --connections 16 --json "$dir/ping.json" --csv "$dir/ping.csv" >/dev/null &
+  driver open --url "$URL/ping" --rate 20 --duration "$DUR" --drain 10 --connections 16 --json "$dir/ping.json" --csv "$dir/ping.csv" >/dev/null &
   local ping_pid=$!; CHILDREN+=("$ping_pid")
   case "$kind" in
     none) sleep "$DUR"; driver stats --base "$URL" --out "$dir/after.json" ;;
-    open) driver open --url "$URL/callbacks/$endpoint" --method POST --rate "$value" --duration "$DUR" --drain 15 \
+    open) driver open --url "$URL/callbacks/$endpoint" --method POST --rate "$value" --duration "$DUR" --drain 10 \
             --stats-base "$URL" --stats-after "$dir/after.json" --json "$dir/load.json" >/dev/null ;;
     closed) timeout $((DUR + 60)) wrk -t2 -c"$value" -d"${DUR}s" --timeout 30s --latency -s "$LUA" "$URL/callbacks/$endpoint" > "$dir/wrk.txt"
             driver stats --base "$URL" --out "$dir/after.json" ;;
@@ -165,7 +165,7 @@ done
 echo "== incident replay: $REPLAY_WORKERS workers, resize to $REPLAY_RESIZED at ${REPLAY_RESIZE_AT} s"
 mkdir -p "$RAW/replay"
 start_server "$RAW/replay" --BoundedWork:Executors:payments:WorkerCount "$REPLAY_WORKERS"
-driver open --url "$URL/callbacks/bounded" --method POST --rate 100 --duration 1 --drain 5 >/dev/null
+driver open --url "$URL/callbacks/bounded" --method POST --rate 100 --duration 0.5 --drain 5 >/dev/null
 driver replay --base "$URL" --rate $((CAPACITY * 90 / 100)) --duration "$REPLAY_DUR" --resize-at "$REPLAY_RESIZE_AT" \
   --workers "$REPLAY_RESIZED" --json "$RAW/replay/replay.json" --csv "$RAW/replay/replay.csv" >/dev/null
 stop_server "$RAW/replay"
