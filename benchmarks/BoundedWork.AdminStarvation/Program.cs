@@ -6,6 +6,7 @@
 //   healthy  -- nothing blocks the pool.
 //   capped   -- the pool capped at its minimum and every pool thread blocked (as the core's starvation tests do).
 //   flood    -- the pool left to grow as it does in production, with 4 x cores blocking items queued ahead.
+// Each starved scenario is measured through Kestrel (TCP) and through the console's local socket (LocalSocketPath).
 // Usage: dotnet run -c Release --project benchmarks/BoundedWork.AdminStarvation [-- samples]
 using System.Diagnostics;
 using System.Globalization;
@@ -26,7 +27,8 @@ var builder = WebApplication.CreateSlimBuilder();
 builder.WebHost.UseUrls("http://127.0.0.1:0");
 builder.Logging.ClearProviders();
 builder.Services.AddBoundedExecutor("payments", o => { o.WorkerCount = 2; o.MaxWorkerCount = 16; });
-builder.Services.AddBoundedWorkAdmin();
+var socketPath = Path.Combine(Path.GetTempPath(), $"bounded-work-{Environment.ProcessId}.sock");
+builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
 await using var app = builder.Build();
 app.MapBoundedWorkAdmin().AllowAnonymousAdmin(); // measurement only: the cost of authorization is the app's own
 await app.StartAsync();
@@ -39,6 +41,7 @@ ThreadPool.GetMaxThreads(out var maxWorkers, out var maxIo);
 
 // Healthy, with the number of ThreadPool work items each request costs.
 Measure("healthy", samples, keepAlive: true);
+MeasureLocal("healthy", samples);
 
 // Capped: no pool thread will ever be free until the blockers are released.
 using (var gate = new ManualResetEventSlim(false))
@@ -61,6 +64,9 @@ using (var gate = new ManualResetEventSlim(false))
         Console.WriteLine($"capped   PUT workers on a new connection:     {Describe(put)}");
     }
 
+    var localGet = Timed(() => Request(ConnectLocal(), Get(""), timeout));
+    var localPut = Timed(() => Request(ConnectLocal(), Put(4, ""), timeout));
+    Console.WriteLine($"capped   local socket: GET executors {Describe(localGet)}, PUT workers {Describe(localPut)}; pool still starved: {ThreadPool.PendingWorkItemCount > 0}");
     gate.Set();
     ThreadPool.SetMaxThreads(maxWorkers, maxIo);
     ThreadPool.SetMinThreads(minWorkers, minIo);
@@ -81,6 +87,9 @@ using (var gate = new ManualResetEventSlim(false))
         ThreadPool.UnsafeQueueUserWorkItem(static g => g.Wait(), gate, preferLocal: false);
     }
 
+    var localGet = Timed(() => Request(ConnectLocal(), Get(""), timeout));
+    var localPut = Timed(() => Request(ConnectLocal(), Put(3, ""), timeout));
+    Console.WriteLine($"flood    local socket: GET executors {Describe(localGet)}, PUT workers {Describe(localPut)}");
     var get = Timed(() => Request(warm, Get(), timeout));
     Console.WriteLine($"flood    GET executors ({blockers} blockers queued, {threadsBefore} pool threads before): {Describe(get)}, pool threads now {ThreadPool.ThreadCount}");
     var put = Timed(() => Request(warm, Put(4), timeout));
@@ -110,6 +119,26 @@ void Measure(string label, int count, bool keepAlive)
     Console.WriteLine($"{label,-8} GET executors: median {Median(gets):0.000} ms, max {gets.Max():0.000} ms; PUT workers: median {Median(puts):0.000} ms, max {puts.Max():0.000} ms; ThreadPool work items per GET+PUT pair: {(double)poolItems / count:0.0}");
 }
 
+void MeasureLocal(string label, int count)
+{
+    var gets = new List<double>();
+    var puts = new List<double>();
+    for (var i = 0; i < count; i++)
+    {
+        gets.Add(Timed(() => Request(ConnectLocal(), Get(""), timeout)).Ms);
+        puts.Add(Timed(() => Request(ConnectLocal(), Put(2 + (i % 2), ""), timeout)).Ms);
+    }
+
+    Console.WriteLine($"{label,-8} local socket (new connection each): GET executors median {Median(gets):0.000} ms, max {gets.Max():0.000} ms; PUT workers median {Median(puts):0.000} ms, max {puts.Max():0.000} ms");
+}
+
+Socket ConnectLocal()
+{
+    var socket = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+    socket.Connect(new UnixDomainSocketEndPoint(socketPath));
+    return socket;
+}
+
 Socket Connect()
 {
     var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
@@ -117,12 +146,12 @@ Socket Connect()
     return socket;
 }
 
-string Get() => "GET /bounded-work/executors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+string Get(string prefix = "/bounded-work") => $"GET {prefix}/executors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
-string Put(int workers)
+string Put(int workers, string prefix = "/bounded-work")
 {
     var body = $"{{\"workers\": {workers}}}";
-    return $"PUT /bounded-work/executors/payments/workers HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-BoundedWork-Admin: 1\r\nContent-Length: {body.Length}\r\n\r\n{body}";
+    return $"PUT {prefix}/executors/payments/workers HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-BoundedWork-Admin: 1\r\nContent-Length: {body.Length}\r\n\r\n{body}";
 }
 
 // Sends one request and reads one response with blocking socket calls; returns the status code, or 0 on timeout.

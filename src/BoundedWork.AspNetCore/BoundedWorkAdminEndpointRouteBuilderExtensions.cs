@@ -6,7 +6,6 @@ using Microsoft.AspNetCore.Authorization;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 
 namespace Microsoft.AspNetCore.Builder;
@@ -48,6 +47,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <exception cref="InvalidOperationException">
     /// <c>services.AddBoundedWorkAdmin()</c> or <c>services.AddBoundedExecutor(...)</c> was not called.
     /// </exception>
+    /// <exception cref="OptionsValidationException">A <see cref="BoundedWorkAdminOptions"/> setting is invalid; the message names it.</exception>
     public static BoundedWorkAdminConventionBuilder MapBoundedWorkAdmin(
         this IEndpointRouteBuilder endpoints,
         [StringSyntax("Route")] string prefix = "/bounded-work")

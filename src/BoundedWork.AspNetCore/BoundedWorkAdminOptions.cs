@@ -36,7 +36,8 @@ public sealed class BoundedWorkAdminOptions
     /// <c>curl --unix-socket /run/myapp/bounded-work.sock http://localhost/executors</c>. The socket file is created
     /// readable and writable by the app's user only; whoever can open it is allowed in (the app's authorization
     /// policy does not apply), and changes still need a JSON content type and the
-    /// <see cref="RequestHeaderName"/> header. An existing file at the path is replaced.
+    /// <see cref="RequestHeaderName"/> header. A stale socket file at the path is replaced; start-up fails if another
+    /// process is listening on it.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: no socket.</value>
     public string? LocalSocketPath { get; set; }

@@ -13,10 +13,13 @@ public static class BoundedWorkAdminServiceCollectionExtensions
     /// Adds the services the console's endpoints need (<c>app.MapBoundedWorkAdmin()</c>): a sampler on a dedicated
     /// thread that records queue depth and outcome rates once per second and probes the shared ThreadPool, the
     /// change log and metric (meter <c>BoundedWork.Admin</c>), and a start-up check that the console's
-    /// authorization policy exists. Calling it again only applies <paramref name="configure"/> too.
+    /// authorization policy exists; and, when <see cref="BoundedWorkAdminOptions.LocalSocketPath"/> is set, the local
+    /// socket that answers while the ThreadPool is starved. Calling it again only applies <paramref name="configure"/> too.
+    /// The options are validated when the console is mapped and at host start
+    /// (<see cref="OptionsValidationException"/>, naming each bad setting).
     /// </summary>
     /// <param name="services">The service collection.</param>
-    /// <param name="configure">Optional settings: the authorization policy's name, the history kept.</param>
+    /// <param name="configure">Optional settings: the authorization policy's name, the history kept, the local socket.</param>
     /// <returns>The service collection, for chaining.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
     /// <remarks>Register the executors themselves with <c>AddBoundedExecutor</c>.</remarks>
@@ -24,13 +27,8 @@ public static class BoundedWorkAdminServiceCollectionExtensions
     {
         ArgumentNullException.ThrowIfNull(services);
         services.AddMetrics();
-        services.AddOptions<BoundedWorkAdminOptions>().Validate(
-            static o => !string.IsNullOrWhiteSpace(o.AuthorizationPolicy),
-            $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.AuthorizationPolicy)} must not be empty.")
-            .Validate(
-                static o => o.History >= TimeSpan.FromMinutes(1) && o.History <= TimeSpan.FromHours(1),
-                $"{nameof(BoundedWorkAdminOptions)}.{nameof(BoundedWorkAdminOptions.History)} must be between 1 minute and 1 hour.")
-            .ValidateOnStart();
+        services.AddOptions<BoundedWorkAdminOptions>().ValidateOnStart();
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<BoundedWorkAdminOptions>, AdminOptionsValidator>());
         if (configure is not null)
         {
             services.Configure(configure);

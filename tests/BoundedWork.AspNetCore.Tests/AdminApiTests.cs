@@ -158,8 +158,10 @@ public sealed class AdminApiTests : IAsyncLifetime
     [Fact]
     public async Task Rates_ItemsCompletedBetweenSamples_ReportsItemsPerSecond()
     {
-        // The sampler thread samples once per second; wait (bounded) until a sample older than half a second exists.
+        // A sample taken before the items is the rate's baseline; the sampler thread adds one per second. Wait
+        // (bounded) until the baseline is old enough for a rate (half a second).
         var payments = _server.Payments;
+        _server.App.Services.GetRequiredService<Internal.AdminSampler>().SampleOnce();
         for (var i = 0; i < 10; i++)
         {
             await payments.RunAsync(() => { });
@@ -176,14 +178,18 @@ public sealed class AdminApiTests : IAsyncLifetime
             "No rate within the safety limit.");
 
         Assert.True(rates.GetProperty("windowSeconds").GetDouble() >= 0.5);
-        Assert.True(rates.GetProperty("completed").GetDouble() >= 0);
+        Assert.True(rates.GetProperty("completed").GetDouble() > 0);
+        Assert.True(rates.GetProperty("submitted").GetDouble() > 0);
         Assert.Equal(0, rates.GetProperty("failed").GetDouble());
+        Assert.Equal(0, rates.GetProperty("rejected").GetDouble());
     }
 
-    [Fact]
-    public async Task Dashboard_Get_ServesSelfContainedPageWithNonceAndBasePath()
+    [Theory]
+    [InlineData("/bounded-work/")]
+    [InlineData("/bounded-work")]
+    public async Task Dashboard_Get_ServesSelfContainedPageWithNonceAndBasePath(string path)
     {
-        using var response = await _server.Client.GetAsync("/bounded-work/");
+        using var response = await _server.Client.GetAsync(path);
 
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal("text/html", response.Content.Headers.ContentType?.MediaType);

@@ -76,18 +76,42 @@ public sealed class LocalSocketTests
     }
 
     [Fact]
-    public async Task LocalSocket_File_OnlyTheAppsUserMayOpenItAndItIsRemovedAtStop()
+    public async Task LocalSocket_File_OnlyTheAppsUserMayOpenItNoOneTakesItOverAndItIsRemovedAtStop()
     {
         var path = SocketPath();
         var server = await AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = path));
-
-        if (!OperatingSystem.IsWindows())
+        try
         {
-            Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(path));
+            if (!OperatingSystem.IsWindows())
+            {
+                Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(path));
+            }
+
+            // A second instance may not take over a socket that is in use.
+            var error = await Assert.ThrowsAsync<InvalidOperationException>(
+                () => AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = path)));
+            Assert.Contains("in use by another process", error.Message, StringComparison.Ordinal);
+        }
+        finally
+        {
+            await server.DisposeAsync();
         }
 
-        await server.DisposeAsync();
         Assert.False(File.Exists(path));
+    }
+
+    [Fact]
+    public async Task LocalSocket_StaleFile_IsReplaced()
+    {
+        var path = SocketPath();
+        using (var stale = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified))
+        {
+            stale.Bind(new UnixDomainSocketEndPoint(path)); // bound, never listening: what a crashed process leaves
+        }
+
+        await using var server = await AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = path));
+
+        Assert.Equal(200, LocalSocketClient.Send(path, "GET", "/threadpool").Status);
     }
 
     private static string SocketPath() => Path.Combine(Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock");
@@ -118,8 +142,7 @@ public static class LocalSocketClient
             request.Append(CultureInfo.InvariantCulture, $"{TestKit.AdminHeader}: 1\r\n");
         }
 
-        socket.Send(Encoding.ASCII.GetBytes(request.Append("\r\n").ToString()));
-        socket.Send(bytes);
+        socket.Send([.. Encoding.ASCII.GetBytes(request.Append("\r\n").ToString()), .. bytes]);
         using var response = new MemoryStream();
         var buffer = new byte[8192];
         int n;

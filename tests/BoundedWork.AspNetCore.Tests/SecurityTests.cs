@@ -1,5 +1,6 @@
 using System.Net;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Tests;
@@ -181,6 +182,36 @@ public sealed class SecurityTests
         builder.Services.AddBoundedWorkAdmin();
 
         var error = Assert.Throws<InvalidOperationException>(() => builder.Build().MapBoundedWorkAdmin());
+
+        Assert.Contains("AddBoundedExecutor(", error.Message, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("", 5, "AuthorizationPolicy")]
+    [InlineData("BoundedWorkAdmin", 0.5, "History")]
+    [InlineData("BoundedWorkAdmin", 61, "History")]
+    public void Map_InvalidAdminOptions_ThrowsNamingTheSettingOnce(string policy, double historyMinutes, string setting)
+    {
+        var error = Assert.Throws<Microsoft.Extensions.Options.OptionsValidationException>(() => AdminServer.Build(
+            new CapturingLoggerProvider(),
+            configure: b => b.Services.AddBoundedWorkAdmin(o =>
+            {
+                o.AuthorizationPolicy = policy;
+                o.History = TimeSpan.FromMinutes(historyMinutes);
+            })));
+
+        Assert.StartsWith($"BoundedWorkAdminOptions.{setting} must", Assert.Single(error.Failures), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_AdminWithoutExecutors_FailsNamingAddBoundedExecutor()
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.WebHost.UseUrls("http://127.0.0.1:0");
+        builder.Services.AddBoundedWorkAdmin();
+        await using var app = builder.Build();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
 
         Assert.Contains("AddBoundedExecutor(", error.Message, StringComparison.Ordinal);
     }

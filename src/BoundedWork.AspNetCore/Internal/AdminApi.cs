@@ -19,15 +19,15 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
             executors.Add(Describe(registry.GetExecutor(name), history));
         }
 
-        return AdminReply.Ok(new ExecutorListResponse(DateTimeOffset.UtcNow, executors), AdminJsonContext.Default.ExecutorListResponse);
+        return AdminReply.Ok(new ExecutorListResponse(DateTimeOffset.UtcNow, executors), AdminJsonContext.Readable.ExecutorListResponse);
     }
 
     public AdminReply GetExecutor(string name, bool history) =>
         registry.TryGetExecutor(name, out var executor)
-            ? AdminReply.Ok(Describe(executor, history), AdminJsonContext.Default.ExecutorResponse)
+            ? AdminReply.Ok(Describe(executor, history), AdminJsonContext.Readable.ExecutorResponse)
             : NotFound(name);
 
-    public AdminReply GetThreadPool(bool history) => AdminReply.Ok(sampler.GetThreadPool(history), AdminJsonContext.Default.ThreadPoolResponse);
+    public AdminReply GetThreadPool(bool history) => AdminReply.Ok(sampler.GetThreadPool(history), AdminJsonContext.Readable.ThreadPoolResponse);
 
     public static AdminReply MethodNotAllowed(string method, string path, string allow) =>
         AdminReply.Problem(405, "Method not allowed", $"{method} is not allowed on {path}; allowed: {allow}.", allow: allow);
@@ -88,7 +88,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
         Record(executor.Name, request, result);
         return AdminReply.Ok(
             new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
-            AdminJsonContext.Default.ReconfigurationResponse);
+            AdminJsonContext.Readable.ReconfigurationResponse);
     }
 
     /// <summary>Whether a Content-Type names JSON: <c>application/json</c> or <c>application/*+json</c>, any parameters.</summary>

@@ -12,13 +12,12 @@ namespace BoundedWork.AspNetCore.Internal;
 /// </summary>
 internal sealed class AdminHostedService(
     AdminMappings mappings,
-    AdminSampler sampler,
-    AdminApi api,
     IOptions<BoundedWorkAdminOptions> options,
     IServiceProvider services,
     ILoggerFactory loggerFactory) : IHostedLifecycleService, IDisposable
 {
     private LocalSocketListener? _socket;
+    private AdminSampler? _sampler;
 
     public async Task StartingAsync(CancellationToken cancellationToken)
     {
@@ -40,10 +39,17 @@ internal sealed class AdminHostedService(
             }
         }
 
-        sampler.Start();
+        if (services.GetService<BoundedWork.Hosting.IBoundedExecutorRegistry>() is null)
+        {
+            throw new InvalidOperationException(
+                "The BoundedWork admin console (AddBoundedWorkAdmin) has no executors to show: register them with builder.Services.AddBoundedExecutor(\"name\").");
+        }
+
+        _sampler = services.GetRequiredService<AdminSampler>();
+        _sampler.Start();
         if (options.Value.LocalSocketPath is { Length: > 0 } path)
         {
-            _socket = new LocalSocketListener(api, path, logger);
+            _socket = new LocalSocketListener(services.GetRequiredService<AdminApi>(), path, logger);
         }
     }
 
@@ -64,7 +70,7 @@ internal sealed class AdminHostedService(
     public void Dispose()
     {
         Interlocked.Exchange(ref _socket, null)?.Dispose();
-        sampler.Stop();
+        _sampler?.Stop();
     }
 
     private static string MissingPolicy(string prefix, string policy, string problem) =>

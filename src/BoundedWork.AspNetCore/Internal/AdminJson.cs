@@ -1,3 +1,4 @@
+using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Text.Json.Serialization;
 
@@ -80,4 +81,11 @@ internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyLi
 [JsonSerializable(typeof(ReconfigurationResponse))]
 [JsonSerializable(typeof(ThreadPoolResponse))]
 [JsonSerializable(typeof(ProblemDocument))]
-internal sealed partial class AdminJsonContext : JsonSerializerContext;
+internal sealed partial class AdminJsonContext : JsonSerializerContext
+{
+    /// <summary>
+    /// The context the console writes with: web defaults, and quotes and apostrophes in messages left readable
+    /// (the documents are served as JSON, never embedded in HTML).
+    /// </summary>
+    public static AdminJsonContext Readable { get; } = new(new JsonSerializerOptions(JsonSerializerDefaults.Web) { Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping });
+}

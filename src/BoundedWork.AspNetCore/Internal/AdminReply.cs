@@ -19,7 +19,7 @@ internal sealed record AdminReply(int Status, string ContentType, byte[] Body, s
         new(
             status,
             ProblemJson,
-            JsonSerializer.SerializeToUtf8Bytes(new ProblemDocument(TypeOf(status), title, status, detail, errors, executor, header), AdminJsonContext.Default.ProblemDocument),
+            JsonSerializer.SerializeToUtf8Bytes(new ProblemDocument(TypeOf(status), title, status, detail, errors, executor, header), AdminJsonContext.Readable.ProblemDocument),
             allow);
 
     private static string TypeOf(int status) => status switch

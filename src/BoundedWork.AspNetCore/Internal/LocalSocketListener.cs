@@ -31,6 +31,12 @@ internal sealed class LocalSocketListener : IDisposable
         _logger = logger;
         if (File.Exists(_path))
         {
+            if (IsListening(_path))
+            {
+                throw new InvalidOperationException(
+                    $"The admin console's local socket '{_path}' is in use by another process; set BoundedWorkAdminOptions.LocalSocketPath to a path of this instance's own.");
+            }
+
             File.Delete(_path); // a stale socket file left by a process that did not stop cleanly
         }
 
@@ -84,6 +90,20 @@ internal sealed class LocalSocketListener : IDisposable
         catch (IOException)
         {
             // Best effort: a stale file is replaced at the next start.
+        }
+    }
+
+    private static bool IsListening(string path)
+    {
+        try
+        {
+            using var probe = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+            probe.Connect(new UnixDomainSocketEndPoint(path));
+            return true;
+        }
+        catch (SocketException)
+        {
+            return false;
         }
     }
 
