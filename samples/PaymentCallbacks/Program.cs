@@ -14,6 +14,6 @@ return command switch
 
 static int Usage(string command)
 {
-    Console.Error.WriteLine($"Unknown command '{command}'. Commands: serve [--port 5080] [--SideEffect:MaxDelayMs=50 ...], demo [--quick].");
+    Console.Error.WriteLine($"Unknown command '{command}'. Commands: serve [--port 5080] [--SideEffect:MaxDelayMs=50 ...], demo [--quick] [--rate 2000].");
     return 2;
 }

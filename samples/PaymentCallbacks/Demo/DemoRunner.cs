@@ -22,7 +22,16 @@ internal static class DemoRunner
     {
         var quick = args.Contains("--quick");
         var rateIndex = Array.IndexOf(args, "--rate");
-        var rate = rateIndex >= 0 && rateIndex + 1 < args.Length ? double.Parse(args[rateIndex + 1], CultureInfo.InvariantCulture) : 2_000;
+        var rate = 2_000.0;
+        if (rateIndex >= 0
+            && (rateIndex + 1 >= args.Length
+                || !double.TryParse(args[rateIndex + 1], NumberStyles.Float, CultureInfo.InvariantCulture, out rate)
+                || rate <= 0))
+        {
+            Console.Error.WriteLine("--rate must be followed by a positive number of callbacks per second, such as --rate 1500.");
+            return 2;
+        }
+
         var phase = TimeSpan.FromSeconds(quick ? 3 : 8);
         var warmup = TimeSpan.FromSeconds(quick ? 1 : 2);
 
