@@ -4,9 +4,10 @@ namespace PaymentCallbacks.Tests;
 
 /// <summary>
 /// A dependency whose calls block until the test opens the gate, and that signals each call's start and end, so
-/// tests know exactly how many side effects are running or done without guessing at time.
+/// tests know exactly how many side effects are running or done without guessing at time. Its wait handles are
+/// never disposed: a side effect still queued when a test ends may reach them afterwards.
 /// </summary>
-internal sealed class GatedDependency : IPaymentDependency, IDisposable
+internal sealed class GatedDependency : IPaymentDependency
 {
     private readonly ManualResetEventSlim _gate = new();
     private readonly SemaphoreSlim _started = new(0);
@@ -24,14 +25,6 @@ internal sealed class GatedDependency : IPaymentDependency, IDisposable
     public Task WaitStartedAsync(int count) => WaitAsync(_started, count);
 
     public Task WaitFinishedAsync(int count) => WaitAsync(_finished, count);
-
-    public void Dispose()
-    {
-        _gate.Set();
-        _gate.Dispose();
-        _started.Dispose();
-        _finished.Dispose();
-    }
 
     private static async Task WaitAsync(SemaphoreSlim semaphore, int count)
     {

@@ -53,6 +53,5 @@ internal sealed class TestServer : IAsyncDisposable
         await App.StopAsync();
         await App.DisposeAsync();
         Client.Dispose();
-        Dependency.Dispose();
     }
 }
