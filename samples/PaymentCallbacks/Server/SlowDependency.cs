@@ -1,0 +1,47 @@
+using System.Security.Cryptography;
+using Microsoft.Extensions.Options;
+
+namespace PaymentCallbacks.Server;
+
+/// <summary>A payment callback as the payment provider posts it.</summary>
+/// <param name="OrderId">The order the payment is for.</param>
+/// <param name="Amount">The amount paid.</param>
+internal sealed record PaymentCallback(long OrderId, decimal Amount);
+
+/// <summary>The legacy, synchronous side effect of a callback: it blocks the calling thread until done.</summary>
+internal interface IPaymentDependency
+{
+    /// <summary>Runs the side effect for <paramref name="callback"/>, blocking the calling thread.</summary>
+    /// <param name="callback">The callback.</param>
+    void Call(PaymentCallback callback);
+}
+
+/// <summary>
+/// The simulated legacy dependency (update the order in Redis, send the receipt): it blocks the calling thread, as
+/// a synchronous client library does. It cannot be made async this week; that is the premise.
+/// </summary>
+internal sealed class SlowDependency(IOptions<SideEffectOptions> options) : IPaymentDependency
+{
+    private readonly SideEffectOptions _options = options.Value;
+
+    /// <inheritdoc />
+    public void Call(PaymentCallback callback)
+    {
+        var delay = _options.MinDelayMs == _options.MaxDelayMs
+            ? _options.MinDelayMs
+            : Random.Shared.Next(_options.MinDelayMs, _options.MaxDelayMs + 1);
+        if (delay > 0)
+        {
+            Thread.Sleep(delay);
+        }
+
+        Span<byte> buffer = stackalloc byte[256];
+        BitConverter.TryWriteBytes(buffer, callback.OrderId);
+        Span<byte> hash = stackalloc byte[32];
+        for (var i = 0; i < _options.CpuIterations; i++)
+        {
+            SHA256.HashData(buffer, hash);
+            hash.CopyTo(buffer[8..]);
+        }
+    }
+}
