@@ -21,6 +21,7 @@ public sealed class BlockingWaitDetectionTests
 
         var producer = Task.Run(() => executor.Execute(() => { }));
         TestKit.WaitForStatistics(executor, s => s.ThreadPoolBlockingWaits == 1);
+        Assert.True(SpinWait.SpinUntil(() => !reports.IsEmpty, TestKit.Safety), "The callback never ran."); // it runs just after the count
 
         var report = Assert.Single(reports);
         Assert.Equal(BlockingWaitKind.WaitForRoom, report.Kind);
