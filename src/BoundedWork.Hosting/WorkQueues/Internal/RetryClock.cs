@@ -11,7 +11,8 @@ namespace BoundedWork.Hosting.Internal;
 /// <remarks>
 /// Pending timers sit in a sorted set ordered by due time (then creation order), so changing or disposing a timer
 /// removes it at once instead of leaving it behind until it would have fired. The thread sleeps on the lock's
-/// monitor until the earliest timer is due and is pulsed whenever a timer becomes the earliest.
+/// monitor until the earliest timer is due, and is pulsed only when a new timer is due before that wake-up
+/// (<c>_wakeAt</c>, read and written under the lock, so no pulse is lost between the check and the wait).
 /// </remarks>
 internal sealed class RetryClock : TimeProvider, IDisposable
 {
@@ -19,6 +20,7 @@ internal sealed class RetryClock : TimeProvider, IDisposable
     private readonly SortedSet<Node> _due = new(NodeComparer.Instance);
     private readonly double _timestampsPerTick = Stopwatch.Frequency / (double)TimeSpan.TicksPerSecond;
     private long _sequence;
+    private long _wakeAt = long.MaxValue;
     private Thread? _thread;
     private bool _disposed;
 
@@ -77,8 +79,11 @@ internal sealed class RetryClock : TimeProvider, IDisposable
             var node = new Node(GetTimestamp() + (long)(dueTicks * _timestampsPerTick), ++_sequence, timer);
             _due.Add(node);
             timer.Node = node;
-            if (ReferenceEquals(_due.Min, node))
+            if (node.DueTimestamp < _wakeAt)
             {
+                // Due before the thread's next wake-up: wake it to sleep less. A timer due later (the usual case for
+                // per-attempt timeouts, which are mostly disposed before they fire) costs no wake-up at all.
+                _wakeAt = node.DueTimestamp;
                 Monitor.Pulse(_sync);
             }
 
@@ -121,6 +126,7 @@ internal sealed class RetryClock : TimeProvider, IDisposable
 
                     if (_due.Count == 0)
                     {
+                        _wakeAt = long.MaxValue;
                         Monitor.Wait(_sync);
                         continue;
                     }
@@ -135,6 +141,7 @@ internal sealed class RetryClock : TimeProvider, IDisposable
                         break;
                     }
 
+                    _wakeAt = first.DueTimestamp;
                     Monitor.Wait(_sync, TimeSpan.FromTicks(Math.Max(1, (long)Math.Ceiling(wait / _timestampsPerTick))));
                 }
             }
