@@ -16,17 +16,19 @@ namespace BoundedWork.Synchronous;
 /// </para>
 /// <para>
 /// <b>Rejections.</b> Each queued task is one executor item and follows the executor's <see cref="RejectionPolicy"/>:
-/// when the executor refuses it at once (Abort, Discard, shut down) the task is faulted and <c>Start</c> or
-/// <c>StartNew</c> throws a <see cref="TaskSchedulerException"/> whose inner exception is the
-/// <see cref="RejectedExecutionException"/>; the executor counts and reports the item as usual. CallerRuns runs the
-/// task on the thread that queued it.
+/// when the policy refuses it at once (Abort, Discard) the task is faulted and <c>Start</c> or <c>StartNew</c> throws
+/// a <see cref="TaskSchedulerException"/> whose inner exception is the <see cref="RejectedExecutionException"/>; the
+/// executor counts and reports the item as usual. CallerRuns runs the task on the thread that queued it; Wait waits
+/// for room asynchronously. TPL drops an <c>await</c> continuation that its scheduler refuses (its async method never
+/// resumes), so give a scheduler that runs asynchronous code an executor with the Wait or CallerRuns policy.
 /// </para>
 /// <para>
 /// <b>Nothing is lost.</b> A scheduler cannot fail a task it has accepted; the only way to complete it is to run it.
 /// So a task the executor gives back after accepting it (evicted by DiscardOldest, its Wait for room timed out, or
-/// still queued at a shutdown deadline) runs on this scheduler's own rescue thread, a dedicated thread, one task at
-/// a time, and is counted in <see cref="RescuedTaskCount"/>. A graceful shutdown without a deadline runs every
-/// queued task on the workers.
+/// still queued at a shutdown deadline), and a task queued after the executor shut down (an <c>await</c> continuation,
+/// say), runs on this scheduler's own rescue thread, a dedicated thread, one task at a time, and is counted in
+/// <see cref="RescuedTaskCount"/> (the executor still counts and reports the item it did not run). A graceful
+/// shutdown without a deadline runs every queued task on the workers.
 /// </para>
 /// </remarks>
 public sealed class BoundedExecutorTaskScheduler : TaskScheduler
@@ -72,11 +74,21 @@ public sealed class BoundedExecutorTaskScheduler : TaskScheduler
             return;
         }
 
-        if (run.Exception?.InnerException is RejectedExecutionException rejected)
+        if (run.Exception?.InnerException is not RejectedExecutionException rejected)
         {
-            // Refused at once: TPL faults the task and throws a TaskSchedulerException to whoever queued it.
-            throw rejected;
+            return;
         }
+
+        if (rejected.Reason == RejectionReason.ShutDown)
+        {
+            // TPL drops an await continuation its scheduler refuses, and its async method would never resume:
+            // after shutdown, run what is still queued here rather than lose it.
+            Rescue(task);
+            return;
+        }
+
+        // Refused at once by the policy: TPL faults the task and throws a TaskSchedulerException to whoever queued it.
+        throw rejected;
     }
 
     /// <summary>Runs a task inline only on one of the executor's own workers, so no task ever runs elsewhere.</summary>

@@ -215,6 +215,45 @@ public sealed class TaskSchedulerTests
     }
 
     [Fact]
+    public async Task StartNew_AfterShutdown_RunsOnTheRescueThreadAndTheRejectionIsCounted()
+    {
+        var rejections = new ConcurrentQueue<WorkItemRejectedArguments>();
+        var executor = TestKit.Create(workers: 1, configure: o => o.OnRejected = rejections.Enqueue);
+        var scheduler = executor.AsTaskScheduler();
+        await executor.ShutdownAsync();
+
+        var name = await Task.Factory.StartNew(() => Thread.CurrentThread.Name, CancellationToken.None, TaskCreationOptions.None, scheduler)
+            .WaitAsync(TestKit.Safety);
+
+        Assert.Equal("test-rescue", name);
+        Assert.Equal(1, scheduler.RescuedTaskCount);
+        Assert.Equal(RejectionReason.ShutDown, Assert.Single(rejections).Reason);
+        Assert.Equal(1, executor.GetStatistics().Rejected);
+    }
+
+    [Fact]
+    public async Task AwaitContinuation_ArrivingAfterShutdown_StillResumes()
+    {
+        var executor = TestKit.Create(workers: 1);
+        var scheduler = executor.AsTaskScheduler();
+        var resume = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var suspended = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        var method = Task.Factory.StartNew(async () =>
+        {
+            var awaited = resume.Task;
+            suspended.SetResult();
+            await awaited;
+            return Thread.CurrentThread.Name;
+        }, CancellationToken.None, TaskCreationOptions.None, scheduler).Unwrap();
+        await suspended.Task.WaitAsync(TestKit.Safety);
+        await executor.ShutdownAsync().WaitAsync(TestKit.Safety);
+        resume.SetResult();
+
+        Assert.Equal("test-rescue", await method.WaitAsync(TestKit.Safety));
+    }
+
+    [Fact]
     public async Task DiscardOldest_EvictedTask_RunsOnTheRescueThread()
     {
         using var gate = new Gate();
