@@ -1,6 +1,8 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using Polly;
+using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -65,6 +67,90 @@ public sealed class DeadLetterTests
     }
 
     [Fact]
+    public async Task RetryDueWhileTheQueueIsFull_IsDeadLetteredAsRejected()
+    {
+        var retryDue = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        using var gate = new ManualResetEventSlim(false);
+        using var started = new ManualResetEventSlim(false);
+        using var failedOnce = new ManualResetEventSlim(false);
+        var failure = new InvalidOperationException("n1 fails");
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
+            o => o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
+            {
+                MaxRetryAttempts = 1,
+                DelayGenerator = async _ =>
+                {
+                    await retryDue.Task;
+                    return TimeSpan.Zero;
+                },
+            }),
+            executor: o => o.QueueCapacity = 1);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                failedOnce.Set();
+                throw failure;
+            }
+
+            if (notice.Id == 2)
+            {
+                started.Set();
+                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+            }
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1)));
+        Assert.True(failedOnce.Wait(TestHost.Patience));
+        Assert.True(host.Queue().TryEnqueue(new Notice(2)));
+        Assert.True(started.Wait(TestHost.Patience));
+        Assert.True(host.Queue().TryEnqueue(new Notice(3))); // fills the queue
+
+        retryDue.SetResult();
+
+        var letter = Assert.Single(deadLetters.WaitFor(1));
+        Assert.Equal(1, letter.Item.Id);
+        Assert.Equal(DeadLetterReason.Rejected, letter.Reason);
+        Assert.Equal(RejectionReason.QueueFull, letter.RejectionReason);
+        Assert.Same(failure, letter.Exception);
+        Assert.Equal(1, letter.Attempts);
+        gate.Set();
+        probe.WaitHandled(2);
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task KeyBacklogFull_TheItemIsRejectedAndDeadLettered()
+    {
+        using var gate = new ManualResetEventSlim(false);
+        using var started = new ManualResetEventSlim(false);
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, executor: o => o.QueueCapacity = 1);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                started.Set();
+                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+            }
+        };
+        host.Queue().TryEnqueue(new Notice(1, "a"));
+        Assert.True(started.Wait(TestHost.Patience));
+        Assert.True(host.Queue().TryEnqueue(new Notice(2, "a"))); // held back behind 1: the backlog is full
+
+        Assert.False(host.Queue().TryEnqueue(new Notice(3, "a")));
+        await Assert.ThrowsAsync<RejectedExecutionException>(() => host.Queue().EnqueueAsync(new Notice(4, "a")).AsTask());
+
+        var letters = deadLetters.WaitFor(2);
+        Assert.Equal([3, 4], letters.Select(l => l.Item.Id));
+        Assert.All(letters, l => Assert.Equal(RejectionReason.QueueFull, l.RejectionReason));
+        gate.Set();
+        probe.WaitHandled(2);
+        Assert.Equal([1, 2], probe.Handled);
+        await host.StopAsync();
+    }
+
+    [Fact]
     public async Task DiscardOldest_TheEvictedItemIsDeadLettered()
     {
         using var gate = new ManualResetEventSlim(false);
@@ -104,7 +190,8 @@ public sealed class DeadLetterTests
     {
         using var gate = new ManualResetEventSlim(false);
         using var started = new ManualResetEventSlim(false);
-        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>();
+        var logs = new CapturingLoggerProvider();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(logs: logs);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
         {
@@ -126,6 +213,8 @@ public sealed class DeadLetterTests
         Assert.Equal([2, 3], letters.Select(l => l.Item.Id));
         Assert.All(letters, l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
         Assert.All(letters, l => Assert.Equal(RejectionReason.Abandoned, l.RejectionReason));
+        var stoppedEarly = Assert.Single(logs.WithEvent("StoppedWithItemsInFlight"));
+        Assert.Equal(1, stoppedEarly.State["InFlightCount"]);
         gate.Set();
         probe.WaitHandled(1);
         Assert.Equal([1], probe.Handled);

@@ -147,11 +147,14 @@ public sealed class WorkQueueTests
     [Fact]
     public async Task AttemptTimeout_CancelsTheHandlersToken_AndTheAttemptIsRetried()
     {
-        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o =>
-        {
-            o.AttemptTimeout = TimeSpan.FromMilliseconds(10);
-            o.RetryDelay = TimeSpan.FromMilliseconds(1);
-        });
+        var logs = new CapturingLoggerProvider();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
+            o =>
+            {
+                o.AttemptTimeout = TimeSpan.FromMilliseconds(10);
+                o.RetryDelay = TimeSpan.FromMilliseconds(1);
+            },
+            logs: logs);
         using var _ = host;
         probe.Behaviour = (_, attempt, token) =>
         {
@@ -169,16 +172,29 @@ public sealed class WorkQueueTests
         Assert.Equal([1, 2], probe.Attempts.Select(a => a.Number));
         await host.StopAsync();
         Assert.Empty(deadLetters.Letters);
+        var timeout = Assert.Single(logs.WithEvent("ResilienceEvent"));
+        Assert.Equal("OnTimeout", timeout.State["ResilienceEvent"]);
+        Assert.Equal("payments", timeout.State["QueueName"]);
     }
 
     [Fact]
     public async Task ConfigurePipeline_GetsABuilderNamedAfterTheQueue_AndReplacesTheDefault()
     {
         string? builderName = null;
+        string? operationKey = null;
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.ConfigurePipeline = builder =>
         {
             builderName = builder.Name;
-            builder.AddRetry(new RetryStrategyOptions { MaxRetryAttempts = 1, Delay = TimeSpan.Zero });
+            builder.AddRetry(new RetryStrategyOptions
+            {
+                MaxRetryAttempts = 1,
+                Delay = TimeSpan.Zero,
+                OnRetry = args =>
+                {
+                    operationKey = args.Context.OperationKey;
+                    return default;
+                },
+            });
         });
         using var _ = host;
         probe.Behaviour = (_, _, _) => throw new InvalidOperationException("always");
@@ -187,6 +203,7 @@ public sealed class WorkQueueTests
 
         var letter = Assert.Single(deadLetters.WaitFor(1));
         Assert.Equal("payments", builderName);
+        Assert.Equal("payments", operationKey);
         Assert.Equal(2, letter.Attempts);
         Assert.Equal(DeadLetterReason.Failed, letter.Reason);
         await host.StopAsync();

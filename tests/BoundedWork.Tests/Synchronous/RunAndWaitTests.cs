@@ -59,6 +59,17 @@ public sealed class RunAndWaitTests
     }
 
     [Fact]
+    public async Task RunAndWait_NestedCycleWithoutExecutionContextFlow_DoesNotDeadlock()
+    {
+        await using var a = TestKit.Create(workers: 1, name: "a", configure: o => o.FlowExecutionContext = false);
+        await using var b = TestKit.Create(workers: 1, name: "b", configure: o => o.FlowExecutionContext = false);
+
+        var onB = await a.RunAsync(() => b.RunAndWait(() => a.RunAndWait(() => b.IsWorkerThread))).WaitAsync(TestKit.Safety);
+
+        Assert.True(onB);
+    }
+
+    [Fact]
     public async Task RunAndWait_ThreeExecutorsInACycle_DoesNotDeadlock()
     {
         await using var a = TestKit.Create(workers: 1, name: "a");
@@ -148,7 +159,10 @@ public sealed class RunAndWaitTests
         gate.WaitEntered();
 
         var caller = Task.Run(() => executor.RunAndWait(() => 1));
-        TestKit.WaitForStatistics(executor, s => s.ThreadPoolBlockingWaits == 1);
+
+        // The count is taken before the callback runs: wait for the report itself.
+        Assert.True(SpinWait.SpinUntil(() => !reports.IsEmpty, TestKit.Safety), "The blocking wait was never reported.");
+        Assert.Equal(1, executor.GetStatistics().ThreadPoolBlockingWaits);
         var report = Assert.Single(reports);
         gate.Open();
 
