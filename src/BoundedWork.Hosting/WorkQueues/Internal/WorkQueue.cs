@@ -338,7 +338,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
         var retry = new RetryHandoff(context.CancellationToken);
         entry.SetRetry(retry);
         Executor.TryExecute(s_runRetry, entry);
-        return new ValueTask<Outcome<object?>>(retry.Completion);
+        return retry.Completion;
     }
 
     private void RunRetry(WorkQueueEntry<T> entry)

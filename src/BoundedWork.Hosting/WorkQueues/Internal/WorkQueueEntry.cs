@@ -1,3 +1,4 @@
+using System.Threading.Tasks.Sources;
 using Polly;
 
 namespace BoundedWork.Hosting.Internal;
@@ -49,16 +50,66 @@ internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key)
 
 /// <summary>
 /// A retry waiting for a worker: the pipeline awaits <see cref="Completion"/>, which the worker completes after the
-/// attempt. Its continuations run synchronously, so the pipeline resumes on that worker, schedules its next delay
-/// or finishes, and frees the worker at once.
+/// attempt. The pipeline always resumes synchronously on the thread that completes it, or, when the attempt finished
+/// before the pipeline started to wait, on the thread that starts to wait: never on the ThreadPool (a
+/// <see cref="TaskCompletionSource"/> would queue that second case to the pool). The pipeline then schedules its next
+/// delay or finishes, and frees the worker at once. Used once.
 /// </summary>
-internal sealed class RetryHandoff(CancellationToken attemptToken)
+internal sealed class RetryHandoff(CancellationToken attemptToken) : IValueTaskSource<Outcome<object?>>
 {
-    private readonly TaskCompletionSource<Outcome<object?>> _completion = new();
+    private static readonly Action<object?> s_completed = static _ => { };
+
+    private Outcome<object?> _outcome;
+    private Action<object?>? _continuation;
+    private object? _continuationState;
+    private ExecutionContext? _executionContext;
 
     public CancellationToken AttemptToken { get; } = attemptToken;
 
-    public Task<Outcome<object?>> Completion => _completion.Task;
+    public ValueTask<Outcome<object?>> Completion => new(this, 0);
 
-    public void Complete(Outcome<object?> outcome) => _completion.TrySetResult(outcome);
+    /// <summary>Sets the outcome and resumes the waiting pipeline on this thread. Call once.</summary>
+    public void Complete(Outcome<object?> outcome)
+    {
+        _outcome = outcome;
+        var continuation = Interlocked.Exchange(ref _continuation, s_completed);
+        if (continuation is not null)
+        {
+            Invoke(continuation, _continuationState, _executionContext);
+        }
+    }
+
+    public Outcome<object?> GetResult(short token) => _outcome;
+
+    public ValueTaskSourceStatus GetStatus(short token) =>
+        ReferenceEquals(Volatile.Read(ref _continuation), s_completed) ? ValueTaskSourceStatus.Succeeded : ValueTaskSourceStatus.Pending;
+
+    public void OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
+    {
+        // The pipeline awaits with ConfigureAwait(false): no context to capture, only the ExecutionContext if asked.
+        var context = (flags & ValueTaskSourceOnCompletedFlags.FlowExecutionContext) != 0 ? ExecutionContext.Capture() : null;
+        _continuationState = state;
+        _executionContext = context;
+        if (Interlocked.CompareExchange(ref _continuation, continuation, null) is not null)
+        {
+            // Completed meanwhile: resume right here.
+            Invoke(continuation, state, context);
+        }
+    }
+
+    private static void Invoke(Action<object?> continuation, object? state, ExecutionContext? context)
+    {
+        if (context is null)
+        {
+            continuation(state);
+        }
+        else
+        {
+            ExecutionContext.Run(context, static s =>
+            {
+                var (action, argument) = ((Action<object?>, object?))s!;
+                action(argument);
+            }, (continuation, state));
+        }
+    }
 }
