@@ -103,9 +103,18 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
     /// Called after every executor has shut down: ends the retry waits of items still waiting (each becomes a dead
     /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires.
     /// </summary>
-    public async Task StopAsync(CancellationToken cancellationToken)
+    public Task StopAsync(CancellationToken cancellationToken)
     {
-        await _stopped.CancelAsync().ConfigureAwait(false);
+        // Synchronous: the cancelled retry waits end, and their dead letters are delivered, on this thread rather
+        // than on the ThreadPool.
+        _stopped.Cancel();
+        return WaitIdleAsync(cancellationToken);
+    }
+
+    public void Dispose() => _stopped.Dispose();
+
+    private async Task WaitIdleAsync(CancellationToken cancellationToken)
+    {
         var idle = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         Volatile.Write(ref _idle, idle);
         if (Volatile.Read(ref _inFlight) == 0)
@@ -125,8 +134,6 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
             }
         }
     }
-
-    public void Dispose() => _stopped.Dispose();
 
     /// <summary>The executor refused, dropped or abandoned one of the entry's executor items.</summary>
     internal Task OnNotRun(WorkQueueEntry<T> entry, RejectionReason reason)
