@@ -3,7 +3,8 @@ namespace BoundedWork.Synchronous;
 /// <summary>
 /// Blocking helpers for synchronous callers that must hand work to an executor and wait for it: legacy synchronous
 /// controllers, synchronous library entry points. They block the calling thread; from asynchronous code use
-/// <see cref="BoundedExecutor.RunAsync{TResult}(Func{TResult}, CancellationToken)"/> instead.
+/// <see cref="BoundedExecutor.RunAsync{TResult}(Func{TResult}, CancellationToken)"/> instead. Also the
+/// <see cref="TaskScheduler"/> view of an executor, for TPL code.
 /// </summary>
 /// <remarks>
 /// <para>
@@ -63,6 +64,15 @@ public static class BoundedExecutorSynchronousExtensions
         ArgumentNullException.ThrowIfNull(function);
         return RunAndWaitCore(executor, function, cancellationToken);
     }
+
+    /// <summary>
+    /// Creates a <see cref="TaskScheduler"/> whose tasks run on <paramref name="executor"/>'s workers. Create one and
+    /// keep it: each call returns a new scheduler.
+    /// </summary>
+    /// <param name="executor">The executor.</param>
+    /// <returns>The scheduler.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="executor"/> is <see langword="null"/>.</exception>
+    public static BoundedExecutorTaskScheduler AsTaskScheduler(this BoundedExecutor executor) => new(executor);
 
     private static TResult RunAndWaitCore<TResult>(BoundedExecutor executor, Func<TResult> function, CancellationToken cancellationToken)
     {
