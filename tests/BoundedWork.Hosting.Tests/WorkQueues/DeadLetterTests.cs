@@ -151,6 +151,52 @@ public sealed class DeadLetterTests
     }
 
     [Fact]
+    public async Task EnqueueAsync_CancelledWhileWaitingForRoom_ThrowsAndIsNotDeadLettered()
+    {
+        using var gate = new ManualResetEventSlim(false);
+        using var started = new ManualResetEventSlim(false);
+        var logs = new CapturingLoggerProvider();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
+            o => o.OrderingKey = n => n.Key,
+            executor: o =>
+            {
+                o.QueueCapacity = 1;
+                o.RejectionPolicy = RejectionPolicy.Wait;
+                o.WaitTimeout = Timeout.InfiniteTimeSpan;
+            },
+            logs: logs);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                started.Set();
+                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+            }
+        };
+        await host.Queue().EnqueueAsync(new Notice(1, "a"));
+        Assert.True(started.Wait(TestHost.Patience));
+        await host.Queue().EnqueueAsync(new Notice(2, "b"));
+        using var cancel = new CancellationTokenSource();
+
+        var waiting = host.Queue().EnqueueAsync(new Notice(3, "c"), cancel.Token).AsTask();
+        Assert.False(waiting.IsCompleted);
+        await cancel.CancelAsync();
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => waiting);
+        gate.Set();
+        probe.WaitHandled(2);
+
+        // Key "c" was released: a later item of it runs.
+        await host.Queue().EnqueueAsync(new Notice(4, "c"));
+        probe.WaitHandled(1);
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+        Assert.Equal([1, 2, 4], probe.Handled);
+        Assert.Empty(logs.WithEvent("StoppedWithItemsInFlight"));
+    }
+
+    [Fact]
     public async Task DiscardOldest_TheEvictedItemIsDeadLettered()
     {
         using var gate = new ManualResetEventSlim(false);

@@ -165,6 +165,26 @@ public sealed class TaskSchedulerTests
     }
 
     [Fact]
+    public async Task Start_WaitPolicyQueueFull_ReturnsAtOnceAndTheTaskRunsOnAWorkerWhenThereIsRoom()
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        var scheduler = executor.AsTaskScheduler();
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+
+        // The queuing thread is not blocked: the wait for room is asynchronous.
+        var task = Task.Factory.StartNew(() => executor.IsWorkerThread, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        Assert.False(task.IsCompleted);
+        gate.Open();
+
+        Assert.True(await task.WaitAsync(TestKit.Safety));
+        Assert.Equal(0, scheduler.RescuedTaskCount);
+        Assert.Equal(0, executor.GetStatistics().ThreadPoolBlockingWaits);
+    }
+
+    [Fact]
     public async Task GracefulShutdown_TasksQueuedBeforeIt_AllRunOnWorkers()
     {
         using var gate = new Gate();
