@@ -1,0 +1,21 @@
+namespace BoundedWork.Hosting;
+
+/// <summary>
+/// Receives the items of a typed work queue that will never be handled. Register any number with
+/// <c>services.AddSingleton&lt;IDeadLetterHandler&lt;T&gt;, MyDeadLetters&gt;()</c> (or scoped: each dead letter gets
+/// its own scope). With none registered, each dead letter is logged at Error level with the item.
+/// </summary>
+/// <typeparam name="T">The item type.</typeparam>
+/// <remarks>
+/// A dead letter is delivered on the thread that decided the item's fate (a worker, a producer whose item was
+/// rejected, or the shutdown path), so persist it quickly (for example to an outbox). An exception a handler throws is
+/// logged at Error level with the item and does not stop the other handlers.
+/// </remarks>
+public interface IDeadLetterHandler<T>
+{
+    /// <summary>Handles one dead letter.</summary>
+    /// <param name="deadLetter">The item and why it was not handled.</param>
+    /// <param name="cancellationToken">Not cancelled by the queue; reserved for the caller.</param>
+    /// <returns>A task that completes when the dead letter is handled.</returns>
+    ValueTask HandleAsync(DeadLetter<T> deadLetter, CancellationToken cancellationToken);
+}

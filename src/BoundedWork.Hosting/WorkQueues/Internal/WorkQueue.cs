@@ -1,0 +1,476 @@
+using System.Diagnostics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Polly;
+using Polly.Retry;
+
+namespace BoundedWork.Hosting.Internal;
+
+/// <summary>
+/// A typed work queue on a named <see cref="BoundedExecutor"/>: each item runs its handler through a Polly pipeline,
+/// on the executor's workers; failed items wait for their retry on the <see cref="RetryClock"/> thread (holding no
+/// worker), items with the same ordering key run one at a time in submission order, and every item that is not
+/// handled becomes a dead letter.
+/// </summary>
+/// <remarks>
+/// <para>
+/// An item's first attempt is one executor item. When it fails and the pipeline retries, the pipeline awaits its
+/// delay on the retry clock and the item's executor item ends, so the worker is free. When the delay ends, the
+/// attempt is handed back to a worker as a new executor item (<see cref="RetryHandoff"/>); if the executor refuses
+/// it (queue full, shut down) or drops it later, the item becomes a dead letter.
+/// </para>
+/// <para>
+/// Ordering: the first item of a key owns the key; later items of that key wait, in order, in the key's backlog
+/// (not in the executor's queue, bounded by the executor's queue capacity) until the owner ends, retries included.
+/// </para>
+/// </remarks>
+internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
+{
+    private static readonly Action<WorkQueueEntry<T>> s_runFirstAttempt = static entry => entry.Queue.RunFirstAttempt(entry);
+    private static readonly Action<WorkQueueEntry<T>> s_runRetry = static entry => entry.Queue.RunRetry(entry);
+    private static readonly Func<ResilienceContext, WorkQueueEntry<T>, ValueTask<Outcome<object?>>> s_attempt =
+        static (context, entry) => entry.Queue.Attempt(context, entry);
+
+    /// <summary>Entries whose key was released on this thread, started in order by the outermost release (no recursion).</summary>
+    [ThreadStatic]
+    private static Queue<WorkQueueEntry<T>>? t_starts;
+
+    private readonly IBoundedExecutorRegistry _registry;
+    private readonly IServiceScopeFactory _scopes;
+    private readonly Action<IServiceProvider, T, CancellationToken> _handle;
+    private readonly Func<T, object?>? _orderingKey;
+    private readonly ResiliencePipeline _pipeline;
+    private readonly ILogger _logger;
+    private readonly CancellationTokenSource _stopped = new();
+    private readonly CancellationToken _stoppedToken;
+    private readonly object _keysLock = new();
+    private readonly Dictionary<object, Queue<WorkQueueEntry<T>>?> _busyKeys = [];
+    private int _heldBack;
+    private int _inFlight;
+    private TaskCompletionSource? _idle;
+    private BoundedExecutor? _executor;
+
+    public WorkQueue(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, IServiceProvider services)
+    {
+        Name = name;
+        _stoppedToken = _stopped.Token;
+        _handle = handle;
+        _orderingKey = options.OrderingKey;
+        _registry = services.GetRequiredService<IBoundedExecutorRegistry>();
+        _scopes = services.GetRequiredService<IServiceScopeFactory>();
+        _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(WorkQueueLog.Category);
+        _pipeline = options.Pipeline ?? BuildPipeline(name, options, services.GetRequiredService<RetryClock>(), _logger);
+    }
+
+    public string Name { get; }
+
+    /// <summary>Gets the number of accepted items not yet handled or dead-lettered.</summary>
+    public int InFlightCount => Volatile.Read(ref _inFlight);
+
+    private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
+
+    public bool TryEnqueue(T item)
+    {
+        var entry = Accept(item);
+        return Admit(entry) switch
+        {
+            KeyAdmission.HeldBack => true,
+            KeyAdmission.BacklogFull => false,
+            _ => Executor.TryExecute(s_runFirstAttempt, entry), // refused: the OnRejected hook dead-letters it
+        };
+    }
+
+    public ValueTask EnqueueAsync(T item, CancellationToken cancellationToken = default)
+    {
+        var entry = Accept(item);
+        switch (Admit(entry))
+        {
+            case KeyAdmission.HeldBack:
+                return ValueTask.CompletedTask;
+            case KeyAdmission.BacklogFull:
+                return ValueTask.FromException(new RejectedExecutionException(Name, RejectionReason.QueueFull));
+        }
+
+        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
+        return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
+    }
+
+    /// <summary>Creates every part the queue needs at host start, so a bad executor setting fails the start.</summary>
+    public void Start() => _ = Executor;
+
+    /// <summary>
+    /// Called after every executor has shut down: ends the retry waits of items still waiting (each becomes a dead
+    /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires.
+    /// </summary>
+    public Task StopAsync(CancellationToken cancellationToken)
+    {
+        // Synchronous: the cancelled retry waits end, and their dead letters are delivered, on this thread rather
+        // than on the ThreadPool.
+        _stopped.Cancel();
+        return WaitIdleAsync(cancellationToken);
+    }
+
+    public void Dispose() => _stopped.Dispose();
+
+    private async Task WaitIdleAsync(CancellationToken cancellationToken)
+    {
+        var idle = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        Volatile.Write(ref _idle, idle);
+        if (Volatile.Read(ref _inFlight) == 0)
+        {
+            idle.TrySetResult();
+        }
+
+        try
+        {
+            await idle.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            if (InFlightCount is var left and > 0)
+            {
+                _logger.StoppedWithItemsInFlight(Name, left);
+            }
+        }
+    }
+
+    /// <summary>The executor refused, dropped or abandoned one of the entry's executor items.</summary>
+    internal Task OnNotRun(WorkQueueEntry<T> entry, RejectionReason reason)
+    {
+        entry.NotRun = reason;
+        if (entry.TakeRetry() is { } retry)
+        {
+            // A retry never ran: the pipeline ends now, and its item becomes a dead letter when it does.
+            retry.Complete(Outcome.FromResult<object?>(null));
+            return Task.CompletedTask;
+        }
+
+        return Finish(entry, Outcome.FromResult<object?>(null));
+    }
+
+    private static ResiliencePipeline BuildPipeline(string name, WorkQueueOptions<T> options, RetryClock clock, ILogger logger)
+    {
+        var builder = new ResiliencePipelineBuilder
+        {
+            Name = name,
+            TimeProvider = clock,
+            TelemetryListener = new WorkQueueTelemetryListener(name, logger),
+        };
+
+        if (options.ConfigurePipeline is { } configure)
+        {
+            configure(builder);
+            return builder.Build();
+        }
+
+        if (options.MaxRetryAttempts > 0)
+        {
+            builder.AddRetry(new RetryStrategyOptions
+            {
+                MaxRetryAttempts = options.MaxRetryAttempts,
+                Delay = options.RetryDelay,
+                MaxDelay = options.MaxRetryDelay,
+                BackoffType = DelayBackoffType.Exponential,
+                UseJitter = true,
+            });
+        }
+
+        if (options.AttemptTimeout != Timeout.InfiniteTimeSpan)
+        {
+            builder.AddTimeout(options.AttemptTimeout);
+        }
+
+        return builder.Build();
+    }
+
+    private WorkQueueEntry<T> Accept(T item)
+    {
+        var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item));
+        Interlocked.Increment(ref _inFlight);
+        return entry;
+    }
+
+    private async ValueTask AwaitQueuedAsync(ValueTask queued, WorkQueueEntry<T> entry)
+    {
+        try
+        {
+            await queued.ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // The producer gave up waiting for room: the item was never queued and the producer still holds it.
+            await Finish(entry, Outcome.FromResult<object?>(null), deadLetter: false).ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    /// <summary>Decides whether the entry runs now (owning its key), waits behind its key, or is refused.</summary>
+    private KeyAdmission Admit(WorkQueueEntry<T> entry)
+    {
+        if (entry.Key is not { } key)
+        {
+            return KeyAdmission.Run;
+        }
+
+        lock (_keysLock)
+        {
+            if (!_busyKeys.TryGetValue(key, out var backlog))
+            {
+                _busyKeys.Add(key, null);
+                entry.OwnsKey = true;
+                return KeyAdmission.Run;
+            }
+
+            if (_heldBack < Executor.QueueCapacity)
+            {
+                if (backlog is null)
+                {
+                    backlog = new Queue<WorkQueueEntry<T>>();
+                    _busyKeys[key] = backlog;
+                }
+
+                backlog.Enqueue(entry);
+                _heldBack++;
+                return KeyAdmission.HeldBack;
+            }
+        }
+
+        entry.NotRun = RejectionReason.QueueFull;
+        _ = Finish(entry, Outcome.FromResult<object?>(null));
+        return KeyAdmission.BacklogFull;
+    }
+
+    /// <summary>Hands the key to the next entry in its backlog, or frees it.</summary>
+    private WorkQueueEntry<T>? ReleaseKey(object key)
+    {
+        lock (_keysLock)
+        {
+            if (_busyKeys.TryGetValue(key, out var backlog) && backlog is { Count: > 0 })
+            {
+                _heldBack--;
+                var next = backlog.Dequeue();
+                next.OwnsKey = true;
+                return next;
+            }
+
+            _busyKeys.Remove(key);
+            return null;
+        }
+    }
+
+    /// <summary>Starts entries whose key was just handed to them, in order, without recursing.</summary>
+    private void StartReleased(WorkQueueEntry<T> entry)
+    {
+        if (t_starts is { } pending)
+        {
+            pending.Enqueue(entry);
+            return;
+        }
+
+        var starts = t_starts = new Queue<WorkQueueEntry<T>>();
+        try
+        {
+            var next = entry;
+            do
+            {
+                StartOne(next);
+            }
+            while (starts.TryDequeue(out next));
+        }
+        finally
+        {
+            t_starts = null;
+        }
+    }
+
+    private void StartOne(WorkQueueEntry<T> entry)
+    {
+        if (!Executor.IsWorkerThread)
+        {
+            // Never block the releasing thread (the retry clock, a shutdown path): refused means dead-lettered.
+            Executor.TryExecute(s_runFirstAttempt, entry);
+            return;
+        }
+
+        try
+        {
+            // On a worker the policy applies in full; Wait and CallerRuns run the entry right here when the queue is full.
+            Executor.Execute(s_runFirstAttempt, entry);
+        }
+        catch (RejectedExecutionException)
+        {
+            // Already dead-lettered by the OnRejected hook.
+        }
+    }
+
+    private void RunFirstAttempt(WorkQueueEntry<T> entry) => _ = ProcessAsync(entry);
+
+    private async Task ProcessAsync(WorkQueueEntry<T> entry)
+    {
+        Outcome<object?> outcome;
+        var context = ResilienceContextPool.Shared.Get(Name, _stoppedToken);
+        try
+        {
+            outcome = await _pipeline.ExecuteOutcomeAsync(s_attempt, context, entry).ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            outcome = Outcome.FromException<object?>(ex);
+        }
+        finally
+        {
+            ResilienceContextPool.Shared.Return(context);
+        }
+
+        try
+        {
+            await Finish(entry, outcome).ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            _logger.UnexpectedFailure(Name, entry.Item, ex);
+        }
+    }
+
+    private ValueTask<Outcome<object?>> Attempt(ResilienceContext context, WorkQueueEntry<T> entry)
+    {
+        if (entry.Attempts == 0 || Executor.IsWorkerThread)
+        {
+            return new ValueTask<Outcome<object?>>(RunAttempt(entry, context.CancellationToken));
+        }
+
+        // A retry whose delay ended on the retry clock's thread: hand the attempt to a worker. If the executor
+        // refuses it, the OnRejected hook completes the handoff at once (see OnNotRun).
+        var retry = new RetryHandoff(context.CancellationToken);
+        entry.SetRetry(retry);
+        Executor.TryExecute(s_runRetry, entry);
+        return retry.Completion;
+    }
+
+    private void RunRetry(WorkQueueEntry<T> entry)
+    {
+        var retry = entry.TakeRetry();
+        Debug.Assert(retry is not null, "A retry item runs only while its handoff is parked.");
+        retry?.Complete(RunAttempt(entry, retry.AttemptToken));
+    }
+
+    private Outcome<object?> RunAttempt(WorkQueueEntry<T> entry, CancellationToken cancellationToken)
+    {
+        entry.Attempts++;
+        try
+        {
+            var scope = _scopes.CreateAsyncScope();
+            try
+            {
+                _handle(scope.ServiceProvider, entry.Item, cancellationToken);
+            }
+            finally
+            {
+                var disposal = scope.DisposeAsync();
+                if (!disposal.IsCompletedSuccessfully)
+                {
+                    disposal.AsTask().GetAwaiter().GetResult();
+                }
+            }
+
+            return Outcome.FromResult<object?>(null);
+        }
+        catch (Exception ex)
+        {
+            entry.LastException = ex;
+            return Outcome.FromException<object?>(ex);
+        }
+    }
+
+    /// <summary>Gives the entry its one outcome: releases its key, delivers its dead letter if it has one.</summary>
+    private Task Finish(WorkQueueEntry<T> entry, Outcome<object?> outcome, bool deadLetter = true)
+    {
+        var next = entry.OwnsKey ? ReleaseKey(entry.Key!) : null;
+        var letter = deadLetter ? ToDeadLetter(entry, outcome) : null;
+        var delivery = letter is null ? Done() : DeliverAsync(letter);
+        if (next is not null)
+        {
+            StartReleased(next);
+        }
+
+        return delivery;
+    }
+
+    private DeadLetter<T>? ToDeadLetter(WorkQueueEntry<T> entry, Outcome<object?> outcome)
+    {
+        if (entry.NotRun is { } notRun)
+        {
+            var reason = notRun is RejectionReason.ShutDown or RejectionReason.Abandoned ? DeadLetterReason.ShutDown : DeadLetterReason.Rejected;
+            return new DeadLetter<T>(Name, entry.Item, reason, notRun, entry.LastException, entry.Attempts);
+        }
+
+        if (outcome.Exception is not { } exception)
+        {
+            return null;
+        }
+
+        if (exception is OperationCanceledException && _stoppedToken.IsCancellationRequested)
+        {
+            // The host stopped while the item waited for a retry: report the failure that caused the wait.
+            return new DeadLetter<T>(Name, entry.Item, DeadLetterReason.ShutDown, null, entry.LastException ?? exception, entry.Attempts);
+        }
+
+        return new DeadLetter<T>(Name, entry.Item, DeadLetterReason.Failed, null, exception, entry.Attempts);
+    }
+
+    private async Task DeliverAsync(DeadLetter<T> letter)
+    {
+        try
+        {
+            var scope = _scopes.CreateAsyncScope();
+            await using (scope.ConfigureAwait(false))
+            {
+                var delivered = false;
+                foreach (var handler in scope.ServiceProvider.GetServices<IDeadLetterHandler<T>>())
+                {
+                    delivered = true;
+                    try
+                    {
+                        await handler.HandleAsync(letter, CancellationToken.None).ConfigureAwait(false);
+                    }
+                    catch (Exception ex)
+                    {
+                        _logger.DeadLetterHandlerFailed(Name, letter.Reason, letter.Item, ex);
+                    }
+                }
+
+                if (!delivered)
+                {
+                    _logger.DeadLettered(Name, letter.Reason, letter.RejectionReason, letter.Attempts, letter.Item, letter.Exception);
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            // The container is gone (a dead letter after the host stopped, say): the log line still carries the item.
+            _logger.DeadLetterHandlerFailed(Name, letter.Reason, letter.Item, ex);
+        }
+        finally
+        {
+            await Done().ConfigureAwait(false);
+        }
+    }
+
+    private Task Done()
+    {
+        if (Interlocked.Decrement(ref _inFlight) == 0 && Volatile.Read(ref _idle) is { } idle)
+        {
+            idle.TrySetResult();
+        }
+
+        return Task.CompletedTask;
+    }
+
+    private enum KeyAdmission
+    {
+        Run,
+        HeldBack,
+        BacklogFull,
+    }
+}

@@ -1,0 +1,52 @@
+using BoundedWork.Synchronous;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+
+namespace BoundedWork.Hosting.Tests;
+
+/// <summary>AddBlockingService binds a registered legacy service to a named executor.</summary>
+public sealed class BlockingServiceRegistrationTests
+{
+    public interface ILegacyRepository
+    {
+        (string Name, bool OnWorker, Guid Instance) Find(int id);
+    }
+
+    public sealed class LegacyRepository(IServiceProvider services) : ILegacyRepository
+    {
+        private readonly Guid _instance = Guid.NewGuid();
+
+        public (string Name, bool OnWorker, Guid Instance) Find(int id) =>
+            ($"product {id}", services.GetRequiredKeyedService<BoundedExecutor>("legacy").IsWorkerThread, _instance);
+    }
+
+    [Fact]
+    public async Task AddBlockingService_ScopedService_EachScopeGetsItsOwnBoundInstanceAndCallsRunOnTheExecutor()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
+        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
+        builder.Services.AddBlockingService<ILegacyRepository>("legacy");
+        using var host = builder.Build();
+        await host.StartAsync();
+
+        (string Name, bool OnWorker, Guid Instance) first, second;
+        await using (var scope = host.Services.CreateAsyncScope())
+        {
+            var repository = scope.ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>();
+            first = await repository.RunAsync(static (r, id) => r.Find(id), 1);
+        }
+
+        await using (var scope = host.Services.CreateAsyncScope())
+        {
+            var repository = scope.ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>();
+            second = await repository.RunAsync(r => r.Find(2));
+        }
+
+        Assert.Equal(("product 1", true), (first.Name, first.OnWorker));
+        Assert.Equal(("product 2", true), (second.Name, second.OnWorker));
+        Assert.NotEqual(first.Instance, second.Instance);
+        Assert.Same(host.Services.GetRequiredKeyedService<BoundedExecutor>("legacy"), host.Services.CreateScope().ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>().Executor);
+        await host.StopAsync();
+    }
+}
