@@ -1,6 +1,7 @@
 // The reader's own types that the README snippets use: stand-ins for their blocking SDKs, outbox and domain.
 // Compiled together with each snippet by ReadmeSnippetTests; nothing here is part of BoundedWork.
 using BoundedWork;
+using BoundedWork.Hosting;
 
 public sealed record Customer(int Id);
 
@@ -54,4 +55,49 @@ public static class LegacyLedger
     public static decimal Balance(string account) => account.Length;
 
     public static void Touch(string account) => GC.KeepAlive(account);
+}
+
+public sealed record PaymentNotice(string OrderId, decimal Amount);
+
+public sealed class LegacyGateway
+{
+    public void Notify(PaymentNotice notice) => Thread.Sleep(1);
+}
+
+public sealed record Product(int Id, string Name);
+
+public interface IProductRepository
+{
+    Product Get(int id);
+
+    void Save(Product product);
+}
+
+public sealed class SqlProductRepository : IProductRepository
+{
+    public Product Get(int id) => new(id, "product");
+
+    public void Save(Product product) => Thread.Sleep(1);
+}
+
+public sealed class LegacyReports
+{
+    public void Recalculate() => Thread.Sleep(1);
+
+    public void Export(Order order) => Thread.Sleep(1);
+}
+
+public interface ILegacyLedger
+{
+    void Record(PaymentNotice notice);
+}
+
+public sealed class PaymentNoticeDeadLetters : IDeadLetterHandler<PaymentNotice>
+{
+    public ValueTask HandleAsync(DeadLetter<PaymentNotice> deadLetter, CancellationToken cancellationToken) => ValueTask.CompletedTask;
+}
+
+public sealed class LedgerHandler(ILegacyLedger ledger) : IBlockingWorkHandler<PaymentNotice>
+{
+    public void Handle(PaymentNotice item, CancellationToken cancellationToken) => ledger.Record(item);
 }
