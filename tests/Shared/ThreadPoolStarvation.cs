@@ -1,13 +1,15 @@
-namespace BoundedWork.Tests;
+namespace BoundedWork.Testing;
 
 /// <summary>
 /// Starves the shared ThreadPool on purpose: caps it at its minimum size and blocks every pool thread on a gate.
 /// A probe work item queued behind the blockers proves the starvation: it must not have run when the test checks.
 /// Tests that use this belong to the <see cref="StarvationCollection"/>, which never runs in parallel with others.
+/// One source file, linked into each test project that starves the pool.
 /// </summary>
 internal sealed class ThreadPoolStarvation : IDisposable
 {
     private static readonly object s_oneAtATime = new();
+    private static readonly TimeSpan s_safety = TimeSpan.FromSeconds(30);
 
     private readonly ManualResetEventSlim _release = new(false);
     private readonly int _oldMinWorkers;
@@ -42,7 +44,7 @@ internal sealed class ThreadPoolStarvation : IDisposable
                         ThreadPool.GetAvailableThreads(out var available, out _);
                         return available == 0;
                     },
-                    TestKit.Safety),
+                    s_safety),
                 "The pool never became saturated.");
             ThreadPool.UnsafeQueueUserWorkItem(_ => Volatile.Write(ref _probeRan, 1), null);
         }
