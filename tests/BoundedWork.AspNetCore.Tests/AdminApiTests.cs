@@ -24,16 +24,18 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal(["payments", "mail"], executors.Select(e => e.GetProperty("name").GetString()));
         var payments = executors[0];
         Assert.False(payments.GetProperty("isShutdown").GetBoolean());
-        AssertFields(payments.GetProperty("workers"), "target", "live", "busy", "peak", "max");
+        AssertFields(payments.GetProperty("workers"), "target", "live", "busy", "peak", "max", "slow");
         Assert.Equal(2, payments.GetProperty("workers").GetProperty("target").GetInt32());
         Assert.Equal(8, payments.GetProperty("workers").GetProperty("max").GetInt32());
-        AssertFields(payments.GetProperty("queue"), "length", "capacity", "oldestItemAgeMs");
+        AssertFields(payments.GetProperty("queue"), "length", "capacity", "oldestItemAgeMs", "waitingProducers");
         Assert.Equal(100, payments.GetProperty("queue").GetProperty("capacity").GetInt32());
         var settings = payments.GetProperty("settings");
-        AssertFields(settings, "workers", "queueCapacity", "rejectionPolicy", "waitTimeout");
+        AssertFields(settings, "workers", "queueCapacity", "rejectionPolicy", "waitTimeout", "slowItemThreshold", "queueWaitThreshold");
+        Assert.Equal("00:00:30", settings.GetProperty("slowItemThreshold").GetString());
+        Assert.Equal("infinite", settings.GetProperty("queueWaitThreshold").GetString());
         Assert.Equal("Abort", settings.GetProperty("rejectionPolicy").GetString());
         Assert.Equal("00:00:05", settings.GetProperty("waitTimeout").GetString());
-        AssertFields(payments.GetProperty("counters"), "submitted", "completed", "failed", "cancelled", "rejected", "discarded", "abandoned", "callerRuns", "callbackFailures", "threadPoolBlockingWaits");
+        AssertFields(payments.GetProperty("counters"), "submitted", "completed", "failed", "cancelled", "rejected", "discarded", "abandoned", "callerRuns", "callbackFailures", "threadPoolBlockingWaits", "running", "slowItemsReported", "longQueueWaitsReported", "workersReplaced");
         AssertFields(payments.GetProperty("rates"), "windowSeconds", "submitted", "completed", "failed", "cancelled", "rejected", "discarded");
         Assert.False(payments.TryGetProperty("history", out _));
     }
@@ -128,6 +130,67 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal(
             new BoundedExecutorSettings { WorkerCount = 4, QueueCapacity = 250, RejectionPolicy = RejectionPolicy.DiscardOldest, WaitTimeout = TimeSpan.FromSeconds(2), SlowItemThreshold = TimeSpan.FromSeconds(30), QueueWaitThreshold = Timeout.InfiniteTimeSpan },
             _server.Payments.Settings);
+    }
+
+    [Fact]
+    public async Task PatchSettings_SlowItemAndQueueWaitThresholds_ApplyAndShowInTheExecutor()
+    {
+        using var response = await _server.Client.SendChangeAsync(
+            HttpMethod.Patch,
+            "/bounded-work/executors/payments",
+            """{"slowItemThreshold": "00:00:10", "queueWaitThreshold": "00:00:02"}""");
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        var current = (await response.JsonAsync()).GetProperty("current");
+        Assert.Equal("00:00:10", current.GetProperty("slowItemThreshold").GetString());
+        Assert.Equal("00:00:02", current.GetProperty("queueWaitThreshold").GetString());
+        Assert.Equal(TimeSpan.FromSeconds(10), _server.Payments.Settings.SlowItemThreshold);
+        Assert.Equal(TimeSpan.FromSeconds(2), _server.Payments.Settings.QueueWaitThreshold);
+        var settings = (await (await _server.Client.GetAsync("/bounded-work/executors/payments")).JsonAsync()).GetProperty("settings");
+        Assert.Equal("00:00:10", settings.GetProperty("slowItemThreshold").GetString());
+
+        using var off = await _server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", """{"slowItemThreshold": "infinite"}""");
+        Assert.Equal(HttpStatusCode.OK, off.StatusCode);
+        Assert.Equal(Timeout.InfiniteTimeSpan, _server.Payments.Settings.SlowItemThreshold);
+    }
+
+    [Fact]
+    public async Task GetExecutor_AWorkerPastTheSlowItemThreshold_IsShownAsSlow()
+    {
+        using var release = new ManualResetEventSlim();
+        using var started = new ManualResetEventSlim();
+        _server.Payments.Reconfigure(new BoundedExecutorSettingsChange { SlowItemThreshold = TimeSpan.FromMilliseconds(20) });
+        _server.Payments.Execute(() =>
+        {
+            started.Set();
+            release.Wait(TestKit.Safety);
+        });
+        Assert.True(started.Wait(TestKit.Safety));
+        Assert.True(SpinWait.SpinUntil(() => _server.Payments.GetStatistics().SlowItemsReported == 1, TestKit.Safety), "The watchdog never reported the stuck item.");
+
+        var json = await (await _server.Client.GetAsync("/bounded-work/executors/payments")).JsonAsync();
+        release.Set();
+
+        Assert.Equal(1, json.GetProperty("workers").GetProperty("slow").GetInt32());
+        Assert.Equal(1, json.GetProperty("counters").GetProperty("slowItemsReported").GetInt64());
+        Assert.Equal(1, json.GetProperty("counters").GetProperty("running").GetInt64());
+    }
+
+    [Theory]
+    [InlineData("""{"slowItemThreshold": "00:00:00"}""", "slowItemThreshold")]
+    [InlineData("""{"slowItemThreshold": 5}""", "slowItemThreshold")]
+    [InlineData("""{"queueWaitThreshold": "soon"}""", "queueWaitThreshold")]
+    [InlineData("""{"queueWaitThreshold": "-00:00:01", "workers": 3}""", "queueWaitThreshold")]
+    public async Task PatchSettings_BadThreshold_IsAProblemNamingTheFieldAndChangesNothing(string body, string field)
+    {
+        var before = _server.Payments.Settings;
+
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", body);
+
+        Assert.Equal(HttpStatusCode.BadRequest, response.StatusCode);
+        Assert.Equal("application/problem+json", response.Content.Headers.ContentType?.MediaType);
+        Assert.True((await response.JsonAsync()).GetProperty("errors").TryGetProperty(field, out _));
+        Assert.Equal(before, _server.Payments.Settings);
     }
 
     [Fact]

@@ -114,7 +114,11 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
                 before.RejectionPolicy,
                 after.RejectionPolicy,
                 SettingsRequest.FormatTimeout(before.WaitTimeout),
-                SettingsRequest.FormatTimeout(after.WaitTimeout));
+                SettingsRequest.FormatTimeout(after.WaitTimeout),
+                SettingsRequest.FormatTimeout(before.SlowItemThreshold),
+                SettingsRequest.FormatTimeout(after.SlowItemThreshold),
+                SettingsRequest.FormatTimeout(before.QueueWaitThreshold),
+                SettingsRequest.FormatTimeout(after.QueueWaitThreshold));
         }
 
         if (before.WorkerCount != after.WorkerCount)
@@ -136,6 +140,16 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
         {
             metrics.Changed(name, SettingsRequest.WaitTimeout);
         }
+
+        if (before.SlowItemThreshold != after.SlowItemThreshold)
+        {
+            metrics.Changed(name, SettingsRequest.SlowItemThreshold);
+        }
+
+        if (before.QueueWaitThreshold != after.QueueWaitThreshold)
+        {
+            metrics.Changed(name, SettingsRequest.QueueWaitThreshold);
+        }
     }
 
     private AdminReply Refuse(ChangeRequest request, string name, string reason, AdminReply problem)
@@ -152,18 +166,18 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
             s.Name,
             s.IsShutdown,
             Workers(s),
-            new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3)),
-            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout)),
-            new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits),
+            new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3), s.WaitingProducers),
+            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold)),
+            new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced),
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null);
     }
 
     private static WorkersView Workers(BoundedExecutorStatistics s) =>
-        new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount);
+        new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);
 
     private static SettingsView View(BoundedExecutorSettings s) =>
-        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout));
+        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold));
 
     private static AdminReply NotFound(string name) =>
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);

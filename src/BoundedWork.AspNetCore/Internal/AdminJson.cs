@@ -21,12 +21,14 @@ internal sealed record ExecutorResponse(
     RatesView Rates,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History);
 
-internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max);
+/// <summary>Worker counts; <c>Slow</c> is how many run an item for longer than the slow-item threshold now.</summary>
+internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max, int Slow);
 
-internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs);
+/// <summary>The queue; <c>WaitingProducers</c> are producers blocked or awaiting room under the Wait policy.</summary>
+internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
-/// <summary>The settings that PATCH changes, under the same field names.</summary>
-internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout);
+/// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
+internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold);
 
 internal sealed record CountersView(
     long Submitted,
@@ -38,7 +40,11 @@ internal sealed record CountersView(
     long Abandoned,
     long CallerRuns,
     long CallbackFailures,
-    long ThreadPoolBlockingWaits);
+    long ThreadPoolBlockingWaits,
+    long Running,
+    long SlowItemsReported,
+    long LongQueueWaitsReported,
+    long WorkersReplaced);
 
 /// <summary>Items per second over the last <see cref="WindowSeconds"/> (up to a minute); null until a second of history exists.</summary>
 internal sealed record RatesView(

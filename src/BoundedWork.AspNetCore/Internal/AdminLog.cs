@@ -11,7 +11,7 @@ internal static partial class AdminLog
     public const string Category = "BoundedWork.Admin";
 
     [LoggerMessage(EventId = 200, EventName = "SettingsChanged", Level = LogLevel.Information,
-        Message = "Executor '{ExecutorName}' reconfigured by {User} ({RemoteAddress}) through the admin console: workers {PreviousWorkerCount} -> {WorkerCount}, queueCapacity {PreviousQueueCapacity} -> {QueueCapacity}, rejectionPolicy {PreviousRejectionPolicy} -> {RejectionPolicy}, waitTimeout {PreviousWaitTimeout} -> {WaitTimeout}.")]
+        Message = "Executor '{ExecutorName}' reconfigured by {User} ({RemoteAddress}) through the admin console: workers {PreviousWorkerCount} -> {WorkerCount}, queueCapacity {PreviousQueueCapacity} -> {QueueCapacity}, rejectionPolicy {PreviousRejectionPolicy} -> {RejectionPolicy}, waitTimeout {PreviousWaitTimeout} -> {WaitTimeout}, slowItemThreshold {PreviousSlowItemThreshold} -> {SlowItemThreshold}, queueWaitThreshold {PreviousQueueWaitThreshold} -> {QueueWaitThreshold}.")]
     public static partial void SettingsChanged(
         this ILogger logger,
         string executorName,
@@ -24,7 +24,11 @@ internal static partial class AdminLog
         RejectionPolicy previousRejectionPolicy,
         RejectionPolicy rejectionPolicy,
         string previousWaitTimeout,
-        string waitTimeout);
+        string waitTimeout,
+        string previousSlowItemThreshold,
+        string slowItemThreshold,
+        string previousQueueWaitThreshold,
+        string queueWaitThreshold);
 
     [LoggerMessage(EventId = 201, EventName = "SettingsChangeRefused", Level = LogLevel.Warning,
         Message = "Refused a change to executor '{ExecutorName}' by {User} ({RemoteAddress}) through the admin console: {StatusCode} {Reason}")]

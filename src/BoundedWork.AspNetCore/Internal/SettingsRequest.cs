@@ -14,6 +14,8 @@ internal static class SettingsRequest
     public const string QueueCapacity = "queueCapacity";
     public const string RejectionPolicyField = "rejectionPolicy";
     public const string WaitTimeout = "waitTimeout";
+    public const string SlowItemThreshold = "slowItemThreshold";
+    public const string QueueWaitThreshold = "queueWaitThreshold";
     public const string Body = "body";
 
     /// <summary>The largest body read; settings changes are a few dozen bytes.</summary>
@@ -21,7 +23,7 @@ internal static class SettingsRequest
 
     public const string InfiniteWaitTimeout = "infinite";
 
-    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout];
+    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold];
     private static readonly string[] s_putFields = [Workers];
 
     /// <summary>Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least one).</summary>
@@ -39,7 +41,7 @@ internal static class SettingsRequest
 
         int? workers = null, capacity = null;
         RejectionPolicy? policy = null;
-        TimeSpan? timeout = null;
+        TimeSpan? timeout = null, slowItemThreshold = null, queueWaitThreshold = null;
         var seen = new HashSet<string>(StringComparer.Ordinal);
         try
         {
@@ -80,8 +82,14 @@ internal static class SettingsRequest
                     case RejectionPolicyField:
                         policy = ReadPolicy(ref reader, errors);
                         break;
+                    case SlowItemThreshold:
+                        slowItemThreshold = ReadTimeout(ref reader, field, errors);
+                        break;
+                    case QueueWaitThreshold:
+                        queueWaitThreshold = ReadTimeout(ref reader, field, errors);
+                        break;
                     default:
-                        timeout = ReadTimeout(ref reader, errors);
+                        timeout = ReadTimeout(ref reader, field, errors);
                         break;
                 }
             }
@@ -118,7 +126,15 @@ internal static class SettingsRequest
             return (null, errors);
         }
 
-        var change = new BoundedExecutorSettingsChange { WorkerCount = workers, QueueCapacity = capacity, RejectionPolicy = policy, WaitTimeout = timeout };
+        var change = new BoundedExecutorSettingsChange
+        {
+            WorkerCount = workers,
+            QueueCapacity = capacity,
+            RejectionPolicy = policy,
+            WaitTimeout = timeout,
+            SlowItemThreshold = slowItemThreshold,
+            QueueWaitThreshold = queueWaitThreshold,
+        };
 
         // The core's own rules are the last word; report anything they refuse under the JSON field's name.
         foreach (var (setting, message) in change.GetValidationErrors(maxWorkerCount))
@@ -135,6 +151,8 @@ internal static class SettingsRequest
         nameof(BoundedExecutorSettingsChange.QueueCapacity) => QueueCapacity,
         nameof(BoundedExecutorSettingsChange.RejectionPolicy) => RejectionPolicyField,
         nameof(BoundedExecutorSettingsChange.WaitTimeout) => WaitTimeout,
+        nameof(BoundedExecutorSettingsChange.SlowItemThreshold) => SlowItemThreshold,
+        nameof(BoundedExecutorSettingsChange.QueueWaitThreshold) => QueueWaitThreshold,
         _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
     };
 
@@ -199,12 +217,12 @@ internal static class SettingsRequest
         return null;
     }
 
-    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, Dictionary<string, string[]> errors)
+    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
     {
         const string Expected = "a string such as \"00:00:05\" (hh:mm:ss) or \"infinite\"";
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[WaitTimeout] = [$"waitTimeout must be {Expected}, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be {Expected}, not {Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -219,14 +237,16 @@ internal static class SettingsRequest
         {
             if (timeout <= TimeSpan.Zero)
             {
-                errors[WaitTimeout] = [$"waitTimeout must be positive (was {text}); use \"infinite\" for no limit."];
+                errors[field] = [field == WaitTimeout
+                    ? $"waitTimeout must be positive (was {text}); use \"infinite\" for no limit."
+                    : $"{field} must be positive (was {text}); use \"infinite\" to turn it off."];
                 return null;
             }
 
             return timeout;
         }
 
-        errors[WaitTimeout] = [$"waitTimeout '{text}' is not {Expected}."];
+        errors[field] = [$"{field} '{text}' is not {Expected}."];
         return null;
     }
 
