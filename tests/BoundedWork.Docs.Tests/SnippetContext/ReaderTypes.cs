@@ -61,7 +61,7 @@ public sealed record PaymentNotice(string OrderId, decimal Amount);
 
 public sealed class LegacyGateway
 {
-    public void Notify(PaymentNotice notice) => Thread.Sleep(1);
+    public void Notify(PaymentNotice notice) { }
 }
 
 public sealed record Product(int Id, string Name);
@@ -77,14 +77,14 @@ public sealed class SqlProductRepository : IProductRepository
 {
     public Product Get(int id) => new(id, "product");
 
-    public void Save(Product product) => Thread.Sleep(1);
+    public void Save(Product product) { }
 }
 
 public sealed class LegacyReports
 {
-    public void Recalculate() => Thread.Sleep(1);
+    public void Recalculate() { }
 
-    public void Export(Order order) => Thread.Sleep(1);
+    public void Export(Order order) { }
 }
 
 public interface ILegacyLedger
