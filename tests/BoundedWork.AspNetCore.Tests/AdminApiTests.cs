@@ -38,6 +38,7 @@ public sealed class AdminApiTests : IAsyncLifetime
         AssertFields(payments.GetProperty("counters"), "submitted", "completed", "failed", "cancelled", "rejected", "discarded", "abandoned", "callerRuns", "callbackFailures", "threadPoolBlockingWaits", "running", "slowItemsReported", "longQueueWaitsReported", "workersReplaced");
         AssertFields(payments.GetProperty("rates"), "windowSeconds", "submitted", "completed", "failed", "cancelled", "rejected", "discarded");
         Assert.False(payments.TryGetProperty("history", out _));
+        Assert.False(payments.TryGetProperty("running", out _)); // only in the single-executor document
     }
 
     [Fact]
@@ -174,6 +175,10 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal(1, json.GetProperty("workers").GetProperty("slow").GetInt32());
         Assert.Equal(1, json.GetProperty("counters").GetProperty("slowItemsReported").GetInt64());
         Assert.Equal(1, json.GetProperty("counters").GetProperty("running").GetInt64());
+        var running = Assert.Single(json.GetProperty("running").EnumerateArray());
+        Assert.StartsWith("payments#", running.GetProperty("worker").GetString(), StringComparison.Ordinal);
+        Assert.True(running.GetProperty("elapsedMs").GetDouble() > 0);
+        Assert.Contains(nameof(GetExecutor_AWorkerPastTheSlowItemThreshold_IsShownAsSlow), running.GetProperty("method").GetString(), StringComparison.Ordinal);
     }
 
     [Theory]

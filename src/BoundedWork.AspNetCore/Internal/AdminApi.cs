@@ -24,7 +24,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
 
     public AdminReply GetExecutor(string name, bool history) =>
         registry.TryGetExecutor(name, out var executor)
-            ? AdminReply.Ok(Describe(executor, history), AdminJsonContext.Readable.ExecutorResponse)
+            ? AdminReply.Ok(Describe(executor, history) with { Running = DescribeRunning(executor) }, AdminJsonContext.Readable.ExecutorResponse)
             : NotFound(name);
 
     public AdminReply GetThreadPool(bool history) => AdminReply.Ok(sampler.GetThreadPool(history), AdminJsonContext.Readable.ThreadPoolResponse);
@@ -170,8 +170,17 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
             new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold)),
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced),
             sampler.GetRates(s),
-            history ? sampler.GetHistory(s.Name) : null);
+            history ? sampler.GetHistory(s.Name) : null,
+            null);
     }
+
+    private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>
+        [.. executor.GetRunningItems()
+            .OrderByDescending(r => r.Elapsed)
+            .Select(r => new RunningItemView(
+                r.WorkerName,
+                Math.Round(r.Elapsed.TotalMilliseconds, 3),
+                $"{r.Item.Callback.Method.DeclaringType?.Name}.{r.Item.Callback.Method.Name}"))];
 
     private static WorkersView Workers(BoundedExecutorStatistics s) =>
         new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);

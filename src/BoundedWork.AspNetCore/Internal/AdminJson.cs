@@ -19,7 +19,14 @@ internal sealed record ExecutorResponse(
     SettingsView Settings,
     CountersView Counters,
     RatesView Rates,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running);
+
+/// <summary>
+/// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
+/// has run, and the method its delegate calls (never its state, which may hold personal data).
+/// </summary>
+internal sealed record RunningItemView(string Worker, double ElapsedMs, string Method);
 
 /// <summary>Worker counts; <c>Slow</c> is how many run an item for longer than the slow-item threshold now.</summary>
 internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max, int Slow);
