@@ -21,6 +21,21 @@ public sealed class DashboardBrowserTests
     public static string ArtifactsDirectory => Path.Combine(AppContext.BaseDirectory, "artifacts");
 
     [Fact]
+    public async Task Dashboard_AWorkerPastTheSlowItemThreshold_IsShownAsSlow()
+    {
+        await using var server = await AdminServer.StartAsync(executors: services =>
+            services.AddBoundedExecutor("payments", o => { o.WorkerCount = 2; o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); }));
+        using var release = new ManualResetEventSlim();
+        server.Payments.Execute(() => release.Wait(TestKit.Safety));
+        Assert.True(SpinWait.SpinUntil(() => server.Payments.GetStatistics().SlowWorkerCount == 1, TestKit.Safety), "The item never became slow.");
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server);
+
+        await Assertions.Expect(page.Locator("tr[data-executor='payments'] span.slow")).ToContainTextAsync("1 slow", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        release.Set();
+    }
+
+    [Fact]
     public async Task Dashboard_LiveExecutors_ShowsChangingNumbersAndResizesThroughThePage()
     {
         await using var server = await AdminServer.StartAsync(executors: services =>
