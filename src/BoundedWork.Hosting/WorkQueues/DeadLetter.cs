@@ -11,15 +11,30 @@ public enum DeadLetterReason
 
     /// <summary>The host was stopping: the item was still queued at the shutdown deadline, waiting for a retry, or arrived after shutdown.</summary>
     ShutDown = 2,
+
+    /// <summary>
+    /// Durable storage only: the stored payload could not be read as the item type (<see cref="DeadLetter{T}.Item"/>
+    /// is the default value; <see cref="DeadLetter{T}.Payload"/> holds the stored text and
+    /// <see cref="DeadLetter{T}.Exception"/> the serializer's error).
+    /// </summary>
+    Malformed = 3,
+
+    /// <summary>
+    /// Durable storage only: the item was claimed by a node whose lease expired (it crashed or hung) more times than the
+    /// queue allows attempts, so it is not delivered again; it may be the item that brings nodes down.
+    /// </summary>
+    LeaseExpired = 4,
 }
 
 /// <summary>An item of a typed work queue that will never be handled, and why.</summary>
 /// <typeparam name="T">The item type.</typeparam>
 public sealed class DeadLetter<T>
 {
-    internal DeadLetter(string queueName, T item, DeadLetterReason reason, RejectionReason? rejectionReason, Exception? exception, int attempts)
+    internal DeadLetter(string queueName, long itemId, T item, DeadLetterReason reason, RejectionReason? rejectionReason, Exception? exception, int attempts, string? payload = null)
     {
         QueueName = queueName;
+        ItemId = itemId;
+        Payload = payload;
         Item = item;
         Reason = reason;
         RejectionReason = rejectionReason;
@@ -30,8 +45,14 @@ public sealed class DeadLetter<T>
     /// <summary>Gets the name of the queue the item was submitted to.</summary>
     public string QueueName { get; }
 
-    /// <summary>Gets the item.</summary>
+    /// <summary>Gets the item's id: the same as <see cref="WorkItemContext.ItemId"/> in the handler's attempts.</summary>
+    public long ItemId { get; }
+
+    /// <summary>Gets the item; the default value when <see cref="Reason"/> is <see cref="DeadLetterReason.Malformed"/>.</summary>
     public T Item { get; }
+
+    /// <summary>Gets the stored payload (JSON) with durable storage; <see langword="null"/> for in-memory queues.</summary>
+    public string? Payload { get; }
 
     /// <summary>Gets why the item was not handled.</summary>
     public DeadLetterReason Reason { get; }
@@ -46,5 +67,5 @@ public sealed class DeadLetter<T>
     public int Attempts { get; }
 
     /// <inheritdoc/>
-    public override string ToString() => $"{QueueName}: {Reason} after {Attempts} attempt(s): {Item}";
+    public override string ToString() => $"{QueueName}: item {ItemId} {Reason} after {Attempts} attempt(s): {(object?)Item ?? Payload}";
 }

@@ -27,11 +27,14 @@ public static class WorkQueueServiceCollectionExtensions
     /// <param name="services">The service collection.</param>
     /// <param name="name">The queue's name: its executor's name, the key of its <see cref="IWorkQueue{T}"/>, and the name its log lines and resilience telemetry carry.</param>
     /// <param name="configure">Optional queue settings (retries, timeout, ordering key, pipeline); validated here.</param>
-    /// <returns>The executor's options builder, to configure workers, capacity and policy (<c>.Configure(...)</c>, <c>.BindConfiguration(...)</c>).</returns>
+    /// <returns>
+    /// The executor's options builder, to configure workers, capacity and policy (<c>.Configure(...)</c>,
+    /// <c>.BindConfiguration(...)</c>), and to choose durable storage (<c>.UsePostgreSql(...)</c> from BoundedWork.PostgreSql).
+    /// </returns>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="name"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="name"/> is empty, <typeparamref name="THandler"/> is not a handler of <typeparamref name="T"/>, or a queue setting is invalid (the message names it).</exception>
     /// <exception cref="InvalidOperationException">An executor or queue with the same name is already registered.</exception>
-    public static OptionsBuilder<BoundedExecutorOptions> AddWorkQueue<T, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] THandler>(
+    public static WorkQueueBuilder<T> AddWorkQueue<T, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] THandler>(
         this IServiceCollection services,
         string name,
         Action<WorkQueueOptions<T>>? configure = null)
@@ -72,13 +75,16 @@ public static class WorkQueueServiceCollectionExtensions
             };
         });
 
+        var registration = new WorkQueueRegistration<T>(name, options, HandlerInvoker<T, THandler>.Instance);
         services.TryAddScoped<THandler>();
+        services.TryAddScoped<WorkItemContext>();
         services.TryAddSingleton<RetryClock>();
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IAbandonedWorkHandler, WorkQueueAbandonedItems>());
-        services.AddKeyedSingleton(name, (provider, _) => new WorkQueue<T>(name, options, HandlerInvoker<T, THandler>.Instance, provider));
-        services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<WorkQueue<T>>(key));
-        services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<WorkQueue<T>>(name));
-        services.AddSingleton<IHostedService>(provider => new WorkQueueHostedService<T>(provider.GetRequiredKeyedService<WorkQueue<T>>(name)));
-        return builder;
+        services.AddKeyedSingleton<IWorkQueueRuntime<T>>(name, (provider, _) =>
+            registration.Storage?.Invoke(provider, registration) ?? new WorkQueue<T>(name, options, registration.Handle, provider));
+        services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key));
+        services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
+        services.AddSingleton<IHostedService>(provider => new WorkQueueHostedService<T>(provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name)));
+        return new WorkQueueBuilder<T>(services, registration);
     }
 }

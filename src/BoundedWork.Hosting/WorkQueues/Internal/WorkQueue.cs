@@ -3,7 +3,6 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Internal;
 
@@ -25,7 +24,7 @@ namespace BoundedWork.Hosting.Internal;
 /// (not in the executor's queue, bounded by the executor's queue capacity) until the owner ends, retries included.
 /// </para>
 /// </remarks>
-internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
+internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 {
     private static readonly Action<WorkQueueEntry<T>> s_runFirstAttempt = static entry => entry.Queue.RunFirstAttempt(entry);
     private static readonly Action<WorkQueueEntry<T>> s_runRetry = static entry => entry.Queue.RunRetry(entry);
@@ -42,6 +41,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
     private readonly Func<T, object?>? _orderingKey;
     private readonly ResiliencePipeline _pipeline;
     private readonly ILogger _logger;
+    private readonly DeadLetters<T> _deadLetters;
     private readonly CancellationTokenSource _stopped = new();
     private readonly CancellationToken _stoppedToken;
     private readonly object _keysLock = new();
@@ -50,6 +50,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
     private int _inFlight;
     private TaskCompletionSource? _idle;
     private BoundedExecutor? _executor;
+    private long _lastItemId;
 
     public WorkQueue(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, IServiceProvider services)
     {
@@ -60,7 +61,8 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
         _registry = services.GetRequiredService<IBoundedExecutorRegistry>();
         _scopes = services.GetRequiredService<IServiceScopeFactory>();
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(WorkQueueLog.Category);
-        _pipeline = options.Pipeline ?? BuildPipeline(name, options, services.GetRequiredService<RetryClock>(), _logger);
+        _deadLetters = new DeadLetters<T>(name, _scopes, _logger);
+        _pipeline = WorkQueuePipeline.Build(name, options, services.GetRequiredService<RetryClock>(), _logger, storedRetries: false);
     }
 
     public string Name { get; }
@@ -97,7 +99,15 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
     }
 
     /// <summary>Creates every part the queue needs at host start, so a bad executor setting fails the start.</summary>
-    public void Start() => _ = Executor;
+    public Task StartAsync(CancellationToken cancellationToken)
+    {
+        _ = Executor;
+        return Task.CompletedTask;
+    }
+
+    public Task StoppingAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    public Task StoppedAsync(CancellationToken cancellationToken) => StopAsync(cancellationToken);
 
     /// <summary>
     /// Called after every executor has shut down: ends the retry waits of items still waiting (each becomes a dead
@@ -149,44 +159,9 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
         return Finish(entry, Outcome.FromResult<object?>(null));
     }
 
-    private static ResiliencePipeline BuildPipeline(string name, WorkQueueOptions<T> options, RetryClock clock, ILogger logger)
-    {
-        var builder = new ResiliencePipelineBuilder
-        {
-            Name = name,
-            TimeProvider = clock,
-            TelemetryListener = new WorkQueueTelemetryListener(name, logger),
-        };
-
-        if (options.ConfigurePipeline is { } configure)
-        {
-            configure(builder);
-            return builder.Build();
-        }
-
-        if (options.MaxRetryAttempts > 0)
-        {
-            builder.AddRetry(new RetryStrategyOptions
-            {
-                MaxRetryAttempts = options.MaxRetryAttempts,
-                Delay = options.RetryDelay,
-                MaxDelay = options.MaxRetryDelay,
-                BackoffType = DelayBackoffType.Exponential,
-                UseJitter = true,
-            });
-        }
-
-        if (options.AttemptTimeout != Timeout.InfiniteTimeSpan)
-        {
-            builder.AddTimeout(options.AttemptTimeout);
-        }
-
-        return builder.Build();
-    }
-
     private WorkQueueEntry<T> Accept(T item)
     {
-        var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item));
+        var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId));
         Interlocked.Increment(ref _inFlight);
         return entry;
     }
@@ -358,29 +333,14 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
     private Outcome<object?> RunAttempt(WorkQueueEntry<T> entry, CancellationToken cancellationToken)
     {
         entry.Attempts++;
-        try
+        var attempt = new WorkItemAttempt(Name, entry.Id, entry.Attempts, entry.EnqueuedAt, IsDurable: false);
+        if (WorkItemAttempt.Run(_scopes, _handle, entry.Item, attempt, cancellationToken) is { } exception)
         {
-            var scope = _scopes.CreateAsyncScope();
-            try
-            {
-                _handle(scope.ServiceProvider, entry.Item, cancellationToken);
-            }
-            finally
-            {
-                var disposal = scope.DisposeAsync();
-                if (!disposal.IsCompletedSuccessfully)
-                {
-                    disposal.AsTask().GetAwaiter().GetResult();
-                }
-            }
+            entry.LastException = exception;
+            return Outcome.FromException<object?>(exception);
+        }
 
-            return Outcome.FromResult<object?>(null);
-        }
-        catch (Exception ex)
-        {
-            entry.LastException = ex;
-            return Outcome.FromException<object?>(ex);
-        }
+        return Outcome.FromResult<object?>(null);
     }
 
     /// <summary>Gives the entry its one outcome: releases its key, delivers its dead letter if it has one.</summary>
@@ -402,7 +362,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
         if (entry.NotRun is { } notRun)
         {
             var reason = notRun is RejectionReason.ShutDown or RejectionReason.Abandoned ? DeadLetterReason.ShutDown : DeadLetterReason.Rejected;
-            return new DeadLetter<T>(Name, entry.Item, reason, notRun, entry.LastException, entry.Attempts);
+            return new DeadLetter<T>(Name, entry.Id, entry.Item, reason, notRun, entry.LastException, entry.Attempts);
         }
 
         if (outcome.Exception is not { } exception)
@@ -413,43 +373,17 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IDisposable
         if (exception is OperationCanceledException && _stoppedToken.IsCancellationRequested)
         {
             // The host stopped while the item waited for a retry: report the failure that caused the wait.
-            return new DeadLetter<T>(Name, entry.Item, DeadLetterReason.ShutDown, null, entry.LastException ?? exception, entry.Attempts);
+            return new DeadLetter<T>(Name, entry.Id, entry.Item, DeadLetterReason.ShutDown, null, entry.LastException ?? exception, entry.Attempts);
         }
 
-        return new DeadLetter<T>(Name, entry.Item, DeadLetterReason.Failed, null, exception, entry.Attempts);
+        return new DeadLetter<T>(Name, entry.Id, entry.Item, DeadLetterReason.Failed, null, exception, entry.Attempts);
     }
 
     private async Task DeliverAsync(DeadLetter<T> letter)
     {
         try
         {
-            var scope = _scopes.CreateAsyncScope();
-            await using (scope.ConfigureAwait(false))
-            {
-                var delivered = false;
-                foreach (var handler in scope.ServiceProvider.GetServices<IDeadLetterHandler<T>>())
-                {
-                    delivered = true;
-                    try
-                    {
-                        await handler.HandleAsync(letter, CancellationToken.None).ConfigureAwait(false);
-                    }
-                    catch (Exception ex)
-                    {
-                        _logger.DeadLetterHandlerFailed(Name, letter.Reason, letter.Item, ex);
-                    }
-                }
-
-                if (!delivered)
-                {
-                    _logger.DeadLettered(Name, letter.Reason, letter.RejectionReason, letter.Attempts, letter.Item, letter.Exception);
-                }
-            }
-        }
-        catch (Exception ex)
-        {
-            // The container is gone (a dead letter after the host stopped, say): the log line still carries the item.
-            _logger.DeadLetterHandlerFailed(Name, letter.Reason, letter.Item, ex);
+            await _deadLetters.DeliverAsync(letter).ConfigureAwait(false);
         }
         finally
         {

@@ -15,13 +15,18 @@ internal interface IWorkQueueEntry
 /// One accepted item of a <see cref="WorkQueue{T}"/>, from acceptance to its one outcome: handled, or a dead letter.
 /// It is the state of every executor item it takes (the first attempt, and each retry handed back to a worker).
 /// </summary>
-internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key) : IWorkQueueEntry
+internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key, long id) : IWorkQueueEntry
 {
     private RetryHandoff? _retry;
 
     public WorkQueue<T> Queue { get; } = queue;
 
     public T Item { get; } = item;
+
+    /// <summary>Gets the item's id, unique within the process.</summary>
+    public long Id { get; } = id;
+
+    public DateTimeOffset EnqueuedAt { get; } = DateTimeOffset.UtcNow;
 
     /// <summary>Gets the ordering key, or <see langword="null"/> when the item is not ordered.</summary>
     public object? Key { get; } = key;

@@ -1,0 +1,49 @@
+namespace BoundedWork.Hosting;
+
+/// <summary>
+/// The durable storage behind a typed work queue, as monitoring sees it (health check, admin console, metrics).
+/// Registered by storage packages (for example BoundedWork.PostgreSql); resolve all of them with
+/// <c>IEnumerable&lt;IWorkQueueStorage&gt;</c>.
+/// </summary>
+public interface IWorkQueueStorage
+{
+    /// <summary>Gets the name of the queue (and of its executor).</summary>
+    string QueueName { get; }
+
+    /// <summary>Gets the kind of storage, for example <c>PostgreSql</c>.</summary>
+    string StorageKind { get; }
+
+    /// <summary>Gets the latest statistics read from the storage (refreshed in the background; never blocks).</summary>
+    WorkQueueStorageStatistics Statistics { get; }
+}
+
+/// <summary>A snapshot of a work queue's durable storage, read in one query.</summary>
+public sealed record WorkQueueStorageStatistics
+{
+    /// <summary>Gets the number of stored items ready to run now, across every node.</summary>
+    public long Ready { get; init; }
+
+    /// <summary>Gets the number of stored items waiting for a later time (a stored retry's backoff).</summary>
+    public long Scheduled { get; init; }
+
+    /// <summary>Gets the number of stored items claimed by some node and not yet finished.</summary>
+    public long Running { get; init; }
+
+    /// <summary>Gets the number of dead letters kept in the storage.</summary>
+    public long DeadLettered { get; init; }
+
+    /// <summary>Gets the number of finished items kept until their retention ends.</summary>
+    public long Completed { get; init; }
+
+    /// <summary>Gets how long the oldest ready item has waited to run; zero when none is ready.</summary>
+    public TimeSpan OldestReadyAge { get; init; }
+
+    /// <summary>Gets a value indicating whether the storage answered the latest read and every loop of this node is connected.</summary>
+    public bool IsAvailable { get; init; }
+
+    /// <summary>Gets the latest connection or query error, while <see cref="IsAvailable"/> is <see langword="false"/>.</summary>
+    public string? LastError { get; init; }
+
+    /// <summary>Gets when the statistics were read; <see cref="DateTimeOffset.MinValue"/> before the first read.</summary>
+    public DateTimeOffset ReadAt { get; init; }
+}

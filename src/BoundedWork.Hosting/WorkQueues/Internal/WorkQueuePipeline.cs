@@ -1,0 +1,54 @@
+using Microsoft.Extensions.Logging;
+using Polly;
+using Polly.Retry;
+
+namespace BoundedWork.Hosting.Internal;
+
+/// <summary>Builds a typed work queue's Polly pipeline from its settings.</summary>
+internal static class WorkQueuePipeline
+{
+    /// <summary>
+    /// Returns the configured pipeline, or builds one: the <see cref="WorkQueueOptions{T}.ConfigurePipeline"/> callback's
+    /// strategies, or the default retry (unless <paramref name="storedRetries"/>: durable storage keeps its retries in
+    /// the database instead) around the per-attempt timeout.
+    /// </summary>
+    public static ResiliencePipeline Build<T>(string name, WorkQueueOptions<T> options, TimeProvider clock, ILogger logger, bool storedRetries)
+    {
+        if (options.Pipeline is { } pipeline)
+        {
+            return pipeline;
+        }
+
+        var builder = new ResiliencePipelineBuilder
+        {
+            Name = name,
+            TimeProvider = clock,
+            TelemetryListener = new WorkQueueTelemetryListener(name, logger),
+        };
+
+        if (options.ConfigurePipeline is { } configure)
+        {
+            configure(builder);
+            return builder.Build();
+        }
+
+        if (options.MaxRetryAttempts > 0 && !storedRetries)
+        {
+            builder.AddRetry(new RetryStrategyOptions
+            {
+                MaxRetryAttempts = options.MaxRetryAttempts,
+                Delay = options.RetryDelay,
+                MaxDelay = options.MaxRetryDelay,
+                BackoffType = DelayBackoffType.Exponential,
+                UseJitter = true,
+            });
+        }
+
+        if (options.AttemptTimeout != Timeout.InfiniteTimeSpan)
+        {
+            builder.AddTimeout(options.AttemptTimeout);
+        }
+
+        return builder.Build();
+    }
+}

@@ -1,0 +1,28 @@
+namespace BoundedWork.Hosting.Internal;
+
+/// <summary>One typed work queue as registered: its name, validated settings, handler, and storage.</summary>
+internal sealed class WorkQueueRegistration<T>(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle)
+{
+    public string Name { get; } = name;
+
+    public WorkQueueOptions<T> Options { get; } = options;
+
+    /// <summary>Gets the handler call: resolves the handler from the attempt's scope and runs it on the current (worker) thread.</summary>
+    public Action<IServiceProvider, T, CancellationToken> Handle { get; } = handle;
+
+    /// <summary>Gets or sets the factory of a durable queue that replaces the in-memory one; <see langword="null"/> for in memory.</summary>
+    public Func<IServiceProvider, WorkQueueRegistration<T>, IWorkQueueRuntime<T>>? Storage { get; set; }
+}
+
+/// <summary>A typed work queue as the host drives it: the producer side plus its lifecycle.</summary>
+internal interface IWorkQueueRuntime<T> : IWorkQueue<T>
+{
+    /// <summary>Creates (and, for durable storage, connects and migrates) what the queue needs; a failure fails the host's start.</summary>
+    Task StartAsync(CancellationToken cancellationToken);
+
+    /// <summary>Called before the executors stop: a durable queue stops claiming new items.</summary>
+    Task StoppingAsync(CancellationToken cancellationToken);
+
+    /// <summary>Called after every executor has stopped: finishes what is still in flight, or gives up when the token fires.</summary>
+    Task StoppedAsync(CancellationToken cancellationToken);
+}

@@ -1,0 +1,44 @@
+using Microsoft.Extensions.Logging;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// Every message the PostgreSQL storage logs, under the category <c>BoundedWork.PostgreSql</c>, with event ids 300-399
+/// (stable; documented in the package README). Each message names its queue.
+/// </summary>
+internal static partial class PostgreSqlLog
+{
+    public const string Category = "BoundedWork.PostgreSql";
+
+    [LoggerMessage(EventId = 300, EventName = "StorageUnavailable", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}' cannot reach PostgreSQL ({Loop}); retrying in {RetryDelay}.")]
+    public static partial void StorageUnavailable(this ILogger logger, string queueName, string loop, TimeSpan retryDelay, Exception exception);
+
+    [LoggerMessage(EventId = 301, EventName = "StorageRecovered", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}' reaches PostgreSQL again ({Loop}).")]
+    public static partial void StorageRecovered(this ILogger logger, string queueName, string loop);
+
+    [LoggerMessage(EventId = 302, EventName = "SchemaReady", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}' uses schema \"{Schema}\" at version {Version} (found version {FoundVersion}); node {NodeId}.")]
+    public static partial void SchemaReady(this ILogger logger, string queueName, string schema, int version, int foundVersion, string nodeId);
+
+    [LoggerMessage(EventId = 303, EventName = "LeasesExpired", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}': {Count} items claimed by nodes whose lease expired are ready again; {DeadCount} of them reached their last attempt and became dead letters.")]
+    public static partial void LeasesExpired(this ILogger logger, string queueName, int count, int deadCount);
+
+    [LoggerMessage(EventId = 304, EventName = "OutcomesNotRecorded", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}': {Count} outcomes were not recorded because the items were no longer this node's claims (their lease expired and they were claimed again); they will run again there.")]
+    public static partial void OutcomesNotRecorded(this ILogger logger, string queueName, int count);
+
+    [LoggerMessage(EventId = 305, EventName = "OutcomesLostAtStop", Level = LogLevel.Error,
+        Message = "Work queue '{QueueName}' stopped before {Count} outcomes could be written; those items run again once their lease expires.")]
+    public static partial void OutcomesLostAtStop(this ILogger logger, string queueName, int count);
+
+    [LoggerMessage(EventId = 306, EventName = "MalformedPayload", Level = LogLevel.Error,
+        Message = "Work queue '{QueueName}': stored item {ItemId} cannot be read as {ItemType}; it becomes a dead letter.")]
+    public static partial void MalformedPayload(this ILogger logger, string queueName, long itemId, string itemType, Exception exception);
+
+    [LoggerMessage(EventId = 307, EventName = "RetryStored", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}': item {ItemId} failed on delivery {Attempt}; retry stored for {RetryDelay} from now.")]
+    public static partial void RetryStored(this ILogger logger, string queueName, long itemId, int attempt, TimeSpan retryDelay, Exception exception);
+}

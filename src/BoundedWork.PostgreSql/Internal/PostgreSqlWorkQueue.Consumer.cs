@@ -1,0 +1,357 @@
+using System.Runtime.ExceptionServices;
+using System.Text.Json;
+using BoundedWork.Hosting;
+using BoundedWork.Hosting.Internal;
+using Microsoft.Extensions.Logging;
+using Npgsql;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>The consumer side: claiming, listening, running a delivery, and deciding its outcome.</summary>
+internal sealed partial class PostgreSqlWorkQueue<T>
+{
+    private const int MaxClaimBatch = 500;
+    private const string ClaimLoop = "claiming";
+    private const string ListenLoop = "listening";
+
+    public void Run(StoredItem item)
+    {
+        if (!item.TryStart())
+        {
+            return;
+        }
+
+        try
+        {
+            RunDelivery(item);
+        }
+        finally
+        {
+            Interlocked.Decrement(ref _inFlight);
+            _wake.Set();
+        }
+    }
+
+    public void Release(StoredItem item)
+    {
+        _outcomes.Post(item, OutcomeWriter.Kind.Released);
+        StorageMetrics.Released.Add(1, StorageMetrics.QueueTag(Name));
+        Interlocked.Decrement(ref _inFlight);
+        _wake.Set();
+    }
+
+    /// <summary>How many items this node may hold claimed now: the executor's current workers times the claims per worker, within what the executor can hold.</summary>
+    private int ClaimLimit()
+    {
+        var settings = Executor.Settings;
+        var perWorker = (long)settings.WorkerCount * _options.ClaimsPerWorker;
+        return (int)Math.Min(perWorker, (long)settings.WorkerCount + settings.QueueCapacity);
+    }
+
+    private async Task ClaimLoopAsync(CancellationToken cancellationToken)
+    {
+        var failureDelay = TimeSpan.FromMilliseconds(100);
+        var nextReap = DateTime.UtcNow;
+        while (!cancellationToken.IsCancellationRequested)
+        {
+            var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _inFlight), MaxClaimBatch);
+            var claimed = 0;
+            try
+            {
+                if (DateTime.UtcNow >= nextReap)
+                {
+                    await ReapExpiredLeasesAsync(cancellationToken).ConfigureAwait(false);
+                    nextReap = DateTime.UtcNow + ReapInterval();
+                }
+
+                if (requested > 0)
+                {
+                    claimed = await ClaimAsync(requested, cancellationToken).ConfigureAwait(false);
+                }
+
+                if (_health.Succeeded(ClaimLoop))
+                {
+                    _logger.StorageRecovered(Name, ClaimLoop);
+                }
+
+                failureDelay = TimeSpan.FromMilliseconds(100);
+            }
+            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            {
+                failureDelay = await ReportFailureAsync(ClaimLoop, ex, failureDelay, cancellationToken).ConfigureAwait(false);
+                continue;
+            }
+            catch (OperationCanceledException)
+            {
+                break;
+            }
+
+            if (requested > 0 && claimed == requested)
+            {
+                continue; // There may be more: claim again at once.
+            }
+
+            await _wake.WaitAsync(_options.PollInterval, cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
+
+    private async Task<int> ClaimAsync(int count, CancellationToken cancellationToken)
+    {
+        var claimed = new List<StoredItem>(Math.Min(count, 64));
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var command = new NpgsqlCommand(_sql.Claim, connection)
+            {
+                Parameters =
+                {
+                    new NpgsqlParameter<string> { TypedValue = Name },
+                    new NpgsqlParameter<int> { TypedValue = count },
+                    new NpgsqlParameter<string> { TypedValue = NodeId },
+                    new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration },
+                },
+            };
+            await using (command.ConfigureAwait(false))
+            {
+                // Not cancellable once sent: a claim that committed must reach the executor, or its rows would wait
+                // for their lease to expire.
+                var reader = await command.ExecuteReaderAsync(CancellationToken.None).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    while (await reader.ReadAsync(CancellationToken.None).ConfigureAwait(false))
+                    {
+                        claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3)));
+                    }
+                }
+            }
+        }
+
+        if (claimed.Count == 0)
+        {
+            return 0;
+        }
+
+        StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
+        claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+        foreach (var item in claimed)
+        {
+            Interlocked.Increment(ref _inFlight);
+
+            // Refused (the executor is shutting down): the OnRejected hook releases the row at once.
+            Executor.TryExecute(s_run, item);
+        }
+
+        return claimed.Count;
+    }
+
+    /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
+    private async Task ReapExpiredLeasesAsync(CancellationToken cancellationToken)
+    {
+        List<DeadLetter<T>>? dead = null;
+        var reaped = 0;
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var command = new NpgsqlCommand(_sql.ReapExpired, connection)
+            {
+                Parameters =
+                {
+                    new NpgsqlParameter<string> { TypedValue = Name },
+                    new NpgsqlParameter<int> { TypedValue = MaxDeliveries },
+                },
+            };
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(CancellationToken.None).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    while (await reader.ReadAsync(CancellationToken.None).ConfigureAwait(false))
+                    {
+                        reaped++;
+                        if (reader.GetInt16(1) == StorageSql.Dead)
+                        {
+                            var (item, error) = TryDeserialize(reader.GetString(2));
+                            var message = reader.GetString(5);
+                            (dead ??= []).Add(new DeadLetter<T>(Name, reader.GetInt64(0), item!, DeadLetterReason.LeaseExpired, null,
+                                new TimeoutException(message, error), reader.GetInt32(3), reader.GetString(2)));
+                        }
+                    }
+                }
+            }
+        }
+
+        if (reaped == 0)
+        {
+            return;
+        }
+
+        StorageMetrics.LeasesExpired.Add(reaped, StorageMetrics.QueueTag(Name));
+        _logger.LeasesExpired(Name, reaped, dead?.Count ?? 0);
+        foreach (var letter in dead ?? [])
+        {
+            StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
+            await _deadLetters.DeliverAsync(letter).ConfigureAwait(false);
+        }
+    }
+
+    private async Task ListenLoopAsync(CancellationToken cancellationToken)
+    {
+        var failureDelay = TimeSpan.FromMilliseconds(100);
+        while (!cancellationToken.IsCancellationRequested)
+        {
+            try
+            {
+                var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+                await using (connection.ConfigureAwait(false))
+                {
+                    connection.Notification += (_, notification) =>
+                    {
+                        if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))
+                        {
+                            _wake.Set();
+                        }
+                    };
+                    var listen = new NpgsqlCommand($"LISTEN {StorageSql.NotifyChannel}", connection);
+                    await using (listen.ConfigureAwait(false))
+                    {
+                        await listen.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
+                    }
+
+                    if (_health.Succeeded(ListenLoop))
+                    {
+                        _logger.StorageRecovered(Name, ListenLoop);
+                    }
+
+                    failureDelay = TimeSpan.FromMilliseconds(100);
+
+                    // Notifications sent while this node was not listening are lost: look once.
+                    _wake.Set();
+                    while (true)
+                    {
+                        await connection.WaitAsync(cancellationToken).ConfigureAwait(false);
+                    }
+                }
+            }
+            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            {
+                failureDelay = await ReportFailureAsync(ListenLoop, ex, failureDelay, cancellationToken).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException)
+            {
+                break;
+            }
+        }
+    }
+
+    /// <summary>Marks the loop failing, logs its first failure, and waits before the next try (doubling, up to the maximum).</summary>
+    private async Task<TimeSpan> ReportFailureAsync(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken)
+    {
+        if (_health.Failed(loop, error))
+        {
+            _logger.StorageUnavailable(Name, loop, delay, error);
+        }
+
+        try
+        {
+            await Task.Delay(delay, cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+        }
+
+        return TimeSpan.FromTicks(Math.Min(delay.Ticks * 2, _options.MaxReconnectDelay.Ticks));
+    }
+
+    /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries.</summary>
+    private int MaxDeliveries => _queueOptions.MaxRetryAttempts + 1;
+
+    private void RunDelivery(StoredItem item)
+    {
+        var (value, malformed) = TryDeserialize(item.Payload);
+        if (malformed is not null)
+        {
+            _logger.MalformedPayload(Name, item.Id, typeof(T).Name, malformed);
+            DeadLetter(item, new DeadLetter<T>(Name, item.Id, default!, DeadLetterReason.Malformed, null, malformed, item.Attempts - 1, item.Payload));
+            return;
+        }
+
+        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true);
+        Exception? failure = null;
+        try
+        {
+            _pipeline.Execute(
+                static (state, cancellationToken) =>
+                {
+                    var (queue, value, attempt) = state;
+                    if (WorkItemAttempt.Run(queue._scopes, queue._handle, value, attempt, cancellationToken) is { } exception)
+                    {
+                        ExceptionDispatchInfo.Throw(exception);
+                    }
+                },
+                (this, value!, attempt));
+        }
+        catch (Exception ex)
+        {
+            failure = ex;
+        }
+
+        if (failure is null)
+        {
+            StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
+            _outcomes.Post(item, OutcomeWriter.Kind.Completed);
+            return;
+        }
+
+        if (item.Attempts < MaxDeliveries)
+        {
+            var delay = RetryDelay(item.Attempts);
+            _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
+            StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
+            _outcomes.Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
+            return;
+        }
+
+        DeadLetter(item, new DeadLetter<T>(Name, item.Id, value!, DeadLetterReason.Failed, null, failure, item.Attempts, item.Payload));
+    }
+
+    /// <summary>Delivers the dead letter to the handlers, then records it in the table (a crash between the two delivers it again).</summary>
+    private void DeadLetter(StoredItem item, DeadLetter<T> letter)
+    {
+        StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
+        var delivery = _deadLetters.DeliverAsync(letter);
+        if (!delivery.IsCompleted)
+        {
+            delivery.GetAwaiter().GetResult(); // A dedicated worker waits, not a ThreadPool thread.
+        }
+
+        _outcomes.Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
+    }
+
+    /// <summary>
+    /// The stored retry's delay after the given delivery: the queue's exponential backoff (RetryDelay doubled per
+    /// delivery, at most MaxRetryDelay) with ±20% jitter, so items that failed together do not all come back together.
+    /// </summary>
+    private TimeSpan RetryDelay(int delivery)
+    {
+        var exponential = _queueOptions.RetryDelay.TotalMilliseconds * Math.Pow(2, Math.Min(delivery - 1, 30));
+        var capped = Math.Min(exponential, _queueOptions.MaxRetryDelay.TotalMilliseconds);
+        var jittered = capped * (0.8 + (0.4 * Random.Shared.NextDouble()));
+        return TimeSpan.FromMilliseconds(Math.Min(jittered, _queueOptions.MaxRetryDelay.TotalMilliseconds));
+    }
+
+    private (T? Item, Exception? Error) TryDeserialize(string payload)
+    {
+        try
+        {
+            return Deserialize(payload) is { } item ? (item, null) : (default, new JsonException($"The stored payload is JSON null, not a {typeof(T).Name}."));
+        }
+        catch (Exception ex) when (ex is JsonException or NotSupportedException or ArgumentException or InvalidOperationException)
+        {
+            return (default, ex);
+        }
+    }
+
+    private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
+}

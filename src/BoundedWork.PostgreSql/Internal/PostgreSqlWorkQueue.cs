@@ -1,0 +1,285 @@
+using System.Text.Json;
+using System.Text.Json.Serialization.Metadata;
+using BoundedWork.Hosting;
+using BoundedWork.Hosting.Internal;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Npgsql;
+using NpgsqlTypes;
+using Polly;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// A typed work queue stored in PostgreSQL. Producers insert rows (and notify); each node claims ready rows with
+/// <c>FOR UPDATE SKIP LOCKED</c>, as many as its executor has room for, runs each on a worker through the queue's Polly
+/// pipeline, and writes the outcome (completed, stored retry, dead letter) through the <see cref="OutcomeWriter"/>.
+/// </summary>
+/// <remarks>
+/// Loops, each on its own connection and each retrying with backoff when the database is unreachable: claiming
+/// (woken by notifications, local enqueues and freed workers, else every poll interval; it also returns expired
+/// leases to ready), listening, writing outcomes, renewing this node's leases, and reading statistics plus cleanup.
+/// </remarks>
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IAsyncDisposable, IDisposable
+{
+    /// <summary>The longest a stopping node waits for its last outcomes to be written, whatever the host's deadline.</summary>
+    private static readonly TimeSpan OutcomeFlushGrace = TimeSpan.FromSeconds(5);
+
+    private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
+
+    private readonly WorkQueueOptions<T> _queueOptions;
+    private readonly PostgreSqlWorkQueueOptions<T> _options;
+    private readonly JsonTypeInfo<T> _json;
+    private readonly Action<IServiceProvider, T, CancellationToken> _handle;
+    private readonly IBoundedExecutorRegistry _registry;
+    private readonly IServiceScopeFactory _scopes;
+    private readonly ILogger _logger;
+    private readonly DeadLetters<T> _deadLetters;
+    private readonly ResiliencePipeline _pipeline;
+    private readonly NpgsqlDataSource _dataSource;
+    private readonly StorageSql _sql;
+    private readonly StorageHealth _health;
+    private readonly OutcomeWriter _outcomes;
+    private readonly WakeSignal _wake = new();
+    private readonly CancellationTokenSource _claiming = new();
+    private readonly CancellationTokenSource _background = new();
+    private readonly CancellationTokenSource _abandonOutcomes = new();
+    private readonly List<Task> _claimLoops = [];
+    private readonly List<Task> _backgroundLoops = [];
+    private Task _outcomeLoop = Task.CompletedTask;
+    private BoundedExecutor? _executor;
+    private int _inFlight;
+    private int _disposed;
+    private WorkQueueStorageStatistics _statistics = new() { IsAvailable = false, LastError = "not started", ReadAt = DateTimeOffset.MinValue };
+
+    public PostgreSqlWorkQueue(WorkQueueRegistration<T> registration, PostgreSqlWorkQueueOptions<T> options, string connectionString, JsonTypeInfo<T> json, IServiceProvider services)
+    {
+        Name = registration.Name;
+        _queueOptions = registration.Options;
+        _options = options;
+        _json = json;
+        _handle = registration.Handle;
+        _registry = services.GetRequiredService<IBoundedExecutorRegistry>();
+        _scopes = services.GetRequiredService<IServiceScopeFactory>();
+        var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
+        _logger = loggers.CreateLogger(PostgreSqlLog.Category);
+        _deadLetters = new DeadLetters<T>(Name, _scopes, loggers.CreateLogger(WorkQueueLog.Category));
+        _pipeline = WorkQueuePipeline.Build(Name, _queueOptions, services.GetRequiredService<RetryClock>(), _logger, storedRetries: true);
+        var dataSource = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + Name };
+        dataSource.UseLoggerFactory(loggers);
+        _dataSource = dataSource.Build();
+        _sql = new StorageSql(options.Schema);
+        _health = new StorageHealth(_dataSource.Clear);
+        NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, _wake.Set);
+    }
+
+    public string Name { get; }
+
+    public string QueueName => Name;
+
+    public string StorageKind => "PostgreSql";
+
+    /// <summary>Gets this node's id: the lease owner of the rows it claims (machine, process id, and a random suffix).</summary>
+    public string NodeId { get; }
+
+    /// <summary>Gets the number of deliveries claimed by this node and not yet finished.</summary>
+    public int InFlightCount => Volatile.Read(ref _inFlight);
+
+    public WorkQueueStorageStatistics Statistics
+    {
+        get
+        {
+            var statistics = Volatile.Read(ref _statistics);
+            var available = _health.IsAvailable && statistics.ReadAt != DateTimeOffset.MinValue;
+            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError };
+        }
+    }
+
+    private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
+
+    public bool TryEnqueue(T item)
+    {
+        try
+        {
+            var connection = _dataSource.OpenConnection();
+            using (connection)
+            {
+                using var batch = CreateEnqueueBatch(item, connection, transaction: null);
+                batch.ExecuteScalar();
+            }
+
+            _wake.Set();
+            return true;
+        }
+        catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
+        {
+            _ = _deadLetters.DeliverAsync(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
+            return false;
+        }
+    }
+
+    public async ValueTask EnqueueAsync(T item, CancellationToken cancellationToken = default) =>
+        await EnqueueWithIdAsync(item, cancellationToken).ConfigureAwait(false);
+
+    public async Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default)
+    {
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var id = await InsertAsync(item, connection, transaction: null, cancellationToken).ConfigureAwait(false);
+            _wake.Set();
+            return id;
+        }
+    }
+
+    public Task<long> EnqueueAsync(T item, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(transaction);
+        var connection = transaction.Connection
+            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
+        return InsertAsync(item, connection, transaction, cancellationToken);
+    }
+
+    public Task<long> EnqueueAsync(T item, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertAsync(item, connection, transaction: null, cancellationToken);
+    }
+
+    public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
+    {
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var command = new NpgsqlCommand(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    return new WorkQueueStorageStatistics
+                    {
+                        Ready = reader.GetInt64(0),
+                        Scheduled = reader.GetInt64(1),
+                        Running = reader.GetInt64(2),
+                        DeadLettered = reader.GetInt64(3),
+                        Completed = reader.GetInt64(4),
+                        OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
+                        IsAvailable = true,
+                        ReadAt = DateTimeOffset.UtcNow,
+                    };
+                }
+            }
+        }
+    }
+
+    public async Task StartAsync(CancellationToken cancellationToken)
+    {
+        _ = Executor;
+        var (from, to) = await SchemaMigrator.MigrateAsync(_dataSource, _sql, cancellationToken).ConfigureAwait(false);
+        _logger.SchemaReady(Name, _sql.Schema, to, from, NodeId);
+        StorageMetrics.Register(this);
+        _outcomeLoop = Task.Run(() => _outcomes.RunAsync(_abandonOutcomes.Token), CancellationToken.None);
+        if (_options.Consume)
+        {
+            _claimLoops.Add(Task.Run(() => ClaimLoopAsync(_claiming.Token), CancellationToken.None));
+            _claimLoops.Add(Task.Run(() => ListenLoopAsync(_claiming.Token), CancellationToken.None));
+            _backgroundLoops.Add(Task.Run(() => HeartbeatLoopAsync(_background.Token), CancellationToken.None));
+        }
+
+        _backgroundLoops.Add(Task.Run(() => MaintenanceLoopAsync(_background.Token), CancellationToken.None));
+    }
+
+    public async Task StoppingAsync(CancellationToken cancellationToken)
+    {
+        // Claim nothing more; what is claimed runs (or is released) while the executors drain.
+        await _claiming.CancelAsync().ConfigureAwait(false);
+        await Task.WhenAll(_claimLoops).WaitAsync(cancellationToken).ConfigureAwait(false);
+    }
+
+    public async Task StoppedAsync(CancellationToken cancellationToken)
+    {
+        // Every executor has stopped (or given up at the deadline): the outcomes posted so far, releases of the items
+        // handed back included, are all there will be. Writing them is what keeps those items from running again
+        // after their lease, so it gets a grace of its own even when the host's deadline has passed. Leases stay
+        // renewed meanwhile.
+        _outcomes.Complete();
+        using var grace = CancellationTokenSource.CreateLinkedTokenSource(_abandonOutcomes.Token);
+        grace.CancelAfter(TimeSpan.FromTicks(Math.Min(_options.LeaseDuration.Ticks, OutcomeFlushGrace.Ticks)));
+        try
+        {
+            await _outcomeLoop.WaitAsync(grace.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            await _abandonOutcomes.CancelAsync().ConfigureAwait(false);
+            await _outcomeLoop.ConfigureAwait(false);
+        }
+
+        await _background.CancelAsync().ConfigureAwait(false);
+        await Task.WhenAll(_backgroundLoops).ConfigureAwait(false);
+        StorageMetrics.Unregister(this);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        StorageMetrics.Unregister(this);
+        await _claiming.CancelAsync().ConfigureAwait(false);
+        await _background.CancelAsync().ConfigureAwait(false);
+        await _abandonOutcomes.CancelAsync().ConfigureAwait(false);
+        _outcomes.Complete();
+        await Task.WhenAll([.. _claimLoops, .. _backgroundLoops, _outcomeLoop]).ConfigureAwait(false);
+        await _dataSource.DisposeAsync().ConfigureAwait(false);
+        _claiming.Dispose();
+        _background.Dispose();
+        _abandonOutcomes.Dispose();
+    }
+
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    private async Task<long> InsertAsync(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
+        var batch = CreateEnqueueBatch(item, connection, transaction);
+        await using (batch.ConfigureAwait(false))
+        {
+            return (long)(await batch.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
+        }
+    }
+
+    /// <summary>The insert and the notification, in one round trip and one transaction (the caller's, if any: a notification is sent at commit).</summary>
+    private NpgsqlBatch CreateEnqueueBatch(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction)
+    {
+        var payload = Serialize(item);
+        var key = _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
+        var insert = new NpgsqlBatchCommand(_sql.Enqueue)
+        {
+            Parameters =
+            {
+                new NpgsqlParameter<string> { TypedValue = Name },
+                new NpgsqlParameter<string> { NpgsqlDbType = NpgsqlDbType.Jsonb, TypedValue = payload },
+                new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = key },
+            },
+        };
+        var notify = new NpgsqlBatchCommand("SELECT pg_notify($1, $2)")
+        {
+            Parameters =
+            {
+                new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
+                new NpgsqlParameter<string> { TypedValue = Name },
+            },
+        };
+        return new NpgsqlBatch(connection, transaction) { BatchCommands = { insert, notify } };
+    }
+
+    private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
+
+    private T? Deserialize(string payload) => JsonSerializer.Deserialize(payload, _json);
+}

@@ -1,0 +1,60 @@
+using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
+using BoundedWork.Hosting;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// The meter <c>BoundedWork.PostgreSql</c>: what each node did (claims, outcomes, expired leases, all tagged with
+/// <c>boundedwork.queue</c>), and the stored depth and oldest age each node last read from the database.
+/// </summary>
+internal static class StorageMetrics
+{
+    public const string MeterName = "BoundedWork.PostgreSql";
+
+    private static readonly ConcurrentDictionary<IWorkQueueStorage, bool> s_queues = new();
+    private static readonly Meter s_meter = new(MeterName, typeof(StorageMetrics).Assembly.GetName().Version?.ToString());
+
+    public static readonly Counter<long> Claimed = s_meter.CreateCounter<long>("boundedwork.storage.claimed", "{item}", "Deliveries claimed by this node.");
+    public static readonly Counter<long> Completed = s_meter.CreateCounter<long>("boundedwork.storage.completed", "{item}", "Deliveries this node completed.");
+    public static readonly Counter<long> Retried = s_meter.CreateCounter<long>("boundedwork.storage.retried", "{item}", "Failed deliveries this node stored a retry for.");
+    public static readonly Counter<long> DeadLettered = s_meter.CreateCounter<long>("boundedwork.storage.dead_lettered", "{item}", "Items this node made dead letters.");
+    public static readonly Counter<long> Released = s_meter.CreateCounter<long>("boundedwork.storage.released", "{item}", "Claimed deliveries this node handed back unrun (stopping).");
+    public static readonly Counter<long> LeasesExpired = s_meter.CreateCounter<long>("boundedwork.storage.leases_expired", "{item}", "Claims of other nodes whose lease expired, returned to ready by this node.");
+
+    static StorageMetrics()
+    {
+        s_meter.CreateObservableGauge("boundedwork.storage.items", ObserveItems, "{item}",
+            "Stored items of the queue by state (ready, scheduled, running, dead_lettered, completed), as last read from the database.");
+        s_meter.CreateObservableGauge("boundedwork.storage.oldest_ready_age", ObserveOldestAge, "s",
+            "How long the oldest ready item has waited, as last read from the database.");
+        s_meter.CreateObservableGauge("boundedwork.storage.available", ObserveAvailable, "{boolean}",
+            "1 while this node reaches the database on every loop, else 0.");
+    }
+
+    public static KeyValuePair<string, object?> QueueTag(string queueName) => new("boundedwork.queue", queueName);
+
+    public static void Register(IWorkQueueStorage queue) => s_queues[queue] = true;
+
+    public static void Unregister(IWorkQueueStorage queue) => s_queues.TryRemove(queue, out _);
+
+    private static IEnumerable<Measurement<long>> ObserveItems()
+    {
+        foreach (var queue in s_queues.Keys)
+        {
+            var statistics = queue.Statistics;
+            var tag = QueueTag(queue.QueueName);
+            yield return new Measurement<long>(statistics.Ready, tag, new("boundedwork.storage.state", "ready"));
+            yield return new Measurement<long>(statistics.Scheduled, tag, new("boundedwork.storage.state", "scheduled"));
+            yield return new Measurement<long>(statistics.Running, tag, new("boundedwork.storage.state", "running"));
+            yield return new Measurement<long>(statistics.DeadLettered, tag, new("boundedwork.storage.state", "dead_lettered"));
+            yield return new Measurement<long>(statistics.Completed, tag, new("boundedwork.storage.state", "completed"));
+        }
+    }
+
+    private static IEnumerable<Measurement<double>> ObserveOldestAge() =>
+        s_queues.Keys.Select(queue => new Measurement<double>(queue.Statistics.OldestReadyAge.TotalSeconds, QueueTag(queue.QueueName)));
+
+    private static IEnumerable<Measurement<int>> ObserveAvailable() =>
+        s_queues.Keys.Select(queue => new Measurement<int>(queue.Statistics.IsAvailable ? 1 : 0, QueueTag(queue.QueueName)));
+}

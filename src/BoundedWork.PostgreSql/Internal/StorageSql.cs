@@ -1,0 +1,171 @@
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// Every statement the PostgreSQL storage runs, for one schema. One table holds the items of every queue; a row's
+/// <c>state</c> is its place in the life cycle:
+/// <list type="bullet">
+/// <item><description>0 ready: waits for <c>run_at</c> (now, or a stored retry's backoff);</description></item>
+/// <item><description>1 running: claimed by the node <c>lease_owner</c> until <c>lease_until</c>, which the node's heartbeat extends;</description></item>
+/// <item><description>2 completed and 3 dead letter: kept until their retention ends.</description></item>
+/// </list>
+/// <c>attempts</c> counts deliveries: a claim adds one, a delivery handed back unrun (shutdown) takes it back. A node
+/// finishes a delivery only while the row is still its claim (<c>id</c> and <c>attempts</c> match, state running), so
+/// a node whose lease expired and whose item was claimed again cannot overwrite the newer delivery's outcome.
+/// </summary>
+internal sealed class StorageSql
+{
+    /// <summary>The channel of the wake-up notifications; the payload is the queue's name.</summary>
+    public const string NotifyChannel = "boundedwork";
+
+    public const short Ready = 0;
+    public const short Running = 1;
+    public const short Completed = 2;
+    public const short Dead = 3;
+
+    public StorageSql(string schema)
+    {
+        var s = "\"" + schema + "\"";
+        Schema = schema;
+        Items = s + ".items";
+        SchemaVersion = s + ".schema_version";
+
+        Migrations =
+        [
+            // Version 1: the items table and the indexes each statement below is written for.
+            $"""
+            CREATE TABLE {Items} (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                queue text NOT NULL,
+                state smallint NOT NULL DEFAULT 0,
+                payload jsonb NOT NULL,
+                ordering_key text,
+                enqueued_at timestamptz NOT NULL DEFAULT now(),
+                run_at timestamptz NOT NULL DEFAULT now(),
+                attempts integer NOT NULL DEFAULT 0,
+                lease_owner text,
+                lease_until timestamptz,
+                finished_at timestamptz,
+                last_error text
+            ) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02);
+            CREATE INDEX items_ready ON {Items} (queue, id) WHERE state = 0;
+            CREATE INDEX items_running ON {Items} (queue, lease_until) WHERE state = 1;
+            CREATE INDEX items_ordered ON {Items} (queue, ordering_key, id) WHERE state IN (0, 1) AND ordering_key IS NOT NULL;
+            CREATE INDEX items_finished ON {Items} (queue, state, finished_at) WHERE state IN (2, 3);
+            """,
+        ];
+
+        Enqueue = $"INSERT INTO {Items} (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id";
+
+        // The oldest ready items of the queue, skipping rows another node is claiming right now, and, for ordered
+        // items, every item whose key has an older item that is not finished (ready, scheduled or running anywhere).
+        Claim = $"""
+            WITH next AS (
+                SELECT c.id FROM {Items} c
+                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
+                  AND (c.ordering_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM {Items} e
+                      WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1) AND e.id < c.id))
+                ORDER BY c.id
+                LIMIT $2
+                FOR UPDATE SKIP LOCKED)
+            UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+            FROM next WHERE i.id = next.id
+            RETURNING i.id, i.payload::text, i.attempts, i.enqueued_at
+            """;
+
+        Heartbeat = $"UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2";
+
+        // Claims whose node stopped renewing its lease (crashed, hung, cut off) go back to ready; after as many
+        // deliveries as the queue allows they become dead letters instead, so an item that kills nodes stops.
+        ReapExpired = $"""
+            UPDATE {Items} SET
+                state = CASE WHEN attempts >= $2 THEN 3 ELSE 0 END,
+                finished_at = CASE WHEN attempts >= $2 THEN now() END,
+                last_error = CASE WHEN attempts >= $2 THEN 'lease of ' || lease_owner || ' expired on delivery ' || attempts ELSE last_error END,
+                run_at = now(), lease_owner = NULL, lease_until = NULL
+            WHERE queue = $1 AND state = 1 AND lease_until < now()
+            RETURNING id, state, payload::text, attempts, enqueued_at, last_error
+            """;
+
+        // $1 ids, $2 attempts (the delivery each outcome belongs to).
+        Complete = $"""
+            UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
+            FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            """;
+        CompleteAndDelete = $"""
+            DELETE FROM {Items} i USING unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            """;
+
+        // $3 delay in milliseconds, $4 error text.
+        Retry = $"""
+            UPDATE {Items} i SET state = 0, run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
+                lease_owner = NULL, lease_until = NULL
+            FROM unnest($1::bigint[], $2::integer[], $3::double precision[], $4::text[]) AS d(id, attempts, delay_ms, error)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            """;
+
+        // $3 error text.
+        Kill = $"""
+            UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
+            FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS d(id, attempts, error)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            """;
+
+        // A delivery that never ran (the node is stopping): ready again at once, and the delivery does not count.
+        Release = $"""
+            UPDATE {Items} i SET state = 0, attempts = i.attempts - 1, run_at = now(), lease_owner = NULL, lease_until = NULL
+            FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            """;
+
+        Statistics = $"""
+            SELECT count(*) FILTER (WHERE state = 0 AND run_at <= now()),
+                   count(*) FILTER (WHERE state = 0 AND run_at > now()),
+                   count(*) FILTER (WHERE state = 1),
+                   count(*) FILTER (WHERE state = 3),
+                   count(*) FILTER (WHERE state = 2),
+                   coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE state = 0 AND run_at <= now())), 0)::double precision
+            FROM {Items} WHERE queue = $1
+            """;
+
+        // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
+        Cleanup = $"""
+            DELETE FROM {Items} WHERE id IN (
+                SELECT id FROM {Items} WHERE queue = $1 AND state = $2 AND finished_at < now() - $3
+                ORDER BY finished_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+            """;
+    }
+
+    public string Schema { get; }
+
+    public string Items { get; }
+
+    public string SchemaVersion { get; }
+
+    /// <summary>Gets the schema's versions in order: element <c>i</c> migrates version <c>i</c> to <c>i + 1</c>.</summary>
+    public IReadOnlyList<string> Migrations { get; }
+
+    public string Enqueue { get; }
+
+    public string Claim { get; }
+
+    public string Heartbeat { get; }
+
+    public string ReapExpired { get; }
+
+    public string Complete { get; }
+
+    public string CompleteAndDelete { get; }
+
+    public string Retry { get; }
+
+    public string Kill { get; }
+
+    public string Release { get; }
+
+    public string Statistics { get; }
+
+    public string Cleanup { get; }
+}

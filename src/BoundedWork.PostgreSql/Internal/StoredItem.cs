@@ -1,0 +1,53 @@
+using BoundedWork.Hosting.Internal;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// One delivery of a stored item to this node: the claimed row, as the executor item's state. It ends exactly once:
+/// it runs (and its outcome is written), or the executor never runs it and it is released back to the table.
+/// </summary>
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, DateTimeOffset enqueuedAt) : IWorkQueueEntry
+{
+    private const int Claimed = 0;
+    private const int Started = 1;
+    private const int Released = 2;
+
+    private int _state;
+
+    public IStoredItemOwner Owner { get; } = owner;
+
+    public long Id { get; } = id;
+
+    public string Payload { get; } = payload;
+
+    /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
+    public int Attempts { get; } = attempts;
+
+    public DateTimeOffset EnqueuedAt { get; } = enqueuedAt;
+
+    /// <summary>Marks the delivery as running; <see langword="false"/> if it was already released.</summary>
+    public bool TryStart() => Interlocked.CompareExchange(ref _state, Started, Claimed) == Claimed;
+
+    /// <summary>The executor refused, dropped or abandoned the delivery: the row goes back to ready at once.</summary>
+    public Task OnNotRun(RejectionReason reason)
+    {
+        if (Interlocked.CompareExchange(ref _state, Released, Claimed) == Claimed)
+        {
+            Owner.Release(this);
+        }
+
+        return Task.CompletedTask;
+    }
+
+    public override string ToString() => $"stored item {Id} (delivery {Attempts})";
+}
+
+/// <summary>The queue that claimed a <see cref="StoredItem"/>.</summary>
+internal interface IStoredItemOwner
+{
+    /// <summary>Runs the delivery on the current worker thread.</summary>
+    void Run(StoredItem item);
+
+    /// <summary>Hands an unrun delivery back to the table.</summary>
+    void Release(StoredItem item);
+}

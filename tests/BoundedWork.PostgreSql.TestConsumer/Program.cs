@@ -1,0 +1,40 @@
+// A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>.
+// Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
+// idempotent handler). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL.
+using System.Globalization;
+using BoundedWork.Hosting;
+using BoundedWork.PostgreSql.TestConsumer;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Npgsql;
+
+var connectionString = args[0];
+var schema = args[1];
+var queue = args[2];
+var workers = int.Parse(args[3], CultureInfo.InvariantCulture);
+var handlerTime = TimeSpan.FromMilliseconds(int.Parse(args[4], CultureInfo.InvariantCulture));
+var lease = TimeSpan.FromMilliseconds(int.Parse(args[5], CultureInfo.InvariantCulture));
+
+var builder = Host.CreateApplicationBuilder();
+builder.Logging.ClearProviders().AddSimpleConsole(o => o.SingleLine = true).SetMinimumLevel(LogLevel.Warning);
+builder.Services.AddSingleton(new EffectStore(NpgsqlDataSource.Create(connectionString), schema, handlerTime));
+builder.Services
+    .AddWorkQueue<Notice, RecordingHandler>(queue, o => o.RetryDelay = TimeSpan.FromMilliseconds(50))
+    .UsePostgreSql(connectionString, NoticeJson.Default.Notice, o =>
+    {
+        o.Schema = schema;
+        o.LeaseDuration = lease;
+        o.PollInterval = TimeSpan.FromMilliseconds(100);
+        o.StatisticsInterval = TimeSpan.FromMilliseconds(500);
+    })
+    .Configure(o =>
+    {
+        o.WorkerCount = workers;
+        o.MaxWorkerCount = Math.Max(workers, 4);
+    });
+
+using var host = builder.Build();
+await host.StartAsync();
+Console.WriteLine("READY");
+await host.WaitForShutdownAsync();

@@ -1,0 +1,102 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Globalization;
+using System.Reflection;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>A consumer node in a child process (tests/BoundedWork.PostgreSql.TestConsumer); killed when disposed.</summary>
+public sealed class ConsumerProcess : IAsyncDisposable
+{
+    private readonly Process _process;
+    private readonly ConcurrentQueue<string> _output = new();
+
+    private ConsumerProcess(Process process) => _process = process;
+
+    public int Id => _process.Id;
+
+    public string Output => string.Join(Environment.NewLine, _output);
+
+    private static string ConsumerPath =>
+        typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
+
+    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease)
+    {
+        var start = new ProcessStartInfo(Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") ?? "dotnet")
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        foreach (var argument in new[]
+        {
+            ConsumerPath, connectionString, schema, "notices", workers.ToString(CultureInfo.InvariantCulture),
+            ((int)handlerTime.TotalMilliseconds).ToString(CultureInfo.InvariantCulture), ((int)lease.TotalMilliseconds).ToString(CultureInfo.InvariantCulture),
+        })
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        var process = new Process { StartInfo = start };
+        var consumer = new ConsumerProcess(process);
+        var ready = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        process.OutputDataReceived += (_, e) =>
+        {
+            if (e.Data is { } line)
+            {
+                consumer._output.Enqueue(line);
+                if (line == "READY")
+                {
+                    ready.TrySetResult();
+                }
+            }
+        };
+        process.ErrorDataReceived += (_, e) =>
+        {
+            if (e.Data is { } line)
+            {
+                consumer._output.Enqueue("stderr: " + line);
+            }
+        };
+        process.Start();
+        process.BeginOutputReadLine();
+        process.BeginErrorReadLine();
+        try
+        {
+            await Task.WhenAny(ready.Task, process.WaitForExitAsync()).WaitAsync(QueueNode.Patience);
+            Assert.True(ready.Task.IsCompleted, "The consumer did not start: " + consumer.Output);
+        }
+        catch
+        {
+            await consumer.DisposeAsync();
+            throw;
+        }
+
+        return consumer;
+    }
+
+    /// <summary>SIGKILL: the process dies at once, in the middle of whatever it was doing.</summary>
+    public async Task KillAsync()
+    {
+        _process.Kill(entireProcessTree: false);
+        await _process.WaitForExitAsync().WaitAsync(QueueNode.Patience);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        try
+        {
+            if (!_process.HasExited)
+            {
+                _process.Kill();
+                await _process.WaitForExitAsync().WaitAsync(QueueNode.Patience);
+            }
+        }
+        catch (InvalidOperationException)
+        {
+            // Never started.
+        }
+
+        _process.Dispose();
+    }
+}

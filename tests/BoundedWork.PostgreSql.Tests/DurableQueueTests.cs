@@ -1,0 +1,307 @@
+using Microsoft.Extensions.DependencyInjection;
+using BoundedWork.Hosting;
+using BoundedWork.PostgreSql.TestConsumer;
+using Npgsql;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+[Collection(PostgresCollection.Name)]
+public sealed class DurableQueueTests(PostgresFixture postgres)
+{
+    [Fact]
+    public async Task EnqueuedItems_AreEachHandledOnce_WithTheIdTheEnqueueReturned()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
+
+        var ids = new Dictionary<long, int>();
+        for (var i = 0; i < 200; i++)
+        {
+            ids.Add(await node.Queue.EnqueueWithIdAsync(new Notice(i)), i);
+        }
+
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count >= 200, "200 items are handled");
+        var deliveries = behavior.Deliveries.ToArray();
+        Assert.Equal(200, deliveries.Length);
+        Assert.All(deliveries, d => Assert.Equal(ids[d.Id], d.Item.Number));
+        Assert.All(deliveries, d => Assert.Equal(1, d.Attempt));
+        Assert.Equal(200, deliveries.Select(d => d.Id).Distinct().Count());
+    }
+
+    [Fact]
+    public async Task TransactionalEnqueue_RolledBack_EnqueuesNothing_Committed_EnqueuesExactlyOnce()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
+
+        await using var connection = new NpgsqlConnection(postgres.ConnectionString);
+        await connection.OpenAsync();
+        await connection.ExecuteAsync($"CREATE TABLE {schema}.callbacks (number integer PRIMARY KEY)");
+
+        long rolledBackId;
+        await using (var transaction = await connection.BeginTransactionAsync())
+        {
+            await connection.ExecuteAsync($"INSERT INTO {schema}.callbacks VALUES (1)");
+            rolledBackId = await node.Queue.EnqueueAsync(new Notice(1), transaction);
+            await transaction.RollbackAsync();
+        }
+
+        long committedId;
+        await using (var transaction = await connection.BeginTransactionAsync())
+        {
+            await connection.ExecuteAsync($"INSERT INTO {schema}.callbacks VALUES (2)");
+            committedId = await node.Queue.EnqueueAsync(new Notice(2), transaction);
+            await transaction.CommitAsync();
+        }
+
+        // The committed item is handled; by then, had the rolled-back one existed (its id is lower), it would have been claimed first.
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Any(d => d.Id == committedId), "the committed item is handled");
+        Assert.Single(behavior.Deliveries);
+        Assert.DoesNotContain(behavior.Deliveries, d => d.Id == rolledBackId);
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {rolledBackId}"));
+        Assert.Equal(1L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {committedId}"));
+        Assert.Equal(1L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.callbacks"));
+    }
+
+    [Fact]
+    public async Task FailingHandler_RetriesAreStoredWithBackoff_ThenTheItemIsADeadLetterInTheTableAndTheHandlers()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior { Handle = (item, _) => throw new InvalidOperationException("payment provider refused " + item.Number) };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, queue: o => o.MaxRetryAttempts = 2);
+
+        var id = await node.Queue.EnqueueWithIdAsync(new Notice(7));
+
+        await behavior.WaitUntilAsync(() => !behavior.DeadLetters.IsEmpty, "the item is a dead letter");
+        var letter = Assert.Single(behavior.DeadLetters);
+        Assert.Equal(DeadLetterReason.Failed, letter.Reason);
+        Assert.Equal(id, letter.ItemId);
+        Assert.Equal(7, letter.Item.Number);
+        Assert.Equal(3, letter.Attempts);
+        Assert.Contains("payment provider refused 7", letter.Exception!.Message, StringComparison.Ordinal);
+        Assert.Equal("{\"Key\": null, \"Number\": 7}", letter.Payload); // as jsonb stores it
+        Assert.Empty(behavior.Deliveries); // the handler threw on every delivery, so none was recorded
+
+        await WaitForRowAsync(schema, id, state: 3);
+        var error = await postgres.ScalarAsync<string>($"SELECT last_error FROM {schema}.items WHERE id = {id}");
+        Assert.Contains("Failed: System.InvalidOperationException: payment provider refused 7", error, StringComparison.Ordinal);
+        Assert.Equal(3, await postgres.ScalarAsync<int>($"SELECT attempts FROM {schema}.items WHERE id = {id}"));
+    }
+
+    [Fact]
+    public async Task FailedDelivery_IsStoredForLater_NotHeldByAWorker()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        using var secondAttempt = new ManualResetEventSlim();
+        var behavior = new Behavior
+        {
+            Handle = (_, context) =>
+            {
+                if (context.Attempt == 1)
+                {
+                    throw new TimeoutException("first delivery fails");
+                }
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            queue: o => { o.RetryDelay = TimeSpan.FromHours(1); o.MaxRetryDelay = TimeSpan.FromHours(1); });
+
+        var id = await node.Queue.EnqueueWithIdAsync(new Notice(1));
+
+        // The retry is a row scheduled about an hour ahead (±20% jitter), with the failure recorded; no worker holds it.
+        await WaitForRowAsync(schema, id, state: 0, extraCondition: "run_at > now() + interval '30 minutes'");
+        Assert.Contains("first delivery fails", await postgres.ScalarAsync<string>($"SELECT last_error FROM {schema}.items WHERE id = {id}"), StringComparison.Ordinal);
+        Assert.Equal(0, node.Executor.GetStatistics().BusyWorkerCount);
+
+        // Bring the retry forward: the next delivery is attempt 2 and succeeds.
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET run_at = now() WHERE id = {id}");
+        await behavior.WaitUntilAsync(() => !behavior.Deliveries.IsEmpty, "the retry is handled");
+        Assert.Equal(2, Assert.Single(behavior.Deliveries).Attempt);
+        await WaitForRowAsync(schema, id, state: 2);
+    }
+
+    [Fact]
+    public async Task MalformedPayload_BecomesADeadLetterWithTheReason_AndTheWorkersGoOn()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
+
+        // Another producer wrote a payload of the wrong shape, then a null.
+        await postgres.ExecuteAsync($$"""INSERT INTO {{schema}}.items (queue, payload) VALUES ('notices', '{"Number":"not a number"}'), ('notices', 'null')""");
+        await node.Queue.EnqueueAsync(new Notice(42));
+
+        await behavior.WaitUntilAsync(() => behavior.DeadLetters.Count == 2 && behavior.Deliveries.Count == 1, "both bad rows are dead letters and the good item ran");
+        Assert.All(behavior.DeadLetters, letter =>
+        {
+            Assert.Equal(DeadLetterReason.Malformed, letter.Reason);
+            Assert.Null(letter.Item);
+            Assert.IsType<System.Text.Json.JsonException>(letter.Exception);
+        });
+        Assert.Contains(behavior.DeadLetters, letter => letter.Payload == "{\"Number\": \"not a number\"}");
+        Assert.Equal(42, Assert.Single(behavior.Deliveries).Item.Number);
+        Assert.Equal(2, node.Executor.GetStatistics().LiveWorkerCount);
+        Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 3 AND last_error LIKE 'Malformed: System.Text.Json.JsonException%'"));
+    }
+
+    [Fact]
+    public async Task ResizingTheExecutor_ChangesHowManyItemsTheNodeClaims()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        using var release = new ManualResetEventSlim();
+        var started = 0;
+        var behavior = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                Interlocked.Increment(ref started);
+                release.Wait(QueueNode.Patience);
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.ClaimsPerWorker = 1);
+        for (var i = 0; i < 10; i++)
+        {
+            await node.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        await WaitAsync(() => Volatile.Read(ref started) == 2, "both workers hold an item");
+        var statistics = await node.Queue.ReadStatisticsAsync();
+        Assert.Equal(2, statistics.Running); // two workers × one claim each: nothing more is claimed
+        Assert.Equal(8, statistics.Ready);
+
+        node.Executor.Reconfigure(new BoundedExecutorSettingsChange { WorkerCount = 5 });
+        await WaitAsync(() => Volatile.Read(ref started) == 5, "the three new workers hold an item");
+        statistics = await node.Queue.ReadStatisticsAsync();
+        Assert.Equal(5, statistics.Running);
+        Assert.Equal(5, statistics.Ready);
+
+        release.Set();
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 10, "every item is handled");
+    }
+
+    [Fact]
+    public async Task StoppingNode_HandsBackWhatItClaimedButDidNotRun_AndANewNodeRunsEverything()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        using var release = new ManualResetEventSlim();
+        using var entered = new ManualResetEventSlim();
+        var first = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                entered.Set();
+                release.Wait(QueueNode.Patience);
+            },
+        };
+        var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, first,
+            storage: o => o.ClaimsPerWorker = 4,
+            executor: o => o.WorkerCount = 1,
+            services: s => s.Configure<Microsoft.Extensions.Hosting.HostOptions>(o => o.ShutdownTimeout = TimeSpan.FromMilliseconds(300)));
+        for (var i = 0; i < 4; i++)
+        {
+            await node.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        Assert.True(entered.Wait(QueueNode.Patience));
+        await WaitAsync(() => node.Queue.ReadStatisticsAsync().Result.Running == 4, "the node claims four items");
+
+        // Stop while one item blocks its only worker: the three queued behind it are released at the deadline.
+        var stopping = node.DisposeAsync().AsTask();
+        await WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 0 AND attempts = 0").Result == 3,
+            "the three unrun claims are ready again, their delivery not counted");
+        release.Set();
+        await stopping;
+
+        var second = new Behavior();
+        await using var next = await QueueNode.StartAsync(postgres.ConnectionString, schema, second, node: "b");
+        await second.WaitUntilAsync(() => second.Deliveries.Count + first.Deliveries.Count >= 4 && second.Deliveries.Count >= 3, "the new node runs the released items");
+        Assert.Equal([0, 1, 2, 3], first.Deliveries.Concat(second.Deliveries).Select(d => d.Item.Number).Distinct().Order());
+    }
+
+    [Fact]
+    public async Task OrderingKey_ItemsOfOneKeyRunOneAtATimeInOrder_AcrossTwoNodes()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var running = new System.Collections.Concurrent.ConcurrentDictionary<string, int>();
+        var violations = 0;
+        var behavior = new Behavior
+        {
+            Handle = (item, _) =>
+            {
+                if (running.AddOrUpdate(item.Key!, 1, (_, n) => n + 1) > 1)
+                {
+                    Interlocked.Increment(ref violations);
+                }
+
+                Thread.SpinWait(20_000);
+                running.AddOrUpdate(item.Key!, 0, (_, n) => n - 1);
+            },
+        };
+        await using var a = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "a", queue: o => o.OrderingKey = n => n.Key);
+        await using var b = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "b", queue: o => o.OrderingKey = n => n.Key);
+
+        for (var i = 0; i < 100; i++)
+        {
+            await (i % 2 == 0 ? a : b).Queue.EnqueueAsync(new Notice(i, "account-" + (i % 4)));
+        }
+
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 100, "every item is handled");
+        Assert.Equal(0, violations);
+        foreach (var key in behavior.Deliveries.GroupBy(d => d.Item.Key))
+        {
+            var numbers = key.Select(d => d.Item.Number).ToArray(); // in the order the deliveries ended
+            Assert.Equal(numbers.Order(), numbers);
+        }
+
+        Assert.Equal(2, behavior.Deliveries.Select(d => d.Node).Distinct().Count());
+    }
+
+    [Fact]
+    public async Task NodesStartingAtOnce_CreateTheSchemaOnce()
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var behavior = new Behavior();
+        var nodes = await Task.WhenAll(Enumerable.Range(0, 4).Select(i =>
+            QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "n" + i, storage: o => o.Schema = schema)));
+        try
+        {
+            Assert.Equal(1L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.schema_version"));
+            Assert.Equal(1, await postgres.ScalarAsync<int>($"SELECT max(version) FROM {schema}.schema_version"));
+            await nodes[3].Queue.EnqueueAsync(new Notice(1));
+            await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 1, "the item is handled");
+        }
+        finally
+        {
+            foreach (var node in nodes)
+            {
+                await node.DisposeAsync();
+            }
+        }
+    }
+
+    private async Task WaitForRowAsync(string schema, long id, short state, string extraCondition = "true") =>
+        await WaitAsync(
+            () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {id} AND state = {state} AND {extraCondition}").Result == 1,
+            $"item {id} is in state {state} ({extraCondition})");
+
+    internal static async Task WaitAsync(Func<bool> condition, string what)
+    {
+        var deadline = DateTime.UtcNow + QueueNode.Patience;
+        while (!condition())
+        {
+            Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until {what}.");
+            await Task.Delay(20);
+        }
+    }
+}
+
+internal static class NpgsqlTestExtensions
+{
+    public static async Task ExecuteAsync(this NpgsqlConnection connection, string sql)
+    {
+        await using var command = new NpgsqlCommand(sql, connection);
+        await command.ExecuteNonQueryAsync();
+    }
+}

@@ -1,0 +1,107 @@
+using BoundedWork.PostgreSql.TestConsumer;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>Several consumer processes on one queue, a consumer killed with SIGKILL, and a database restart mid-run.</summary>
+[Collection(PostgresCollection.Name)]
+public sealed class MultiProcessTests(PostgresFixture postgres)
+{
+    [Fact]
+    public async Task ThreeConsumerProcesses_DrainOneQueue_EveryItemHandled_EffectsExactlyOnce()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        var consumers = new List<ConsumerProcess>();
+        try
+        {
+            for (var i = 0; i < 3; i++)
+            {
+                consumers.Add(await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromSeconds(5)));
+            }
+
+            await Task.WhenAll(Enumerable.Range(0, 4).Select(async p =>
+            {
+                for (var i = p; i < 2000; i += 4)
+                {
+                    await producer.Queue.EnqueueAsync(new Notice(i));
+                }
+            }));
+
+            await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == 2000, "every item has its effect");
+            var deliveries = await postgres.DeliveriesAsync(schema);
+            Assert.Equal(Enumerable.Range(0, 2000), deliveries.Select(d => d.Number).Distinct().Order());
+            Assert.Equal(2000, deliveries.Select(d => d.Id).Distinct().Count());
+            Assert.Equal(2000L, await postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {schema}.effects"));
+            Assert.Equal(consumers.Select(c => c.Id).Order(), deliveries.Select(d => d.Node).Distinct().Order()); // all three took part
+            Assert.DoesNotContain(deliveries, d => d.Attempt != 1); // nobody crashed: each item was delivered once
+        }
+        finally
+        {
+            foreach (var consumer in consumers)
+            {
+                await consumer.DisposeAsync();
+            }
+        }
+    }
+
+    [Fact]
+    public async Task ConsumerKilledMidRun_LosesNothing_ItsClaimedItemsRunElsewhereAfterTheLease()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
+        await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
+        for (var i = 0; i < 300; i++)
+        {
+            await producer.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        var victimClaims = $"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'";
+        await DurableQueueTests.WaitAsync(
+            () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.deliveries WHERE node = {victim.Id}").Result >= 10 && postgres.ScalarAsync<long>(victimClaims).Result > 0,
+            "the victim has handled items and holds claims");
+        await victim.KillAsync();
+        var orphaned = await postgres.ScalarAsync<long[]>($"SELECT coalesce(array_agg(id), '{{}}') FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'");
+        Assert.NotEmpty(orphaned);
+
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == 300, "every item has its effect");
+        var deliveries = await postgres.DeliveriesAsync(schema);
+        Assert.Equal(Enumerable.Range(0, 300), deliveries.Select(d => d.Number).Distinct().Order());
+        foreach (var id in orphaned)
+        {
+            // Each item the victim died holding was delivered again, by the survivor, as a later delivery.
+            Assert.Contains(deliveries, d => d.Id == id && d.Node == survivor.Id && d.Attempt >= 2);
+        }
+
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2"));
+    }
+
+    [Fact]
+    public async Task DatabaseRestartMidRun_LosesNothing_AndTheConsumersRecoverByThemselves()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var local = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, local);
+        await using var consumer = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(2), TimeSpan.FromSeconds(5));
+        for (var i = 0; i < 600; i++)
+        {
+            await node.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        await local.WaitUntilAsync(() => local.Deliveries.Count >= 100, "the in-process node has handled 100 items");
+        await postgres.Server.RestartAsync(whileDown: () =>
+            DurableQueueTests.WaitAsync(() => !node.Storage.Statistics.IsAvailable, "the node reports its storage unavailable"));
+        Npgsql.NpgsqlConnection.ClearAllPools(); // the test's own pooled connections died with the server
+        await DurableQueueTests.WaitAsync(() => node.Storage.Statistics.IsAvailable, "the node reports its storage available again");
+
+        for (var i = 600; i < 800; i++)
+        {
+            await node.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        int[] Handled() => [.. local.Deliveries.Select(d => d.Item.Number).Concat(postgres.DeliveriesAsync(schema).Result.Select(d => d.Number)).Distinct().Order()];
+        await DurableQueueTests.WaitAsync(() => Handled().Length == 800, "every item is handled by one of the nodes");
+        Assert.Equal(Enumerable.Range(0, 800), Handled());
+        Assert.Contains(local.Deliveries, d => d.Item.Number >= 600); // the in-process node recovered and consumed after the restart
+    }
+}
