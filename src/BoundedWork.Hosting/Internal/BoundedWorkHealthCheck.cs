@@ -7,8 +7,10 @@ namespace BoundedWork.Hosting.Internal;
 /// Reports the worst state among all registered executors. One instance per registration, so that "refused since
 /// the previous check" is measured between this check's own runs.
 /// </summary>
-internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, double degradedQueueFillRatio) : IHealthCheck
+internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, double degradedQueueFillRatio) : IHealthCheck
 {
+    private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
+
     private readonly Lock _sync = new();
     private readonly Dictionary<string, (long Refused, long BlockingWaits)> _countsAtLastCheck = new(StringComparer.Ordinal);
 
@@ -33,6 +35,18 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
             var blockingWaitsSinceLastCheck = stats.ThreadPoolBlockingWaits - before.BlockingWaits;
             var fillRatio = (double)stats.QueueLength / stats.QueueCapacity;
             var (status, problem) = Assess(stats, refusedSinceLastCheck, blockingWaitsSinceLastCheck, fillRatio);
+            _storages.TryGetValue(stats.Name, out var storage);
+            var stored = storage?.Statistics;
+            if (storage is not null && stored is { IsAvailable: false } && status != HealthStatus.Unhealthy)
+            {
+                (status, problem) = (HealthStatus.Unhealthy, $"Work queue '{stats.Name}' cannot reach its {storage.StorageKind} storage: {stored.LastError}");
+            }
+            else if (stored is not null && status == HealthStatus.Healthy && stats.QueueWaitThreshold != Timeout.InfiniteTimeSpan && stored.OldestReadyAge > stats.QueueWaitThreshold)
+            {
+                (status, problem) = (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
+                    $"Work queue '{stats.Name}' has a stored item ready for {stored.OldestReadyAge}, longer than the QueueWaitThreshold of {stats.QueueWaitThreshold}."));
+            }
+
             if (problem is not null)
             {
                 problems.Add(problem);
@@ -63,6 +77,20 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                 ["discarded"] = stats.Discarded,
                 ["abandoned"] = stats.Abandoned,
             };
+            if (stored is not null)
+            {
+                ((Dictionary<string, object>)data[stats.Name])["storage"] = new Dictionary<string, object>(StringComparer.Ordinal)
+                {
+                    ["kind"] = storage!.StorageKind,
+                    ["available"] = stored.IsAvailable,
+                    ["ready"] = stored.Ready,
+                    ["scheduled"] = stored.Scheduled,
+                    ["running"] = stored.Running,
+                    ["deadLettered"] = stored.DeadLettered,
+                    ["oldestReadyAgeSeconds"] = stored.OldestReadyAge.TotalSeconds,
+                    ["lastError"] = stored.LastError ?? string.Empty,
+                };
+            }
         }
 
         var description = problems.Count == 0

@@ -8,7 +8,7 @@ namespace BoundedWork.Hosting.Tests.WorkQueues;
 public sealed record Notice(int Id, string Key = "");
 
 /// <summary>One handler call as the probe saw it.</summary>
-public sealed record Attempt(int Id, string Key, int Number, bool OnWorker, Guid Scope);
+public sealed record Attempt(int Id, string Key, int Number, bool OnWorker, Guid Scope, WorkItemContext Context);
 
 /// <summary>
 /// What the test's handler does, shared by every handler instance: records each attempt, then runs the test's
@@ -33,7 +33,7 @@ public sealed class Probe
     {
         var number = _attempts.AddOrUpdate(notice.Id, 1, (_, n) => n + 1);
         var executor = services.GetRequiredKeyedService<BoundedExecutor>(QueueName);
-        _log.Enqueue(new Attempt(notice.Id, notice.Key, number, executor.IsWorkerThread, scope.Id));
+        _log.Enqueue(new Attempt(notice.Id, notice.Key, number, executor.IsWorkerThread, scope.Id, services.GetRequiredService<WorkItemContext>()));
         Behaviour?.Invoke(notice, number, cancellationToken);
         _handled.Enqueue(notice.Id);
         _handledSignal.Release();

@@ -86,6 +86,46 @@ public sealed class WorkQueueTests
     }
 
     [Fact]
+    public async Task WorkItemContext_GivesTheHandlerAnIdThatRetriesKeep_AndTheAttemptNumber()
+    {
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o =>
+        {
+            o.RetryDelay = TimeSpan.FromMilliseconds(1);
+            o.MaxRetryAttempts = 1;
+        });
+        using var _ = host;
+        probe.Behaviour = (notice, attempt, _) =>
+        {
+            if (notice.Id == 2 || attempt == 1)
+            {
+                throw new TimeoutException("gateway down");
+            }
+        };
+        var before = DateTimeOffset.UtcNow;
+
+        Assert.True(host.Queue().TryEnqueue(new Notice(1)));
+        Assert.True(host.Queue().TryEnqueue(new Notice(2)));
+
+        probe.WaitHandled(1);
+        var letter = Assert.Single(deadLetters.WaitFor(1));
+        var first = probe.Attempts.Where(a => a.Id == 1).ToArray();
+        var second = probe.Attempts.Where(a => a.Id == 2).ToArray();
+        Assert.Equal([1, 2], first.Select(a => a.Context.Attempt));
+        Assert.Single(first.Select(a => a.Context.ItemId).Distinct());
+        Assert.Single(second.Select(a => a.Context.ItemId).Distinct());
+        Assert.NotEqual(first[0].Context.ItemId, second[0].Context.ItemId);
+        Assert.Equal(second[0].Context.ItemId, letter.ItemId);
+        Assert.All(probe.Attempts, a =>
+        {
+            Assert.Equal("payments", a.Context.QueueName);
+            Assert.False(a.Context.IsDurable);
+            Assert.InRange(a.Context.EnqueuedAt, before, DateTimeOffset.UtcNow);
+        });
+        Assert.Null(letter.Payload);
+        await host.StopAsync();
+    }
+
+    [Fact]
     public async Task Retry_WaitingForItsDelay_HoldsNoWorker()
     {
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o =>

@@ -1,0 +1,43 @@
+using BoundedWork.PostgreSql.TestConsumer;
+using Microsoft.Extensions.DependencyInjection;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+public sealed class OptionsTests
+{
+    [Fact]
+    public void InvalidSettings_AreRefusedAtRegistration_EachNamed()
+    {
+        var services = new ServiceCollection();
+        var error = Assert.Throws<ArgumentException>(() => services.AddWorkQueue<Notice, TestHandler>("payments").UsePostgreSql("Host=localhost", NoticeJson.Default.Notice, o =>
+        {
+            o.Schema = "Bad-Schema";
+            o.LeaseDuration = TimeSpan.FromMilliseconds(10);
+            o.ClaimsPerWorker = 0;
+            o.CompletedRetention = TimeSpan.FromSeconds(-1);
+            o.PollInterval = TimeSpan.Zero;
+        }));
+        Assert.StartsWith("Invalid PostgreSqlWorkQueueOptions for work queue 'payments':", error.Message, StringComparison.Ordinal);
+        foreach (var setting in new[] { "Schema", "LeaseDuration", "ClaimsPerWorker", "CompletedRetention", "PollInterval" })
+        {
+            Assert.Contains(setting + " must be", error.Message, StringComparison.Ordinal);
+        }
+    }
+
+    [Fact]
+    public void BadConnectionString_IsRefusedWithTheQueueName()
+    {
+        var services = new ServiceCollection();
+        var error = Assert.Throws<ArgumentException>(() => services.AddWorkQueue<Notice, TestHandler>("payments").UsePostgreSql("Hots=x;;Nonsense", NoticeJson.Default.Notice));
+        Assert.Contains("The PostgreSQL connection string of work queue 'payments' is invalid", error.Message, StringComparison.Ordinal);
+        Assert.Equal("connectionString", error.ParamName);
+    }
+
+    [Fact]
+    public void SecondStorage_IsRefused()
+    {
+        var builder = new ServiceCollection().AddWorkQueue<Notice, TestHandler>("payments").UsePostgreSql("Host=localhost", NoticeJson.Default.Notice);
+        var error = Assert.Throws<InvalidOperationException>(() => builder.UsePostgreSql("Host=elsewhere", NoticeJson.Default.Notice));
+        Assert.Equal("Work queue 'payments' already has a storage.", error.Message);
+    }
+}
