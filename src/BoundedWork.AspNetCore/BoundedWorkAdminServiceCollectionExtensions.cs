@@ -39,6 +39,7 @@ public static class BoundedWorkAdminServiceCollectionExtensions
         services.TryAddSingleton<AdminMetrics>();
         services.TryAddSingleton(static provider => new AdminApi(
             provider.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
+            provider.GetServices<BoundedWork.Hosting.IWorkQueueStorage>(),
             provider.GetRequiredService<AdminSampler>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));

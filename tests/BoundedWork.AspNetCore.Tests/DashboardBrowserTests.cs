@@ -1,4 +1,5 @@
 using System.Globalization;
+using BoundedWork.Hosting;
 using Microsoft.Playwright;
 
 namespace BoundedWork.AspNetCore.Tests;
@@ -33,6 +34,30 @@ public sealed class DashboardBrowserTests
 
         await Assertions.Expect(page.Locator("tr[data-executor='payments'] span.slow")).ToContainTextAsync("1 slow", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         release.Set();
+    }
+
+    [Fact]
+    public async Task Dashboard_AQueueWithDurableStorage_ShowsTheStoredItems_AndWhenTheStorageIsUnreachable()
+    {
+        var storage = new StandInStorage
+        {
+            Statistics = new WorkQueueStorageStatistics { Ready = 1234, Running = 4, Scheduled = 2, DeadLettered = 1, OldestReadyAge = TimeSpan.FromSeconds(3.5), IsAvailable = true, ReadAt = DateTimeOffset.UtcNow },
+        };
+        await using var server = await AdminServer.StartAsync(executors: services =>
+        {
+            services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
+            services.AddSingleton<IWorkQueueStorage>(storage);
+        });
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server);
+        var line = page.Locator("tr[data-executor='payments'] span.storage");
+        var patience = new LocatorAssertionsToContainTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
+
+        await Assertions.Expect(line).ToContainTextAsync("PostgreSql: 1,234 ready (oldest 3.5 s), 4 running, 2 retrying, 1 dead", patience);
+
+        storage.Statistics = storage.Statistics with { IsAvailable = false, LastError = "connection refused" };
+        await Assertions.Expect(line).ToContainTextAsync("PostgreSql unreachable: connection refused", patience);
+        await Assertions.Expect(line).ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
     }
 
     [Fact]
@@ -189,5 +214,15 @@ public sealed class DashboardBrowserTests
             _thread.Join(TestKit.Safety);
             _stop.Dispose();
         }
+    }
+
+    /// <summary>A queue storage whose statistics the test sets, to check how the page shows them.</summary>
+    private sealed class StandInStorage : IWorkQueueStorage
+    {
+        public string QueueName => "payments";
+
+        public string StorageKind => "PostgreSql";
+
+        public WorkQueueStorageStatistics Statistics { get; set; } = new();
     }
 }

@@ -9,8 +9,10 @@ namespace BoundedWork.AspNetCore.Internal;
 /// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
 /// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
 /// </summary>
-internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
+internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
 {
+    private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
+
     public AdminReply ListExecutors(bool history)
     {
         var executors = new List<ExecutorResponse>(registry.Names.Count);
@@ -171,7 +173,24 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, AdminSampler s
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced),
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null,
-            null);
+            null,
+            _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null);
+    }
+
+    private static StorageView DescribeStorage(IWorkQueueStorage storage)
+    {
+        var s = storage.Statistics;
+        return new StorageView(
+            storage.StorageKind,
+            s.IsAvailable,
+            s.LastError,
+            s.Ready,
+            s.Scheduled,
+            s.Running,
+            s.DeadLettered,
+            s.Completed,
+            Math.Round(s.OldestReadyAge.TotalMilliseconds, 3),
+            s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt);
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

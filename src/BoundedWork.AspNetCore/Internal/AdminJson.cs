@@ -20,7 +20,24 @@ internal sealed record ExecutorResponse(
     CountersView Counters,
     RatesView Rates,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null);
+
+/// <summary>
+/// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
+/// (every node's items, not only this node's), and whether this node reaches it.
+/// </summary>
+internal sealed record StorageView(
+    string Kind,
+    bool Available,
+    string? LastError,
+    long Ready,
+    long Scheduled,
+    long Running,
+    long DeadLettered,
+    long Completed,
+    double OldestReadyAgeMs,
+    DateTimeOffset? ReadAt);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
