@@ -92,6 +92,13 @@ public interface ILegacyLedger
     void Record(PaymentNotice notice);
 }
 
+public interface IKeyedLedger
+{
+    bool HasRecorded(long itemId);
+
+    void Record(PaymentNotice notice, long itemId);
+}
+
 public sealed class PaymentNoticeDeadLetters : IDeadLetterHandler<PaymentNotice>
 {
     public ValueTask HandleAsync(DeadLetter<PaymentNotice> deadLetter, CancellationToken cancellationToken) => ValueTask.CompletedTask;
