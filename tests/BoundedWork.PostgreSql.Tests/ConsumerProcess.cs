@@ -82,6 +82,19 @@ public sealed class ConsumerProcess : IAsyncDisposable
         await _process.WaitForExitAsync().WaitAsync(QueueNode.Patience);
     }
 
+    /// <summary>SIGTERM, as a service manager or Ctrl-C stops a node: waits for the process to exit and returns its exit code.</summary>
+    public async Task<int> TerminateAsync()
+    {
+        using (var kill = Process.Start("/bin/kill", ["-TERM", Id.ToString(CultureInfo.InvariantCulture)]))
+        {
+            await kill.WaitForExitAsync().WaitAsync(QueueNode.Patience);
+        }
+
+        await _process.WaitForExitAsync().WaitAsync(QueueNode.Patience);
+        _process.WaitForExit(); // drains the redirected output
+        return _process.ExitCode;
+    }
+
     public async ValueTask DisposeAsync()
     {
         try

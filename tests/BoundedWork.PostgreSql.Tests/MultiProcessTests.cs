@@ -73,7 +73,32 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
             Assert.Contains(deliveries, d => d.Id == id && d.Node == survivor.Id && d.Attempt >= 2);
         }
 
-        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2"));
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2").Result == 0, "every outcome is written: all items completed");
+    }
+
+    [Fact]
+    public async Task ConsumerStoppedWithSigterm_ExitsCleanly_AndLeavesNoClaimBehind()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var stopped = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(10));
+        for (var i = 0; i < 50; i++)
+        {
+            await producer.Queue.EnqueueAsync(new Notice(i));
+        }
+
+        var claims = $"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{stopped.Id}:%'";
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>(claims).Result == 2, "the consumer holds its two claims (one worker, two claims per worker)");
+
+        var exitCode = await stopped.TerminateAsync();
+
+        Assert.True(exitCode == 0, stopped.Output);
+        Assert.Equal(0L, await postgres.ScalarAsync<long>(claims)); // finished or handed back, not left to a ten-minute lease
+        Assert.DoesNotContain("fail:", stopped.Output, StringComparison.Ordinal);
+
+        await using var next = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromMinutes(10));
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == 50, "every item has its effect");
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2").Result == 0, "every outcome is written: all items completed");
     }
 
     [Fact]

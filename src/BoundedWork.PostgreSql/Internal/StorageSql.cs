@@ -9,8 +9,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <item><description>2 completed and 3 dead letter: kept until their retention ends.</description></item>
 /// </list>
 /// <c>attempts</c> counts deliveries: a claim adds one, a delivery handed back unrun (shutdown) takes it back. A node
-/// finishes a delivery only while the row is still its claim (<c>id</c> and <c>attempts</c> match, state running), so
-/// a node whose lease expired and whose item was claimed again cannot overwrite the newer delivery's outcome.
+/// finishes a delivery only while no later delivery exists (<c>id</c> and <c>attempts</c> match, state running, or
+/// ready again after its lease expired), so a node whose item was claimed again cannot overwrite the newer
+/// delivery's outcome.
 /// </summary>
 internal sealed class StorageSql
 {
@@ -87,15 +88,16 @@ internal sealed class StorageSql
             RETURNING id, state, payload::text, attempts, enqueued_at, last_error
             """;
 
-        // $1 ids, $2 attempts (the delivery each outcome belongs to).
+        // $1 ids, $2 attempts (the delivery each outcome belongs to). An outcome also lands on a row whose lease expired
+        // and which went back to ready but was not claimed again (same attempts, state 0): no need to run it twice.
         Complete = $"""
             UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
             """;
         CompleteAndDelete = $"""
             DELETE FROM {Items} i USING unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
             """;
 
         // $3 delay in milliseconds, $4 error text.
@@ -103,14 +105,14 @@ internal sealed class StorageSql
             UPDATE {Items} i SET state = 0, run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
                 lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::integer[], $3::double precision[], $4::text[]) AS d(id, attempts, delay_ms, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
             """;
 
         // $3 error text.
         Kill = $"""
             UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS d(id, attempts, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
             """;
 
         // A delivery that never ran (the node is stopping): ready again at once, and the delivery does not count.
