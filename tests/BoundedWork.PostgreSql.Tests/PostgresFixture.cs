@@ -66,7 +66,8 @@ public sealed class PostgresFixture : IAsyncLifetime
     }
 }
 
-[CollectionDefinition(Name)]
+/// <summary>Every test that uses the server; never in parallel with other tests (one of them starves the ThreadPool).</summary>
+[CollectionDefinition(Name, DisableParallelization = true)]
 public sealed class PostgresCollection : ICollectionFixture<PostgresFixture>
 {
     public const string Name = "postgres";

@@ -1,4 +1,4 @@
-using System.Threading.Channels;
+using System.Collections.Concurrent;
 using Microsoft.Extensions.Logging;
 using Npgsql;
 using NpgsqlTypes;
@@ -9,13 +9,13 @@ namespace BoundedWork.PostgreSql.Internal;
 /// Writes the outcomes of a node's deliveries (completed, retry stored, dead letter, released) to the table, batched:
 /// one round trip carries every outcome that arrived while the previous one was in flight. A failed write is retried,
 /// the same outcomes, until it succeeds or the node stops; an outcome that is never written leaves its item claimed
-/// until the lease expires, after which it runs again (at least once).
+/// until the lease expires, after which it runs again (at least once). Runs on its own thread with synchronous I/O.
 /// </summary>
-internal sealed class OutcomeWriter
+internal sealed class OutcomeWriter : IDisposable
 {
     private const int MaxBatch = 2000;
 
-    private readonly Channel<Outcome> _outcomes = Channel.CreateUnbounded<Outcome>(new UnboundedChannelOptions { SingleReader = true });
+    private readonly BlockingCollection<Outcome> _outcomes = new(new ConcurrentQueue<Outcome>());
     private readonly NpgsqlDataSource _dataSource;
     private readonly StorageSql _sql;
     private readonly string _queueName;
@@ -52,28 +52,33 @@ internal sealed class OutcomeWriter
     public void Post(StoredItem item, Kind kind, TimeSpan retryDelay = default, string? error = null)
     {
         Interlocked.Increment(ref _pending);
-        if (!_outcomes.Writer.TryWrite(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error)))
+        try
         {
+            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error));
+        }
+        catch (InvalidOperationException)
+        {
+            // The writer has stopped (the node is stopping and its executor gave up at the deadline).
             Interlocked.Decrement(ref _pending);
             _logger.OutcomesLostAtStop(_queueName, 1);
         }
     }
 
     /// <summary>Writes outcomes until <see cref="Complete"/> is called and every posted outcome is written, or <paramref name="abandon"/> fires.</summary>
-    public async Task RunAsync(CancellationToken abandon)
+    public void Run(CancellationToken abandon)
     {
         var batch = new List<Outcome>();
-        var reader = _outcomes.Reader;
         try
         {
-            while (await reader.WaitToReadAsync(abandon).ConfigureAwait(false))
+            while (_outcomes.TryTake(out var first, Timeout.Infinite, abandon))
             {
-                while (batch.Count < MaxBatch && reader.TryRead(out var outcome))
+                batch.Add(first);
+                while (batch.Count < MaxBatch && _outcomes.TryTake(out var outcome))
                 {
                     batch.Add(outcome);
                 }
 
-                await WriteWithRetriesAsync(batch, abandon).ConfigureAwait(false);
+                WriteWithRetries(batch, abandon);
                 Interlocked.Add(ref _pending, -batch.Count);
                 batch.Clear();
                 _written();
@@ -89,17 +94,17 @@ internal sealed class OutcomeWriter
         }
     }
 
-    /// <summary>No outcome is posted any more; <see cref="RunAsync"/> ends once the posted ones are written.</summary>
-    public void Complete() => _outcomes.Writer.TryComplete();
+    /// <summary>No outcome is posted any more; <see cref="Run"/> ends once the posted ones are written.</summary>
+    public void Complete() => _outcomes.CompleteAdding();
 
-    private async Task WriteWithRetriesAsync(List<Outcome> batch, CancellationToken abandon)
+    private void WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
     {
         var delay = TimeSpan.FromMilliseconds(100);
         while (true)
         {
             try
             {
-                await WriteAsync(batch, abandon).ConfigureAwait(false);
+                Write(batch);
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
@@ -107,98 +112,61 @@ internal sealed class OutcomeWriter
 
                 return;
             }
-            catch (Exception ex) when (ex is not OperationCanceledException || !abandon.IsCancellationRequested)
+            catch (Exception ex) when (ex is not OperationCanceledException)
             {
                 if (_health.Failed("writing outcomes", ex))
                 {
                     _logger.StorageUnavailable(_queueName, "writing outcomes", delay, ex);
                 }
 
-                await Task.Delay(delay, abandon).ConfigureAwait(false);
+                if (abandon.WaitHandle.WaitOne(delay))
+                {
+                    abandon.ThrowIfCancellationRequested();
+                }
+
                 delay = TimeSpan.FromTicks(Math.Min(delay.Ticks * 2, _maxDelay.Ticks));
             }
         }
     }
 
-    private async Task WriteAsync(List<Outcome> outcomes, CancellationToken cancellationToken)
+    private void Write(List<Outcome> outcomes)
     {
-        var batch = new NpgsqlBatch();
-        await using (batch.ConfigureAwait(false))
+        var completed = Select(outcomes, Kind.Completed);
+        var released = Select(outcomes, Kind.Released);
+        var retried = Select(outcomes, Kind.Retry);
+        var dead = Select(outcomes, Kind.Dead);
+        long recorded;
+        using (var connection = _dataSource.OpenConnection())
+        using (var command = new NpgsqlCommand(_deleteCompleted ? _sql.WriteOutcomesDeletingCompleted : _sql.WriteOutcomes, connection))
         {
-            AddIdsCommand(batch, _deleteCompleted ? _sql.CompleteAndDelete : _sql.Complete, outcomes, Kind.Completed);
-            AddIdsCommand(batch, _sql.Release, outcomes, Kind.Released);
-            if (Select(outcomes, Kind.Retry) is { Count: > 0 } retries)
-            {
-                var command = Ids(_sql.Retry, retries);
-                command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. retries.Select(outcome => outcome.DelayMilliseconds)] });
-                command.Parameters.Add(new NpgsqlParameter<string?[]> { TypedValue = [.. retries.Select(outcome => outcome.Error)] });
-                batch.BatchCommands.Add(command);
-            }
+            AddIds(command, completed);
+            AddIds(command, released);
+            AddIds(command, retried);
+            command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. retried.Select(outcome => outcome.DelayMilliseconds)] });
+            command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. retried.Select(outcome => outcome.Error)] });
+            AddIds(command, dead);
+            command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. dead.Select(outcome => outcome.Error)] });
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _queueName });
+            recorded = (long)command.ExecuteScalar()!;
+        }
 
-            if (Select(outcomes, Kind.Dead) is { Count: > 0 } dead)
-            {
-                var command = Ids(_sql.Kill, dead);
-                command.Parameters.Add(new NpgsqlParameter<string?[]> { TypedValue = [.. dead.Select(outcome => outcome.Error)] });
-                batch.BatchCommands.Add(command);
-            }
-
-            // A finished or released item may let another wait no more (the next item of its ordering key, a freed
-            // claim): wake every node's claim loop once the outcomes commit.
-            var notify = new NpgsqlBatchCommand("SELECT pg_notify($1, $2)");
-            notify.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
-            notify.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _queueName });
-            batch.BatchCommands.Add(notify);
-
-            var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-            await using (connection.ConfigureAwait(false))
-            {
-                batch.Connection = connection;
-                await batch.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
-            }
-
-            var recorded = 0;
-            for (var i = 0; i < batch.BatchCommands.Count - 1; i++)
-            {
-                recorded += batch.BatchCommands[i].RecordsAffected;
-            }
-
-            var notRecorded = outcomes.Count - recorded;
-            if (notRecorded > 0)
-            {
-                _logger.OutcomesNotRecorded(_queueName, notRecorded);
-            }
+        var notRecorded = outcomes.Count - recorded;
+        if (notRecorded > 0)
+        {
+            _logger.OutcomesNotRecorded(_queueName, (int)notRecorded);
         }
     }
 
-    private static void AddIdsCommand(NpgsqlBatch batch, string text, List<Outcome> outcomes, Kind kind)
+    private static void AddIds(NpgsqlCommand command, List<Outcome> outcomes)
     {
-        if (Select(outcomes, kind) is { Count: > 0 } selected)
-        {
-            batch.BatchCommands.Add(Ids(text, selected));
-        }
-    }
-
-    private static NpgsqlBatchCommand Ids(string text, List<Outcome> outcomes)
-    {
-        var command = new NpgsqlBatchCommand(text);
         command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Id)] });
         command.Parameters.Add(new NpgsqlParameter<int[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Integer, TypedValue = [.. outcomes.Select(outcome => outcome.Attempts)] });
-        return command;
     }
 
-    private static List<Outcome>? Select(List<Outcome> outcomes, Kind kind)
-    {
-        List<Outcome>? selected = null;
-        foreach (var outcome in outcomes)
-        {
-            if (outcome.Kind == kind)
-            {
-                (selected ??= []).Add(outcome);
-            }
-        }
+    private static List<Outcome> Select(List<Outcome> outcomes, Kind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 
-        return selected;
-    }
+    public void Dispose() => _outcomes.Dispose();
 
     private readonly record struct Outcome(Kind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error);
 }

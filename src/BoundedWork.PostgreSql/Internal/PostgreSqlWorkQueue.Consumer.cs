@@ -14,6 +14,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private const string ClaimLoop = "claiming";
     private const string ListenLoop = "listening";
 
+    /// <summary>How often the listening thread looks at its token while no notification arrives.</summary>
+    private static readonly TimeSpan ListenCheckInterval = TimeSpan.FromMilliseconds(250);
+
     public void Run(StoredItem item)
     {
         if (!item.TryStart())
@@ -48,7 +51,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return (int)Math.Min(perWorker, (long)settings.WorkerCount + settings.QueueCapacity);
     }
 
-    private async Task ClaimLoopAsync(CancellationToken cancellationToken)
+    private void RunClaims(CancellationToken cancellationToken)
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
         var nextReap = DateTime.UtcNow;
@@ -60,13 +63,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 if (DateTime.UtcNow >= nextReap)
                 {
-                    await ReapExpiredLeasesAsync(cancellationToken).ConfigureAwait(false);
+                    ReapExpiredLeases();
                     nextReap = DateTime.UtcNow + ReapInterval();
                 }
 
                 if (requested > 0)
                 {
-                    claimed = await ClaimAsync(requested, cancellationToken).ConfigureAwait(false);
+                    claimed = Claim(requested);
                 }
 
                 if (_health.Succeeded(ClaimLoop))
@@ -76,14 +79,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 failureDelay = TimeSpan.FromMilliseconds(100);
             }
-            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            catch (Exception ex)
             {
-                failureDelay = await ReportFailureAsync(ClaimLoop, ex, failureDelay, cancellationToken).ConfigureAwait(false);
+                failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
                 continue;
-            }
-            catch (OperationCanceledException)
-            {
-                break;
             }
 
             if (requested > 0 && claimed == requested)
@@ -91,40 +90,26 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 continue; // There may be more: claim again at once.
             }
 
-            await _wake.WaitAsync(_options.PollInterval, cancellationToken).ConfigureAwait(false);
+            _wake.Wait(_options.PollInterval, cancellationToken);
         }
     }
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
 
-    private async Task<int> ClaimAsync(int count, CancellationToken cancellationToken)
+    private int Claim(int count)
     {
         var claimed = new List<StoredItem>(Math.Min(count, 64));
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
+        using (var connection = _dataSource.OpenConnection())
+        using (var command = new NpgsqlCommand(_sql.Claim, connection))
         {
-            var command = new NpgsqlCommand(_sql.Claim, connection)
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+            command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
+            command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
             {
-                Parameters =
-                {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    new NpgsqlParameter<int> { TypedValue = count },
-                    new NpgsqlParameter<string> { TypedValue = NodeId },
-                    new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration },
-                },
-            };
-            await using (command.ConfigureAwait(false))
-            {
-                // Not cancellable once sent: a claim that committed must reach the executor, or its rows would wait
-                // for their lease to expire.
-                var reader = await command.ExecuteReaderAsync(CancellationToken.None).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
-                {
-                    while (await reader.ReadAsync(CancellationToken.None).ConfigureAwait(false))
-                    {
-                        claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3)));
-                    }
-                }
+                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3)));
             }
         }
 
@@ -147,37 +132,25 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
-    private async Task ReapExpiredLeasesAsync(CancellationToken cancellationToken)
+    private void ReapExpiredLeases()
     {
         List<DeadLetter<T>>? dead = null;
         var reaped = 0;
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
+        using (var connection = _dataSource.OpenConnection())
+        using (var command = new NpgsqlCommand(_sql.ReapExpired, connection))
         {
-            var command = new NpgsqlCommand(_sql.ReapExpired, connection)
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+            command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = MaxDeliveries });
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
             {
-                Parameters =
+                reaped++;
+                if (reader.GetInt16(1) == StorageSql.Dead)
                 {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    new NpgsqlParameter<int> { TypedValue = MaxDeliveries },
-                },
-            };
-            await using (command.ConfigureAwait(false))
-            {
-                var reader = await command.ExecuteReaderAsync(CancellationToken.None).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
-                {
-                    while (await reader.ReadAsync(CancellationToken.None).ConfigureAwait(false))
-                    {
-                        reaped++;
-                        if (reader.GetInt16(1) == StorageSql.Dead)
-                        {
-                            var (item, error) = TryDeserialize(reader.GetString(2));
-                            var message = reader.GetString(5);
-                            (dead ??= []).Add(new DeadLetter<T>(Name, reader.GetInt64(0), item!, DeadLetterReason.LeaseExpired, null,
-                                new TimeoutException(message, error), reader.GetInt32(3), reader.GetString(2)));
-                        }
-                    }
+                    var payload = reader.GetString(2);
+                    var (item, error) = TryDeserialize(payload);
+                    (dead ??= []).Add(new DeadLetter<T>(Name, reader.GetInt64(0), item!, DeadLetterReason.LeaseExpired, null,
+                        new TimeoutException(reader.GetString(5), error), reader.GetInt32(3), payload));
                 }
             }
         }
@@ -192,76 +165,77 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         foreach (var letter in dead ?? [])
         {
             StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
-            await _deadLetters.DeliverAsync(letter).ConfigureAwait(false);
+            Deliver(letter);
         }
     }
 
-    private async Task ListenLoopAsync(CancellationToken cancellationToken)
+    private void RunListener(CancellationToken cancellationToken)
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
         while (!cancellationToken.IsCancellationRequested)
         {
             try
             {
-                var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-                await using (connection.ConfigureAwait(false))
+                using var connection = _dataSource.OpenConnection();
+                connection.Notification += (_, notification) =>
                 {
-                    connection.Notification += (_, notification) =>
+                    if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))
                     {
-                        if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))
-                        {
-                            _wake.Set();
-                        }
-                    };
-                    var listen = new NpgsqlCommand($"LISTEN {StorageSql.NotifyChannel}", connection);
-                    await using (listen.ConfigureAwait(false))
-                    {
-                        await listen.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
+                        _wake.Set();
                     }
+                };
+                using (var listen = new NpgsqlCommand($"LISTEN {StorageSql.NotifyChannel}", connection))
+                {
+                    listen.ExecuteNonQuery();
+                }
 
-                    if (_health.Succeeded(ListenLoop))
-                    {
-                        _logger.StorageRecovered(Name, ListenLoop);
-                    }
+                if (_health.Succeeded(ListenLoop))
+                {
+                    _logger.StorageRecovered(Name, ListenLoop);
+                }
 
-                    failureDelay = TimeSpan.FromMilliseconds(100);
+                failureDelay = TimeSpan.FromMilliseconds(100);
 
-                    // Notifications sent while this node was not listening are lost: look once.
-                    _wake.Set();
-                    while (true)
-                    {
-                        await connection.WaitAsync(cancellationToken).ConfigureAwait(false);
-                    }
+                // Notifications sent while this node was not listening are lost: look once.
+                _wake.Set();
+                while (!cancellationToken.IsCancellationRequested)
+                {
+                    // Raises Notification on this thread; returns false at the timeout, to look at the token.
+                    connection.Wait(ListenCheckInterval);
                 }
             }
-            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            catch (Exception ex)
             {
-                failureDelay = await ReportFailureAsync(ListenLoop, ex, failureDelay, cancellationToken).ConfigureAwait(false);
-            }
-            catch (OperationCanceledException)
-            {
-                break;
+                failureDelay = ReportFailure(ListenLoop, ex, failureDelay, cancellationToken);
             }
         }
     }
 
-    /// <summary>Marks the loop failing, logs its first failure, and waits before the next try (doubling, up to the maximum).</summary>
-    private async Task<TimeSpan> ReportFailureAsync(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken)
+    /// <summary>Marks the loop failing, logs its first failure, and waits before the next try (doubling, up to the maximum); returns at once when the token fires.</summary>
+    private TimeSpan ReportFailure(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken)
     {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return delay;
+        }
+
         if (_health.Failed(loop, error))
         {
             _logger.StorageUnavailable(Name, loop, delay, error);
         }
 
-        try
-        {
-            await Task.Delay(delay, cancellationToken).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-        }
-
+        cancellationToken.WaitHandle.WaitOne(delay);
         return TimeSpan.FromTicks(Math.Min(delay.Ticks * 2, _options.MaxReconnectDelay.Ticks));
+    }
+
+    /// <summary>Delivers a dead letter to the handlers on this thread (a worker or a storage thread, never the ThreadPool's).</summary>
+    private void Deliver(DeadLetter<T> letter)
+    {
+        var delivery = _deadLetters.DeliverAsync(letter);
+        if (!delivery.IsCompleted)
+        {
+            delivery.GetAwaiter().GetResult();
+        }
     }
 
     /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries.</summary>
@@ -320,12 +294,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
-        var delivery = _deadLetters.DeliverAsync(letter);
-        if (!delivery.IsCompleted)
-        {
-            delivery.GetAwaiter().GetResult(); // A dedicated worker waits, not a ThreadPool thread.
-        }
-
+        Deliver(letter);
         _outcomes.Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
     }
 

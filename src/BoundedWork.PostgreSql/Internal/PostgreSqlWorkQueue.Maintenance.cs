@@ -10,18 +10,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private const string MaintenanceLoop = "statistics and cleanup";
     private const int CleanupBatch = 5000;
 
-    private async Task HeartbeatLoopAsync(CancellationToken cancellationToken)
+    private void RunHeartbeats(CancellationToken cancellationToken)
     {
         var interval = _options.LeaseDuration / 3;
         var delay = interval;
-        while (!cancellationToken.IsCancellationRequested)
+        while (!cancellationToken.WaitHandle.WaitOne(delay))
         {
             try
             {
-                await Task.Delay(delay, cancellationToken).ConfigureAwait(false);
                 if (Volatile.Read(ref _inFlight) > 0 || _outcomes.Pending > 0)
                 {
-                    await ExecuteAsync(_sql.Heartbeat, cancellationToken, Name, NodeId, _options.LeaseDuration).ConfigureAwait(false);
+                    Execute(_sql.Heartbeat, Name, NodeId, _options.LeaseDuration);
                 }
 
                 if (_health.Succeeded(HeartbeatLoop))
@@ -31,7 +30,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 delay = interval;
             }
-            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            catch (Exception ex)
             {
                 // Try again soon: the lease is shorter than three missed beats.
                 delay = TimeSpan.FromTicks(Math.Min(interval.Ticks, TimeSpan.FromSeconds(1).Ticks));
@@ -40,14 +39,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     _logger.StorageUnavailable(Name, HeartbeatLoop, delay, ex);
                 }
             }
-            catch (OperationCanceledException)
-            {
-                break;
-            }
         }
     }
 
-    private async Task MaintenanceLoopAsync(CancellationToken cancellationToken)
+    private void RunMaintenance(CancellationToken cancellationToken)
     {
         var nextCleanup = DateTime.UtcNow + _options.CleanupInterval;
         var failureDelay = TimeSpan.FromMilliseconds(100);
@@ -55,14 +50,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             try
             {
-                var statistics = await ReadStatisticsAsync(cancellationToken).ConfigureAwait(false);
-                Volatile.Write(ref _statistics, statistics);
+                Volatile.Write(ref _statistics, ReadStatistics());
                 if (DateTime.UtcNow >= nextCleanup)
                 {
-                    await CleanupAsync(StorageSql.Completed, _options.CompletedRetention, cancellationToken).ConfigureAwait(false);
+                    Cleanup(StorageSql.Completed, _options.CompletedRetention, cancellationToken);
                     if (_options.DeadLetterRetention != Timeout.InfiniteTimeSpan)
                     {
-                        await CleanupAsync(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken).ConfigureAwait(false);
+                        Cleanup(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken);
                     }
 
                     nextCleanup = DateTime.UtcNow + _options.CleanupInterval;
@@ -74,45 +68,35 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 }
 
                 failureDelay = TimeSpan.FromMilliseconds(100);
-                await Task.Delay(_options.StatisticsInterval, cancellationToken).ConfigureAwait(false);
+                cancellationToken.WaitHandle.WaitOne(_options.StatisticsInterval);
             }
-            catch (Exception ex) when (!cancellationToken.IsCancellationRequested)
+            catch (Exception ex)
             {
                 Volatile.Write(ref _statistics, Volatile.Read(ref _statistics) with { LastError = ex.GetBaseException().Message });
-                failureDelay = await ReportFailureAsync(MaintenanceLoop, ex, failureDelay, cancellationToken).ConfigureAwait(false);
-            }
-            catch (OperationCanceledException)
-            {
-                break;
+                failureDelay = ReportFailure(MaintenanceLoop, ex, failureDelay, cancellationToken);
             }
         }
     }
 
-    private async Task CleanupAsync(short state, TimeSpan retention, CancellationToken cancellationToken)
+    private void Cleanup(short state, TimeSpan retention, CancellationToken cancellationToken)
     {
         int deleted;
         do
         {
-            deleted = await ExecuteAsync(_sql.Cleanup, cancellationToken, Name, state, retention, CleanupBatch).ConfigureAwait(false);
+            deleted = Execute(_sql.Cleanup, Name, state, retention, CleanupBatch);
         }
         while (deleted == CleanupBatch && !cancellationToken.IsCancellationRequested);
     }
 
-    private async Task<int> ExecuteAsync(string text, CancellationToken cancellationToken, params object[] parameters)
+    private int Execute(string text, params object[] parameters)
     {
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
+        using var connection = _dataSource.OpenConnection();
+        using var command = new NpgsqlCommand(text, connection);
+        foreach (var parameter in parameters)
         {
-            var command = new NpgsqlCommand(text, connection);
-            await using (command.ConfigureAwait(false))
-            {
-                foreach (var parameter in parameters)
-                {
-                    command.Parameters.Add(new NpgsqlParameter { Value = parameter });
-                }
-
-                return await command.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
-            }
+            command.Parameters.Add(new NpgsqlParameter { Value = parameter });
         }
+
+        return command.ExecuteNonQuery();
     }
 }

@@ -45,9 +45,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly CancellationTokenSource _claiming = new();
     private readonly CancellationTokenSource _background = new();
     private readonly CancellationTokenSource _abandonOutcomes = new();
-    private readonly List<Task> _claimLoops = [];
-    private readonly List<Task> _backgroundLoops = [];
-    private Task _outcomeLoop = Task.CompletedTask;
+    private readonly List<StorageThread> _claimThreads = [];
+    private readonly List<StorageThread> _backgroundThreads = [];
+    private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
     private int _inFlight;
     private int _disposed;
@@ -103,11 +103,10 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     {
         try
         {
-            var connection = _dataSource.OpenConnection();
-            using (connection)
+            using (var connection = _dataSource.OpenConnection())
+            using (var insert = CreateEnqueueCommand(item, connection, transaction: null))
             {
-                using var batch = CreateEnqueueBatch(item, connection, transaction: null);
-                batch.ExecuteScalar();
+                insert.ExecuteScalar();
             }
 
             _wake.Set();
@@ -115,7 +114,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
         catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
         {
-            _ = _deadLetters.DeliverAsync(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
+            Deliver(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
             return false;
         }
     }
@@ -153,24 +152,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = new NpgsqlCommand(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
+            var command = StatisticsCommand(connection);
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    return new WorkQueueStorageStatistics
-                    {
-                        Ready = reader.GetInt64(0),
-                        Scheduled = reader.GetInt64(1),
-                        Running = reader.GetInt64(2),
-                        DeadLettered = reader.GetInt64(3),
-                        Completed = reader.GetInt64(4),
-                        OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
-                        IsAvailable = true,
-                        ReadAt = DateTimeOffset.UtcNow,
-                    };
+                    return ToStatistics(reader);
                 }
             }
         }
@@ -182,49 +171,61 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         var (from, to) = await SchemaMigrator.MigrateAsync(_dataSource, _sql, cancellationToken).ConfigureAwait(false);
         _logger.SchemaReady(Name, _sql.Schema, to, from, NodeId);
         StorageMetrics.Register(this);
-        _outcomeLoop = Task.Run(() => _outcomes.RunAsync(_abandonOutcomes.Token), CancellationToken.None);
+        _outcomeThread = StartThread("outcomes", () => _outcomes.Run(_abandonOutcomes.Token));
         if (_options.Consume)
         {
-            _claimLoops.Add(Task.Run(() => ClaimLoopAsync(_claiming.Token), CancellationToken.None));
-            _claimLoops.Add(Task.Run(() => ListenLoopAsync(_claiming.Token), CancellationToken.None));
-            _backgroundLoops.Add(Task.Run(() => HeartbeatLoopAsync(_background.Token), CancellationToken.None));
+            _claimThreads.Add(StartThread("claims", () => RunClaims(_claiming.Token)));
+            _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
+            _backgroundThreads.Add(StartThread("leases", () => RunHeartbeats(_background.Token)));
         }
 
-        _backgroundLoops.Add(Task.Run(() => MaintenanceLoopAsync(_background.Token), CancellationToken.None));
+        _backgroundThreads.Add(StartThread("maintenance", () => RunMaintenance(_background.Token)));
     }
 
-    public async Task StoppingAsync(CancellationToken cancellationToken)
+    public Task StoppingAsync(CancellationToken cancellationToken)
     {
         // Claim nothing more; what is claimed runs (or is released) while the executors drain.
-        await _claiming.CancelAsync().ConfigureAwait(false);
-        await Task.WhenAll(_claimLoops).WaitAsync(cancellationToken).ConfigureAwait(false);
+        _claiming.Cancel();
+        _wake.Set();
+        foreach (var thread in _claimThreads)
+        {
+            thread.Join(Timeout.InfiniteTimeSpan, cancellationToken);
+        }
+
+        return Task.CompletedTask;
     }
 
-    public async Task StoppedAsync(CancellationToken cancellationToken)
+    public Task StoppedAsync(CancellationToken cancellationToken)
     {
         // Every executor has stopped (or given up at the deadline): the outcomes posted so far, releases of the items
         // handed back included, are all there will be. Writing them is what keeps those items from running again
         // after their lease, so it gets a grace of its own even when the host's deadline has passed. Leases stay
         // renewed meanwhile.
         _outcomes.Complete();
-        using var grace = CancellationTokenSource.CreateLinkedTokenSource(_abandonOutcomes.Token);
-        grace.CancelAfter(TimeSpan.FromTicks(Math.Min(_options.LeaseDuration.Ticks, OutcomeFlushGrace.Ticks)));
-        try
+        var grace = TimeSpan.FromTicks(Math.Min(_options.LeaseDuration.Ticks, OutcomeFlushGrace.Ticks));
+        if (_outcomeThread is { } outcomes && !outcomes.Join(grace, CancellationToken.None))
         {
-            await _outcomeLoop.WaitAsync(grace.Token).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            await _abandonOutcomes.CancelAsync().ConfigureAwait(false);
-            await _outcomeLoop.ConfigureAwait(false);
+            _abandonOutcomes.Cancel();
+            outcomes.Join(Timeout.InfiniteTimeSpan, CancellationToken.None);
         }
 
-        await _background.CancelAsync().ConfigureAwait(false);
-        await Task.WhenAll(_backgroundLoops).ConfigureAwait(false);
+        _background.Cancel();
+        foreach (var thread in _backgroundThreads)
+        {
+            thread.Join(Timeout.InfiniteTimeSpan, CancellationToken.None);
+        }
+
         StorageMetrics.Unregister(this);
+        return Task.CompletedTask;
     }
 
     public async ValueTask DisposeAsync()
+    {
+        Dispose();
+        await _dataSource.DisposeAsync().ConfigureAwait(false);
+    }
+
+    public void Dispose()
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0)
         {
@@ -232,51 +233,76 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
 
         StorageMetrics.Unregister(this);
-        await _claiming.CancelAsync().ConfigureAwait(false);
-        await _background.CancelAsync().ConfigureAwait(false);
-        await _abandonOutcomes.CancelAsync().ConfigureAwait(false);
+        _claiming.Cancel();
+        _background.Cancel();
+        _abandonOutcomes.Cancel();
         _outcomes.Complete();
-        await Task.WhenAll([.. _claimLoops, .. _backgroundLoops, _outcomeLoop]).ConfigureAwait(false);
-        await _dataSource.DisposeAsync().ConfigureAwait(false);
+        _wake.Set();
+        foreach (var thread in (IEnumerable<StorageThread>)[.. _claimThreads, .. _backgroundThreads, .. _outcomeThread is null ? [] : new[] { _outcomeThread }])
+        {
+            thread.Join(Timeout.InfiniteTimeSpan);
+            thread.Dispose();
+        }
+
+        _dataSource.Dispose();
         _claiming.Dispose();
         _background.Dispose();
         _abandonOutcomes.Dispose();
+        _outcomes.Dispose();
+        _wake.Dispose();
     }
 
-    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+    /// <summary>Reads the statistics on the calling (storage) thread.</summary>
+    private WorkQueueStorageStatistics ReadStatistics()
+    {
+        using var connection = _dataSource.OpenConnection();
+        using var command = StatisticsCommand(connection);
+        using var reader = command.ExecuteReader();
+        reader.Read();
+        return ToStatistics(reader);
+    }
+
+    private NpgsqlCommand StatisticsCommand(NpgsqlConnection connection) =>
+        new(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
+
+    private static WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
+    {
+        Ready = reader.GetInt64(0),
+        Scheduled = reader.GetInt64(1),
+        Running = reader.GetInt64(2),
+        DeadLettered = reader.GetInt64(3),
+        Completed = reader.GetInt64(4),
+        OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
+        IsAvailable = true,
+        ReadAt = DateTimeOffset.UtcNow,
+    };
+
+    private StorageThread StartThread(string loop, Action body) => StorageThread.Start($"BoundedWork.PostgreSql {Name} {loop}", body);
 
     private async Task<long> InsertAsync(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
     {
-        var batch = CreateEnqueueBatch(item, connection, transaction);
-        await using (batch.ConfigureAwait(false))
+        var insert = CreateEnqueueCommand(item, connection, transaction);
+        await using (insert.ConfigureAwait(false))
         {
-            return (long)(await batch.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
+            return (long)(await insert.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
         }
     }
 
-    /// <summary>The insert and the notification, in one round trip and one transaction (the caller's, if any: a notification is sent at commit).</summary>
-    private NpgsqlBatch CreateEnqueueBatch(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction)
+    /// <summary>The insert and the notification in one statement, in the caller's transaction if any (the notification is sent at commit).</summary>
+    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction)
     {
         var payload = Serialize(item);
         var key = _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
-        var insert = new NpgsqlBatchCommand(_sql.Enqueue)
+        return new NpgsqlCommand(_sql.Enqueue, connection, transaction)
         {
             Parameters =
             {
                 new NpgsqlParameter<string> { TypedValue = Name },
                 new NpgsqlParameter<string> { NpgsqlDbType = NpgsqlDbType.Jsonb, TypedValue = payload },
                 new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = key },
-            },
-        };
-        var notify = new NpgsqlBatchCommand("SELECT pg_notify($1, $2)")
-        {
-            Parameters =
-            {
                 new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
-                new NpgsqlParameter<string> { TypedValue = Name },
             },
         };
-        return new NpgsqlBatch(connection, transaction) { BatchCommands = { insert, notify } };
     }
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);

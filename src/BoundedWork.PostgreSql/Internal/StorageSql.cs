@@ -55,7 +55,12 @@ internal sealed class StorageSql
             """,
         ];
 
-        Enqueue = $"INSERT INTO {Items} (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id";
+        // The insert and the wake-up in one statement: inside the caller's transaction, the notification is sent when
+        // it commits. $4 is the channel.
+        Enqueue = $"""
+            WITH inserted AS (INSERT INTO {Items} (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id)
+            SELECT id, pg_notify($4, $1) FROM inserted
+            """;
 
         // The oldest ready items of the queue, skipping rows another node is claiming right now, and, for ordered
         // items, every item whose key has an older item that is not finished (ready, scheduled or running anywhere).
@@ -88,39 +93,25 @@ internal sealed class StorageSql
             RETURNING id, state, payload::text, attempts, enqueued_at, last_error
             """;
 
-        // $1 ids, $2 attempts (the delivery each outcome belongs to). An outcome also lands on a row whose lease expired
-        // and which went back to ready but was not claimed again (same attempts, state 0): no need to run it twice.
-        Complete = $"""
+        // Every outcome kind of a batch in one statement (one round trip, one transaction), then one wake-up for every
+        // node. Each kind takes the ids and attempts of its deliveries (an outcome lands only on its own delivery: the
+        // row's attempts match and no later claim exists; a completion, retry or dead letter also lands on a row whose
+        // lease expired and which went back to ready without being claimed again). A release (the delivery never ran)
+        // makes the row ready at once and does not count the delivery. One statement, not a batch: Npgsql runs
+        // synchronous batches with a ThreadPool task, and these writes must go on while the pool is starved.
+        // $1/$2 completed, $3/$4 released, $5/$6 retried with $7 delays (ms) and $8 errors, $9/$10 dead with $11 errors,
+        // $12 the channel, $13 the queue.
+        WriteOutcomes = OutcomesStatement($"""
             UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
             WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            """;
-        CompleteAndDelete = $"""
+            RETURNING 1
+            """);
+        WriteOutcomesDeletingCompleted = OutcomesStatement($"""
             DELETE FROM {Items} i USING unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
             WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            """;
-
-        // $3 delay in milliseconds, $4 error text.
-        Retry = $"""
-            UPDATE {Items} i SET state = 0, run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
-                lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::integer[], $3::double precision[], $4::text[]) AS d(id, attempts, delay_ms, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            """;
-
-        // $3 error text.
-        Kill = $"""
-            UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS d(id, attempts, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            """;
-
-        // A delivery that never ran (the node is stopping): ready again at once, and the delivery does not count.
-        Release = $"""
-            UPDATE {Items} i SET state = 0, attempts = i.attempts - 1, run_at = now(), lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
-            """;
+            RETURNING 1
+            """);
 
         Statistics = $"""
             SELECT count(*) FILTER (WHERE state = 0 AND run_at <= now()),
@@ -157,17 +148,35 @@ internal sealed class StorageSql
 
     public string ReapExpired { get; }
 
-    public string Complete { get; }
+    public string WriteOutcomes { get; }
 
-    public string CompleteAndDelete { get; }
-
-    public string Retry { get; }
-
-    public string Kill { get; }
-
-    public string Release { get; }
+    public string WriteOutcomesDeletingCompleted { get; }
 
     public string Statistics { get; }
 
     public string Cleanup { get; }
+
+    private string OutcomesStatement(string completed) => $"""
+        WITH done AS (
+            {completed}),
+        released AS (
+            UPDATE {Items} i SET state = 0, attempts = i.attempts - 1, run_at = now(), lease_owner = NULL, lease_until = NULL
+            FROM unnest($3::bigint[], $4::integer[]) AS d(id, attempts)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
+            RETURNING 1),
+        retried AS (
+            UPDATE {Items} i SET state = 0, run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
+                lease_owner = NULL, lease_until = NULL
+            FROM unnest($5::bigint[], $6::integer[], $7::double precision[], $8::text[]) AS d(id, attempts, delay_ms, error)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
+            RETURNING 1),
+        dead AS (
+            UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
+            FROM unnest($9::bigint[], $10::integer[], $11::text[]) AS d(id, attempts, error)
+            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
+            RETURNING 1),
+        woken AS (SELECT pg_notify($12, $13))
+        SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM released) + (SELECT count(*) FROM retried) + (SELECT count(*) FROM dead),
+               (SELECT count(*) FROM woken)
+        """;
 }
