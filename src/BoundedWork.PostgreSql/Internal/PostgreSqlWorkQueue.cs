@@ -66,9 +66,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
         _deadLetters = new DeadLetters<T>(Name, _scopes, loggers.CreateLogger(WorkQueueLog.Category));
         _pipeline = WorkQueuePipeline.Build(Name, _queueOptions, services.GetRequiredService<RetryClock>(), _logger, storedRetries: true);
-        var dataSource = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + Name };
-        dataSource.UseLoggerFactory(loggers);
-        _dataSource = dataSource.Build();
+        // Without the application's logger factory: Npgsql logs every command at Information, and these loops run
+        // several a second. The queue's own log events report every failure.
+        _dataSource = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + Name }.Build();
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];

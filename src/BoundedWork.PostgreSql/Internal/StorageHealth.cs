@@ -27,7 +27,7 @@ internal sealed class StorageHealth(Action onFailure)
         {
             lock (_sync)
             {
-                return _failures.Count == 0 ? null : string.Join(" ", _failures.Select(failure => $"{failure.Key}: {failure.Value}"));
+                return _failures.Count == 0 ? null : string.Join("; ", _failures.Select(failure => $"{failure.Key}: {failure.Value}"));
             }
         }
     }
