@@ -55,7 +55,7 @@ internal sealed class Settings
             LatencySeconds = arguments.Double("latency-seconds", quick ? 1 : 5, 0.1, 3600),
             LatencyWarmUpSeconds = arguments.Double("latency-warmup", quick ? 0.5 : 1, 0, 3600),
             BloatSeconds = arguments.Double("bloat", 0, 0, 24 * 3600),
-            BloatRate = arguments.Double("bloat-rate", 500, 1, 100_000),
+            BloatRate = arguments.Double("bloat-rate", 300, 1, 100_000),
             BloatSampleSeconds = arguments.Double("bloat-sample", 5, 0.5, 3600),
             Fsync = fsync == "on",
             ServerDirectoryFile = arguments.Text("server-dir-file"),
