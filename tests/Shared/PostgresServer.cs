@@ -13,29 +13,39 @@ public sealed class PostgresServer : IAsyncDisposable
     private const int Port = 5432;
     private readonly string _bin;
     private readonly string _root;
+    private readonly string[] _settings;
     private bool _stopped = true;
 
-    private PostgresServer(string bin, string root)
+    private PostgresServer(string bin, string root, string[] settings)
     {
         _bin = bin;
         _root = root;
+        _settings = settings;
     }
 
     /// <summary>Gets the folder of the server's Unix socket.</summary>
     public string SocketDirectory => Path.Combine(_root, "socket");
 
+    /// <summary>Gets the cluster's folder (data directory, socket folder and server log), deleted when the server is disposed.</summary>
+    public string RootDirectory => _root;
+
+    /// <summary>Gets the cluster's data directory (what <c>pg_ctl -D</c> takes).</summary>
+    public string DataDirectory => Path.Combine(_root, "data");
+
     /// <summary>Gets a connection string for the superuser on the <c>postgres</c> database.</summary>
     public string ConnectionString => string.Create(CultureInfo.InvariantCulture,
         $"Host={SocketDirectory};Port={Port};Username=postgres;Database=postgres;Timeout=5;Command Timeout=60;Maximum Pool Size=40");
-
-    private string DataDirectory => Path.Combine(_root, "data");
 
     private string LogFile => Path.Combine(_root, "server.log");
 
     private static bool IsRoot => Environment.UserName == "root";
 
     /// <summary>Creates a cluster and starts it.</summary>
-    public static async Task<PostgresServer> StartAsync()
+    /// <param name="settings">
+    /// Extra server settings as <c>name=value</c>, given after the defaults (so they win): for example <c>fsync=on</c>
+    /// for durable numbers in a benchmark. The tests pass none: <c>fsync=off</c>.
+    /// </param>
+    public static async Task<PostgresServer> StartAsync(params string[] settings)
     {
         var root = Path.Combine(Path.GetTempPath(), "boundedwork-pg-" + Guid.NewGuid().ToString("N")[..12]);
         Directory.CreateDirectory(Path.Combine(root, "data"));
@@ -45,7 +55,7 @@ public sealed class PostgresServer : IAsyncDisposable
             await RunAsync("chown", ["-R", "postgres:postgres", root]);
         }
 
-        var server = new PostgresServer(FindBin(), root);
+        var server = new PostgresServer(FindBin(), root, settings);
         try
         {
             await server.PgAsync("initdb", ["-D", server.DataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
@@ -118,6 +128,11 @@ public sealed class PostgresServer : IAsyncDisposable
     private async Task StartServerAsync()
     {
         var options = $"-c listen_addresses='' -k {SocketDirectory} -p {Port} -c fsync=off -c max_connections=300 -c shared_buffers=128MB";
+        foreach (var setting in _settings)
+        {
+            options += " -c " + setting;
+        }
+
         await PgAsync("pg_ctl", ["-D", DataDirectory, "-l", LogFile, "-w", "-t", "60", "-o", options, "start"]);
         _stopped = false;
     }

@@ -1,0 +1,59 @@
+using System.Runtime.InteropServices;
+using BoundedWork.PostgreSql.Benchmark;
+
+// The end-to-end benchmark of the durable queue; benchmarks/postgresql.sh runs it (see benchmarks/README.md).
+//   run [options]      the driver: starts PostgreSQL, measures, prints the tables on stdout
+//   consumer [options] one consumer node; the driver starts these as child processes
+string[] flags = ["quick", "record-starts", "statements"];
+if (args.Length == 0 || args[0] is not ("run" or "consumer"))
+{
+    Console.Error.WriteLine("""
+        Usage: run [--quick] [--items N] [--warmup-items N] [--producers P] [--consumers 1,2,4] [--workers W]
+                   [--latency-rate R] [--latency-seconds S] [--latency-warmup S]
+                   [--bloat SECONDS] [--bloat-rate R] [--bloat-sample S] [--fsync on|off] [--statements] [--server-dir-file F]
+               consumer --connection CS --schema S [--workers W] [--record-starts] [--retention-ms MS] [--cleanup-ms MS]
+        """);
+    return 2;
+}
+
+try
+{
+    var arguments = new Arguments(args[1..], flags.ToHashSet(StringComparer.Ordinal));
+    if (args[0] == "consumer")
+    {
+        return await ConsumerNode.RunAsync(arguments);
+    }
+
+    using var cancellation = new CancellationTokenSource();
+    Console.CancelKeyPress += (_, e) =>
+    {
+        e.Cancel = true;
+        cancellation.Cancel();
+    };
+    using var terminate = PosixSignalRegistration.Create(PosixSignal.SIGTERM, context =>
+    {
+        context.Cancel = true;
+        cancellation.Cancel();
+    });
+    using var hangUp = PosixSignalRegistration.Create(PosixSignal.SIGHUP, context =>
+    {
+        context.Cancel = true;
+        cancellation.Cancel();
+    });
+    return await Driver.RunAsync(arguments, cancellation.Token);
+}
+catch (ArgumentException e)
+{
+    Console.Error.WriteLine(e.Message);
+    return 2;
+}
+catch (OperationCanceledException)
+{
+    Console.Error.WriteLine("Interrupted; the consumers and the server were stopped.");
+    return 130;
+}
+catch (Exception e) when (e is TimeoutException or InvalidOperationException or Npgsql.NpgsqlException or IOException)
+{
+    Console.Error.WriteLine($"The benchmark failed: {e}");
+    return 1;
+}
