@@ -29,9 +29,11 @@ internal sealed class ThreadPoolStarvation : IDisposable
             Assert.True(ThreadPool.SetMinThreads(limit, _oldMinIo), "Could not lower the pool's minimum.");
             Assert.True(ThreadPool.SetMaxThreads(limit, _oldMaxIo), "Could not cap the pool.");
 
-            // Some pool threads may already be busy elsewhere (the test host's own); one blocker per allowed
-            // thread is enough either way, and any blocker that cannot start stays queued ahead of the probe.
-            for (var i = 0; i < limit; i++)
+            // Some pool threads may already be busy elsewhere (the test host's own), and threads created before the
+            // cap live on until they retire: one blocker per existing or allowed thread, and two more, blocks every one
+            // of them, and any blocker that cannot start stays queued ahead of the probe.
+            var blockers = Math.Max(limit, ThreadPool.ThreadCount) + 2;
+            for (var i = 0; i < blockers; i++)
             {
                 ThreadPool.UnsafeQueueUserWorkItem(static gate => gate.Wait(), _release, preferLocal: false);
             }

@@ -54,7 +54,12 @@ internal sealed class OutcomeWriter : IDisposable
         Interlocked.Increment(ref _pending);
         try
         {
-            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error));
+            // Only two outcomes can make an item claimable for another node: a release (the row is ready again) and
+            // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
+            // claim loop hears of its freed worker directly, and notifying every node for every batch would make each
+            // of them run an empty claim.
+            var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead);
+            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
         catch (InvalidOperationException)
         {
@@ -148,6 +153,7 @@ internal sealed class OutcomeWriter : IDisposable
             command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. dead.Select(outcome => outcome.Error)] });
             command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
             command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _queueName });
+            command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = outcomes.Exists(outcome => outcome.WakesOthers) });
             recorded = (long)command.ExecuteScalar()!;
         }
 
@@ -168,5 +174,5 @@ internal sealed class OutcomeWriter : IDisposable
 
     public void Dispose() => _outcomes.Dispose();
 
-    private readonly record struct Outcome(Kind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error);
+    private readonly record struct Outcome(Kind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
 }

@@ -55,6 +55,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
         var nextReap = DateTime.UtcNow;
+        var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
             var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _inFlight), MaxClaimBatch);
@@ -90,6 +91,16 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 continue; // There may be more: claim again at once.
             }
 
+            emptyClaims = requested > 0 && claimed == 0 ? emptyClaims + 1 : 0;
+            if (emptyClaims >= 2)
+            {
+                // Notified again and again, and another node took the items each time: wait a little before
+                // answering the next notification (wake-ups meanwhile are kept), so that several nodes do not all
+                // run an empty claim for every item, and the notifications of a burst are answered by one claim.
+                var backoff = TimeSpan.FromMilliseconds(Math.Min(1 << Math.Min(emptyClaims - 2, 4), 16) * (0.5 + Random.Shared.NextDouble()));
+                cancellationToken.WaitHandle.WaitOne(backoff);
+            }
+
             _wake.Wait(_options.PollInterval, cancellationToken);
         }
     }
@@ -109,7 +120,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3)));
+                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3), reader.GetBoolean(4)));
             }
         }
 
@@ -176,7 +187,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             try
             {
-                using var connection = _dataSource.OpenConnection();
+                using var connection = _listenerSource.OpenConnection();
                 connection.Notification += (_, notification) =>
                 {
                     if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))

@@ -38,6 +38,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly DeadLetters<T> _deadLetters;
     private readonly ResiliencePipeline _pipeline;
     private readonly NpgsqlDataSource _dataSource;
+    private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
     private readonly StorageHealth _health;
     private readonly OutcomeWriter _outcomes;
@@ -66,9 +67,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
         _deadLetters = new DeadLetters<T>(Name, _scopes, loggers.CreateLogger(WorkQueueLog.Category));
         _pipeline = WorkQueuePipeline.Build(Name, _queueOptions, services.GetRequiredService<RetryClock>(), _logger, storedRetries: true);
-        // Without the application's logger factory: Npgsql logs every command at Information, and these loops run
-        // several a second. The queue's own log events report every failure.
-        _dataSource = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + Name }.Build();
+        _dataSource = CreateDataSource(connectionString, Name, pooled: true);
+        _listenerSource = CreateDataSource(connectionString, Name + " listener", pooled: false);
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
@@ -223,6 +223,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     {
         Dispose();
         await _dataSource.DisposeAsync().ConfigureAwait(false);
+        await _listenerSource.DisposeAsync().ConfigureAwait(false);
     }
 
     public void Dispose()
@@ -245,6 +246,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
 
         _dataSource.Dispose();
+        _listenerSource.Dispose();
         _claiming.Dispose();
         _background.Dispose();
         _abandonOutcomes.Dispose();
@@ -276,6 +278,30 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         IsAvailable = true,
         ReadAt = DateTimeOffset.UtcNow,
     };
+
+    /// <summary>
+    /// The queue's own data sources, built from the connection string with three changes. No logging through the
+    /// application's logger factory: Npgsql logs every command at Information, and these loops run several a second
+    /// (the queue's own log events report every failure). No connection reset when a pooled connection is returned
+    /// (the loops leave no session state behind, and the reset would cost one more statement per operation), and the
+    /// loops' statements prepared automatically. The listener's connection is not pooled: its LISTEN ends with it.
+    /// </summary>
+    private static NpgsqlDataSource CreateDataSource(string connectionString, string name, bool pooled)
+    {
+        var builder = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + name };
+        if (pooled)
+        {
+            builder.ConnectionStringBuilder.NoResetOnClose = true;
+            builder.ConnectionStringBuilder.MaxAutoPrepare = 32;
+            builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
+        }
+        else
+        {
+            builder.ConnectionStringBuilder.Pooling = false;
+        }
+
+        return builder.Build();
+    }
 
     private StorageThread StartThread(string loop, Action body) => StorageThread.Start($"BoundedWork.PostgreSql {Name} {loop}", body);
 

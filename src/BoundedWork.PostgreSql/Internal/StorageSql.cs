@@ -76,7 +76,7 @@ internal sealed class StorageSql
                 FOR UPDATE SKIP LOCKED)
             UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
             FROM next WHERE i.id = next.id
-            RETURNING i.id, i.payload::text, i.attempts, i.enqueued_at
+            RETURNING i.id, i.payload::text, i.attempts, i.enqueued_at, i.ordering_key IS NOT NULL
             """;
 
         Heartbeat = $"UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2";
@@ -100,7 +100,7 @@ internal sealed class StorageSql
         // makes the row ready at once and does not count the delivery. One statement, not a batch: Npgsql runs
         // synchronous batches with a ThreadPool task, and these writes must go on while the pool is starved.
         // $1/$2 completed, $3/$4 released, $5/$6 retried with $7 delays (ms) and $8 errors, $9/$10 dead with $11 errors,
-        // $12 the channel, $13 the queue.
+        // $12 the channel, $13 the queue, $14 whether to wake the other nodes (see OutcomeWriter).
         WriteOutcomes = OutcomesStatement($"""
             UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
@@ -113,14 +113,17 @@ internal sealed class StorageSql
             RETURNING 1
             """);
 
+        // Each count through the partial index of its state, and the oldest ready item by id (ids follow enqueue
+        // order), so reading the statistics costs what the unfinished items cost, not a scan of the whole table. The
+        // completed count is an index-only count over the rows kept for their retention.
         Statistics = $"""
-            SELECT count(*) FILTER (WHERE state = 0 AND run_at <= now()),
-                   count(*) FILTER (WHERE state = 0 AND run_at > now()),
-                   count(*) FILTER (WHERE state = 1),
-                   count(*) FILTER (WHERE state = 3),
-                   count(*) FILTER (WHERE state = 2),
-                   coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE state = 0 AND run_at <= now())), 0)::double precision
-            FROM {Items} WHERE queue = $1
+            SELECT (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at <= now()),
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at > now()),
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 1),
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 3),
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 2),
+                   coalesce(extract(epoch FROM now() - (
+                       SELECT enqueued_at FROM {Items} WHERE queue = $1 AND state = 0 AND run_at <= now() ORDER BY id LIMIT 1)), 0)::double precision
             """;
 
         // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
@@ -175,7 +178,7 @@ internal sealed class StorageSql
             FROM unnest($9::bigint[], $10::integer[], $11::text[]) AS d(id, attempts, error)
             WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
             RETURNING 1),
-        woken AS (SELECT pg_notify($12, $13))
+        woken AS (SELECT pg_notify($12, $13) WHERE $14)
         SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM released) + (SELECT count(*) FROM retried) + (SELECT count(*) FROM dead),
                (SELECT count(*) FROM woken)
         """;

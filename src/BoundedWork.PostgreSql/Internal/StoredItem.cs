@@ -6,7 +6,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// One delivery of a stored item to this node: the claimed row, as the executor item's state. It ends exactly once:
 /// it runs (and its outcome is written), or the executor never runs it and it is released back to the table.
 /// </summary>
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, DateTimeOffset enqueuedAt) : IWorkQueueEntry
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, DateTimeOffset enqueuedAt, bool isOrdered) : IWorkQueueEntry
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -24,6 +24,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     public int Attempts { get; } = attempts;
 
     public DateTimeOffset EnqueuedAt { get; } = enqueuedAt;
+
+    /// <summary>Gets a value indicating whether the item has an ordering key: its end may let the next item of its key run.</summary>
+    public bool IsOrdered { get; } = isOrdered;
 
     /// <summary>Marks the delivery as running; <see langword="false"/> if it was already released.</summary>
     public bool TryStart() => Interlocked.CompareExchange(ref _state, Started, Claimed) == Claimed;
