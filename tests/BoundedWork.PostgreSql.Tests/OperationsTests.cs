@@ -127,6 +127,7 @@ public sealed class OperationsTests(PostgresFixture postgres)
             o.CompletedRetention = TimeSpan.FromHours(1);
             o.DeadLetterRetention = TimeSpan.FromHours(1);
             o.CleanupInterval = TimeSpan.FromMilliseconds(100);
+            o.StatisticsInterval = TimeSpan.FromHours(1); // cleanup keeps its own schedule
         }))
         {
             for (var i = -2; i < 5; i++)

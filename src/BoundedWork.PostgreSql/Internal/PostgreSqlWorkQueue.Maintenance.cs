@@ -42,15 +42,22 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
+    /// <summary>Reads the statistics every <c>StatisticsInterval</c> and cleans up every <c>CleanupInterval</c>, each on its own schedule.</summary>
     private void RunMaintenance(CancellationToken cancellationToken)
     {
+        var nextStatistics = DateTime.UtcNow;
         var nextCleanup = DateTime.UtcNow + _options.CleanupInterval;
         var failureDelay = TimeSpan.FromMilliseconds(100);
         while (!cancellationToken.IsCancellationRequested)
         {
             try
             {
-                Volatile.Write(ref _statistics, ReadStatistics());
+                if (DateTime.UtcNow >= nextStatistics)
+                {
+                    Volatile.Write(ref _statistics, ReadStatistics());
+                    nextStatistics = DateTime.UtcNow + _options.StatisticsInterval;
+                }
+
                 if (DateTime.UtcNow >= nextCleanup)
                 {
                     Cleanup(StorageSql.Completed, _options.CompletedRetention, cancellationToken);
@@ -68,7 +75,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 }
 
                 failureDelay = TimeSpan.FromMilliseconds(100);
-                cancellationToken.WaitHandle.WaitOne(_options.StatisticsInterval);
+                var next = nextStatistics < nextCleanup ? nextStatistics : nextCleanup;
+                var wait = next - DateTime.UtcNow;
+                if (wait > TimeSpan.Zero)
+                {
+                    cancellationToken.WaitHandle.WaitOne(wait);
+                }
             }
             catch (Exception ex)
             {
