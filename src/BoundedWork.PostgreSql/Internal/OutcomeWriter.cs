@@ -61,9 +61,9 @@ internal sealed class OutcomeWriter : IDisposable
             var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
-        catch (InvalidOperationException)
+        catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
         {
-            // The writer has stopped (the node is stopping and its executor gave up at the deadline).
+            // The writer has stopped (the node is stopping and its executor gave up at the deadline, or it is disposed).
             Interlocked.Decrement(ref _pending);
             _logger.OutcomesLostAtStop(_queueName, 1);
         }
