@@ -41,3 +41,16 @@ public sealed class OptionsTests
         Assert.Equal("Work queue 'payments' already has a storage.", error.Message);
     }
 }
+
+public sealed class StartTests
+{
+    [Fact]
+    public async Task UnreachableDatabase_FailsTheHostStart_WithTheQueueNamed()
+    {
+        var missing = Path.Combine(Path.GetTempPath(), "boundedwork-no-server-" + Guid.NewGuid().ToString("N")[..8]);
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            QueueNode.StartAsync($"Host={missing};Username=postgres;Timeout=2", "nowhere", new Behavior()));
+        Assert.StartsWith("Work queue 'notices' could not create or upgrade its schema \"nowhere\" in PostgreSQL at start:", error.Message, StringComparison.Ordinal);
+        Assert.IsAssignableFrom<Npgsql.NpgsqlException>(error.InnerException);
+    }
+}

@@ -131,7 +131,16 @@ public sealed class QueueNode : IAsyncDisposable
             });
         services?.Invoke(builder.Services);
         var host = builder.Build();
-        await host.StartAsync();
+        try
+        {
+            await host.StartAsync();
+        }
+        catch
+        {
+            await ((IAsyncDisposable)host).DisposeAsync();
+            throw;
+        }
+
         return new QueueNode(host, "notices");
     }
 

@@ -168,7 +168,17 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     public async Task StartAsync(CancellationToken cancellationToken)
     {
         _ = Executor;
-        var (from, to) = await SchemaMigrator.MigrateAsync(_dataSource, _sql, cancellationToken).ConfigureAwait(false);
+        int from, to;
+        try
+        {
+            (from, to) = await SchemaMigrator.MigrateAsync(_dataSource, _sql, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is NpgsqlException or TimeoutException)
+        {
+            throw new InvalidOperationException(
+                $"Work queue '{Name}' could not create or upgrade its schema \"{_sql.Schema}\" in PostgreSQL at start: {ex.Message}", ex);
+        }
+
         _logger.SchemaReady(Name, _sql.Schema, to, from, NodeId);
         StorageMetrics.Register(this);
         _outcomeThread = StartThread("outcomes", () => _outcomes.Run(_abandonOutcomes.Token));
