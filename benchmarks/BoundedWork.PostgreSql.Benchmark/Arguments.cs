@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Numerics;
 
 namespace BoundedWork.PostgreSql.Benchmark;
 
@@ -49,31 +50,23 @@ internal sealed class Arguments
 
     public string Required(string name) => Text(name) ?? throw new ArgumentException($"--{name} is required.");
 
-    public int Int(string name, int fallback, int min = 0, int max = int.MaxValue)
+    public int Int(string name, int fallback, int min = 0, int max = int.MaxValue) =>
+        Number(name, fallback, min, max, NumberStyles.Integer, "an integer");
+
+    public double Double(string name, double fallback, double min = 0, double max = double.MaxValue) =>
+        Number(name, fallback, min, max, NumberStyles.Float, "a number");
+
+    private T Number<T>(string name, T fallback, T min, T max, NumberStyles styles, string kind)
+        where T : INumber<T>
     {
         if (Text(name) is not { } text)
         {
             return fallback;
         }
 
-        if (!int.TryParse(text, NumberStyles.Integer, CultureInfo.InvariantCulture, out var value) || value < min || value > max)
+        if (!T.TryParse(text, styles, CultureInfo.InvariantCulture, out var value) || value < min || value > max)
         {
-            throw new ArgumentException($"--{name} must be an integer between {min} and {max} (was '{text}').");
-        }
-
-        return value;
-    }
-
-    public double Double(string name, double fallback, double min = 0, double max = double.MaxValue)
-    {
-        if (Text(name) is not { } text)
-        {
-            return fallback;
-        }
-
-        if (!double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out var value) || value < min || value > max)
-        {
-            throw new ArgumentException($"--{name} must be a number between {min} and {max} (was '{text}').");
+            throw new ArgumentException($"--{name} must be {kind} between {min} and {max} (was '{text}').");
         }
 
         return value;

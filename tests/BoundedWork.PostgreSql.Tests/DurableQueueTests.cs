@@ -289,6 +289,10 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
             () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {id} AND state = {state} AND {extraCondition}").Result == 1,
             $"item {id} is in state {state} ({extraCondition})");
 
+    /// <summary>
+    /// Waits until a condition on the database (or another process) holds, re-checking every 20 ms: those have no
+    /// in-process signal to wait on. The wait is for a state, never a guess at a duration; it fails after the patience.
+    /// </summary>
     internal static async Task WaitAsync(Func<bool> condition, string what)
     {
         var deadline = DateTime.UtcNow + QueueNode.Patience;

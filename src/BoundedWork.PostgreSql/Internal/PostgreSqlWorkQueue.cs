@@ -17,11 +17,12 @@ namespace BoundedWork.PostgreSql.Internal;
 /// pipeline, and writes the outcome (completed, stored retry, dead letter) through the <see cref="OutcomeWriter"/>.
 /// </summary>
 /// <remarks>
-/// Loops, each on its own connection and each retrying with backoff when the database is unreachable: claiming
+/// Loops, each on a dedicated thread with synchronous single-statement I/O (so they go on while the ThreadPool is
+/// starved), and each retrying with backoff when the database is unreachable: claiming
 /// (woken by notifications, local enqueues and freed workers, else every poll interval; it also returns expired
 /// leases to ready), listening, writing outcomes, renewing this node's leases, and reading statistics plus cleanup.
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IAsyncDisposable, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
 {
     /// <summary>The longest a stopping node waits for its last outcomes to be written, whatever the host's deadline.</summary>
     private static readonly TimeSpan OutcomeFlushGrace = TimeSpan.FromSeconds(5);
@@ -83,9 +84,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
 
     /// <summary>Gets this node's id: the lease owner of the rows it claims (machine, process id, and a random suffix).</summary>
     public string NodeId { get; }
-
-    /// <summary>Gets the number of deliveries claimed by this node and not yet finished.</summary>
-    public int InFlightCount => Volatile.Read(ref _inFlight);
 
     public WorkQueueStorageStatistics Statistics
     {
@@ -227,13 +225,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
 
         StorageMetrics.Unregister(this);
         return Task.CompletedTask;
-    }
-
-    public async ValueTask DisposeAsync()
-    {
-        Dispose();
-        await _dataSource.DisposeAsync().ConfigureAwait(false);
-        await _listenerSource.DisposeAsync().ConfigureAwait(false);
     }
 
     public void Dispose()

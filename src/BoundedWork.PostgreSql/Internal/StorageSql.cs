@@ -18,8 +18,6 @@ internal sealed class StorageSql
     /// <summary>The channel of the wake-up notifications; the payload is the queue's name.</summary>
     public const string NotifyChannel = "boundedwork";
 
-    public const short Ready = 0;
-    public const short Running = 1;
     public const short Completed = 2;
     public const short Dead = 3;
 
