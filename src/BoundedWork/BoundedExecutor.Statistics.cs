@@ -60,8 +60,8 @@ public sealed partial class BoundedExecutor
         var cancelled = workerCancelled + callerCancelled + cancelledBeforeQueue + cancelledAfterClaim;
         var discarded = droppedNew + evicted;
         var running = runningClaimed + runningOnCallers;
-        var oldestAge = queued != 0 && _queue.TryPeekOldest(out var oldest)
-            ? _itemClock.Elapsed(oldest.EnqueuedTimestamp, now)
+        var oldestAge = queued != 0 && _queue.TryReadOldestStamp(claims, out var oldestEnqueued)
+            ? _itemClock.Elapsed(oldestEnqueued, now)
             : TimeSpan.Zero;
 
         return new BoundedExecutorStatistics

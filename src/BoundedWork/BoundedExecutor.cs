@@ -23,7 +23,7 @@ namespace BoundedWork;
 /// </remarks>
 public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 {
-    private readonly WorkQueue _queue = new();
+    private readonly WorkQueue _queue;
     private readonly RoomWaiters _roomWaiters = new();
     private readonly IdleWorkers _idle = new();
     private readonly bool _flowExecutionContext;
@@ -74,6 +74,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         Name = options.Name;
         MaxWorkerCount = options.MaxWorkerCount;
         _queueCapacity = options.QueueCapacity;
+        _queue = new WorkQueue(options.QueueCapacity);
         _policy = options.RejectionPolicy;
         _waitTimeoutTicks = options.WaitTimeout.Ticks;
         _flowExecutionContext = options.FlowExecutionContext;
@@ -302,6 +303,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             previous = SettingsUnsynchronized();
             if (change.QueueCapacity is { } capacity)
             {
+                _queue.EnsureCapacity(capacity);
                 _queueCapacity = capacity;
             }
 

@@ -89,4 +89,69 @@ public sealed class OldestQueuedItemAgeTests
         TestKit.WaitForStatistics(executor, s => s.QueueLength == 0);
         Assert.Equal(TimeSpan.Zero, executor.GetStatistics().OldestQueuedItemAge);
     }
+
+    [Fact]
+    public async Task OldestQueuedItemAge_StaysExactWhenTheCapacityGrows_AndPastTheOldRingsLength()
+    {
+        var clock = new ManualClock();
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o => o.TimeProvider = clock);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(7));
+
+        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 200 });
+        for (var i = 0; i < 150; i++)
+        {
+            executor.Execute(() => { });
+            clock.Advance(TimeSpan.FromMilliseconds(10));
+        }
+
+        Assert.Equal(151, executor.GetStatistics().QueueLength);
+        Assert.Equal(TimeSpan.FromSeconds(8.5), executor.GetStatistics().OldestQueuedItemAge);
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.QueueLength == 0);
+        Assert.Equal(TimeSpan.Zero, executor.GetStatistics().OldestQueuedItemAge);
+    }
+}
+
+/// <summary>Reading statistics must not change what the queue keeps alive.</summary>
+public sealed class StatisticsRetentionTests
+{
+    [Fact]
+    public async Task ReadingStatisticsWhileItemsAreQueued_KeepsNoItemAliveAfterItRan()
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 64);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        var state = QueueLargeItems(executor, count: 4);
+        Assert.Equal(4, executor.GetStatistics().QueueLength); // a read of the queue's head while items are queued
+
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0);
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety), "The worker never went idle.");
+        for (var i = 0; i < 3 && state.Any(s => s.IsAlive); i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+
+        Assert.All(state, s => Assert.False(s.IsAlive, "An item that ran is still reachable after a statistics read."));
+    }
+
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static WeakReference[] QueueLargeItems(BoundedExecutor executor, int count)
+    {
+        var references = new WeakReference[count];
+        for (var i = 0; i < count; i++)
+        {
+            var payload = new byte[256 * 1024];
+            executor.Execute(static p => GC.KeepAlive(p), payload);
+            references[i] = new WeakReference(payload);
+        }
+
+        return references;
+    }
 }

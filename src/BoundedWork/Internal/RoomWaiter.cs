@@ -8,6 +8,14 @@ namespace BoundedWork.Internal;
 /// </summary>
 internal sealed class RoomWaiter : IDisposable
 {
+    /// <summary>
+    /// The calling thread's spare blocking waiter: a producer that blocks for room again and again (a producer that
+    /// outpaces the workers) reuses one waiter, so waiting allocates nothing. Rented out while in use, so a nested
+    /// wait on the same thread (from a callback) gets a fresh one.
+    /// </summary>
+    [ThreadStatic]
+    private static RoomWaiter? t_spareBlockingWaiter;
+
     private readonly ManualResetEventSlim? _event;
     private readonly TaskCompletionSource? _completion;
     private readonly TaskCompletionSource<bool>? _probe;
@@ -36,7 +44,7 @@ internal sealed class RoomWaiter : IDisposable
         }
     }
 
-    public QueuedItem Item { get; }
+    public QueuedItem Item { get; private set; }
 
     /// <summary>
     /// Gets a value indicating whether this waiter only waits for room to appear (a channel writer's
@@ -48,7 +56,7 @@ internal sealed class RoomWaiter : IDisposable
     public Task<bool>? ProbeTask => _probe?.Task;
 
     /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="long.MaxValue"/>: never).</summary>
-    public long Deadline { get; }
+    public long Deadline { get; private set; }
 
     public LinkedListNode<RoomWaiter> Node { get; }
 
@@ -62,7 +70,20 @@ internal sealed class RoomWaiter : IDisposable
 
     public CancellationTokenRegistration Registration { get; set; }
 
-    public static RoomWaiter ForBlockingCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: true);
+    /// <summary>Gets a waiter for a producer that blocks its thread: the thread's spare one if it has one.</summary>
+    public static RoomWaiter ForBlockingCaller(in QueuedItem item, long deadline)
+    {
+        var waiter = t_spareBlockingWaiter;
+        if (waiter is null)
+        {
+            return new RoomWaiter(item, deadline, blocking: true);
+        }
+
+        t_spareBlockingWaiter = null;
+        waiter.Item = item;
+        waiter.Deadline = deadline;
+        return waiter;
+    }
 
     public static RoomWaiter ForAsyncCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: false);
 
@@ -108,6 +129,26 @@ internal sealed class RoomWaiter : IDisposable
 
     /// <summary>Waits for an outcome another party is about to record (after losing the race to remove the waiter).</summary>
     public void WaitForOutcome() => _event!.Wait();
+
+    /// <summary>
+    /// Called by a blocking producer when its wait is over: keeps the waiter as the thread's spare if its outcome is
+    /// recorded (so no other party touches it any more), otherwise disposes it. The item is forgotten either way, so
+    /// a spare never keeps a submitted delegate or its state alive.
+    /// </summary>
+    public void ReleaseBlocking()
+    {
+        if (_event is null || Outcome == RoomWaitOutcome.Waiting || Node.List is not null)
+        {
+            Dispose();
+            return;
+        }
+
+        Item = default;
+        Exception = null;
+        Volatile.Write(ref _outcome, (int)RoomWaitOutcome.Waiting);
+        _event.Reset();
+        t_spareBlockingWaiter = this;
+    }
 
     /// <summary>Releases the blocking caller's event (it holds no kernel handle unless one was asked for).</summary>
     public void Dispose() => _event?.Dispose();

@@ -37,9 +37,14 @@ internal sealed class WorkQueue
     private const long FlagBit = 1L << 62;
 
     private readonly ConcurrentQueue<QueuedItem> _items = new();
+    private readonly AdmissionStamps _stamps;
     private PaddedInt64 _admitted;
     private PaddedInt64 _claimed;
     private PaddedInt64 _claimedEstimate;
+
+    /// <summary>Initializes a new instance of the <see cref="WorkQueue"/> class.</summary>
+    /// <param name="capacity">The initial capacity (sizes the admission stamps; admission takes the capacity in force).</param>
+    public WorkQueue(int capacity) => _stamps = new AdmissionStamps(capacity);
 
     /// <summary>Gets how many items were ever admitted. Read after <see cref="Claims"/> for a consistent pair.</summary>
     public long Admissions => Volatile.Read(ref _admitted.Value) & CountMask;
@@ -57,6 +62,9 @@ internal sealed class WorkQueue
         }
     }
 
+    /// <summary>Gets a value indicating whether at least <paramref name="slots"/> of <paramref name="capacity"/> are free.</summary>
+    public bool HasRoomFor(int capacity, int slots) => Count <= (long)capacity - slots;
+
     /// <summary>Gets a value indicating whether admission has stopped for good.</summary>
     public bool IsShutdown => (Volatile.Read(ref _admitted.Value) & FlagBit) != 0;
 
@@ -65,11 +73,13 @@ internal sealed class WorkQueue
 
     /// <summary>Reserves a slot if fewer than <paramref name="capacity"/> items are queued and shutdown has not begun.</summary>
     /// <param name="capacity">The limit; <see cref="int.MaxValue"/> to ignore it (an eviction already made room).</param>
-    public Admission TryAdmit(int capacity)
+    /// <param name="ticket">The admitted item's ticket (its place in admission order), to pass to <see cref="Write"/>.</param>
+    public Admission TryAdmit(int capacity, out long ticket)
     {
         var admitted = Volatile.Read(ref _admitted.Value);
         while (true)
         {
+            ticket = admitted;
             if ((admitted & FlagBit) != 0)
             {
                 return Admission.ShutDown;
@@ -97,8 +107,15 @@ internal sealed class WorkQueue
         }
     }
 
-    /// <summary>Writes an item whose slot <see cref="TryAdmit"/> reserved.</summary>
-    public void Write(in QueuedItem item) => _items.Enqueue(item);
+    /// <summary>Writes an item whose slot <see cref="TryAdmit"/> reserved, with the ticket it got.</summary>
+    public void Write(long ticket, in QueuedItem item)
+    {
+        _stamps.Record(ticket, item.EnqueuedTimestamp);
+        _items.Enqueue(item);
+    }
+
+    /// <summary>Makes the queue ready for a new capacity (admission itself takes the capacity in force).</summary>
+    public void EnsureCapacity(int capacity) => _stamps.EnsureCapacity(capacity);
 
     /// <summary>Claims the oldest unclaimed item; fails when none is queued or the queue was abandoned.</summary>
     /// <param name="knownAdmissions">
@@ -154,8 +171,14 @@ internal sealed class WorkQueue
         return item;
     }
 
-    /// <summary>Gets the oldest queued item without claiming it; false when none is (fully) written.</summary>
-    public bool TryPeekOldest(out QueuedItem item) => _items.TryPeek(out item);
+    /// <summary>Gets a value indicating whether any written item is still unread (for tests; does not peek).</summary>
+    public bool HasUnreadItems => !_items.IsEmpty;
+
+    /// <summary>
+    /// Gets when the oldest queued item was enqueued, given a <see cref="Claims"/> reading with items queued behind it;
+    /// false when that item is being written right now. Never peeks at the items (see <see cref="AdmissionStamps"/>).
+    /// </summary>
+    public bool TryReadOldestStamp(long claims, out long enqueuedTimestamp) => _stamps.TryRead(claims, out enqueuedTimestamp);
 
     /// <summary>Stops admission for good. Returns false if shutdown had already begun.</summary>
     public bool Freeze()

@@ -12,7 +12,7 @@ public sealed class QueueAndParkingStressTests
     public void WorkQueue_ConcurrentAdmitClaimAndAbandon_EveryItemIsReadExactlyOnce(int producers, int consumers, int capacity)
     {
         const int PerProducer = 50_000;
-        var queue = new WorkQueue();
+        var queue = new WorkQueue(capacity);
         var seen = new int[producers * PerProducer];
         var abandonAfter = producers * PerProducer / 2;
         long claimedTotal = 0;
@@ -26,10 +26,10 @@ public sealed class QueueAndParkingStressTests
                 var id = p * PerProducer + i;
                 while (true)
                 {
-                    var admission = queue.TryAdmit(capacity);
+                    var admission = queue.TryAdmit(capacity, out var ticket);
                     if (admission == Admission.Admitted)
                     {
-                        queue.Write(new QueuedItem(id, null, static (_, _) => { }, null, 0));
+                        queue.Write(ticket, new QueuedItem(id, null, static (_, _) => { }, null, 0));
                         break;
                     }
 
@@ -83,7 +83,7 @@ public sealed class QueueAndParkingStressTests
         Assert.Equal(seen.Length, seen.Sum() + rejectedAfterShutdown);
         Assert.Equal(0, queue.Count);
         Assert.Equal(Interlocked.Read(ref claimedTotal) + abandonedCount, queue.Claims);
-        Assert.False(queue.TryPeekOldest(out _), "An item is left in the queue after everything was claimed.");
+        Assert.False(queue.HasUnreadItems, "An item is left in the queue after everything was claimed.");
     }
 
     [Fact]

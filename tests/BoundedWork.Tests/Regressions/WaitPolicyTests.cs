@@ -180,4 +180,98 @@ public sealed class WaitPolicyTests
         Assert.Equal(0, statistics.WaitingProducers);
         TestKit.AssertConserved(statistics);
     }
+
+    [Fact]
+    public void BlockedProducer_WaitingAgainAndAgain_AllocatesNothingAfterItsFirstWait()
+    {
+        const int Waits = 4;
+        using var release = new SemaphoreSlim(0);
+        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o =>
+        {
+            o.WaitTimeout = Timeout.InfiniteTimeSpan;
+            o.FlowExecutionContext = false;
+        });
+        using var dispose = new DisposableExecutor(executor);
+        Action gated = () => release.Wait();
+        executor.Execute(gated);
+        TestKit.WaitForStatistics(executor, s => s.Running == 1 && s.QueueLength == 0);
+        executor.Execute(gated); // the queue is full from here on: each of the producer's submits has to wait
+        var allocated = new long[Waits];
+        var producer = new Thread(() =>
+        {
+            for (var i = 0; i < Waits; i++)
+            {
+                var before = GC.GetAllocatedBytesForCurrentThread();
+                executor.Execute(gated);
+                allocated[i] = GC.GetAllocatedBytesForCurrentThread() - before;
+            }
+        });
+        producer.Start();
+
+        for (var i = 0; i < Waits; i++)
+        {
+            // The producer waits (the worker is gated and the queue is full); one released item frees one slot.
+            var completed = i;
+            TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1 && s.Completed == completed);
+            release.Release();
+        }
+
+        Assert.True(producer.Join(TestKit.Safety), "The producer was never admitted.");
+        release.Release(Waits + 2);
+        Assert.True(allocated[0] > 0, "The first wait should allocate its waiter (otherwise the producer never waited).");
+        for (var i = 1; i < Waits; i++)
+        {
+            Assert.True(allocated[i] == 0, $"Wait {i + 1} allocated {allocated[i]} B; the thread's waiter should be reused.");
+        }
+    }
+
+    [Fact]
+    public void BlockedProducer_ItsSpareWaiter_DoesNotKeepTheItemAlive()
+    {
+        using var gate = new Gate();
+        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        using var dispose = new DisposableExecutor(executor);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        using var ran = new ManualResetEventSlim();
+        using var admitted = new ManualResetEventSlim();
+        using var finish = new ManualResetEventSlim();
+        WeakReference? state = null;
+
+        // The producer thread stays alive after its wait, so its thread-static spare waiter does too.
+        var producer = new Thread(() =>
+        {
+            state = SubmitWithState(executor, ran);
+            admitted.Set();
+            finish.Wait();
+        });
+        producer.Start();
+        TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
+
+        gate.Open();
+        admitted.WaitOrFail("the waiting producer to be admitted");
+        ran.WaitOrFail("the waiting producer's item to run");
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety), "The worker never went idle.");
+        for (var i = 0; i < 3 && state!.IsAlive; i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+
+        var alive = state!.IsAlive;
+        finish.Set();
+        Assert.True(producer.Join(TestKit.Safety));
+        Assert.False(alive, "The producer's spare waiter kept the admitted item's state alive after the item ran.");
+    }
+
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static WeakReference SubmitWithState(BoundedExecutor executor, ManualResetEventSlim ran)
+    {
+        var state = new ItemState(new byte[1024 * 1024], ran);
+        executor.Execute(static s => s.Ran.Set(), state);
+        return new WeakReference(state);
+    }
+
+    private sealed record ItemState(byte[] Payload, ManualResetEventSlim Ran);
 }
