@@ -40,6 +40,10 @@ public sealed record BoundedExecutorStatistics
     public required int QueueCapacity { get; init; }
 
     /// <summary>Gets how long the oldest item still in the queue has waited; <see cref="TimeSpan.Zero"/> when the queue is empty.</summary>
+    /// <remarks>
+    /// Exact while the queue holds at most 65,536 items; beyond that it is a lower bound (the age of an item queued up
+    /// to 65,536 places later). An item admitted at the very instant of the reading may count as zero.
+    /// </remarks>
     public required TimeSpan OldestQueuedItemAge { get; init; }
 
     /// <summary>Gets the policy applied when the queue is full.</summary>

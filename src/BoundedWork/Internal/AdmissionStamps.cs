@@ -9,8 +9,8 @@ namespace BoundedWork.Internal;
 /// <para>
 /// A ring of (ticket, stamp) entries, ticket <c>t</c> at index <c>t mod length</c>. The producer that admitted ticket
 /// <c>t</c> writes the stamp, then publishes <c>t + 1</c> as the entry's ticket (a release store); the hot path costs
-/// two plain stores and no atomic operation. A reader accepts a stamp only if it read the ticket it wanted before and
-/// after the stamp. It can read a newer item's stamp only if the item it asked about was claimed meanwhile (a newer
+/// two plain stores and no atomic operation. A reader accepts a stamp only if the entry held the same ticket before and after
+/// it read the stamp, and that ticket is not older than the one it wanted. It can read a newer item's stamp only if the item it asked about was claimed meanwhile (a newer
 /// item reuses the entry only once the queue has moved a whole ring's length on), which is the oldest item's age at
 /// a slightly later instant.
 /// </para>
