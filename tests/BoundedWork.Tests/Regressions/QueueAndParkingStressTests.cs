@@ -87,6 +87,55 @@ public sealed class QueueAndParkingStressTests
     }
 
     [Fact]
+    public void WorkQueue_AbandonRacingWithClaimers_EveryItemIsReadOnce_AndTheAbandonerGetsExactlyWhatItClaimed()
+    {
+        // Abandoning claims every item not yet claimed in one step while consumers keep claiming: each item must go to
+        // exactly one side, and the abandoner must be able to read exactly as many as it claimed. Many short rounds
+        // land the abandon at many different points of the consumers' progress.
+        const int Rounds = 300;
+        const int Items = 64;
+        const int Claimers = 3;
+        for (var round = 0; round < Rounds; round++)
+        {
+            var queue = new WorkQueue(Items);
+            for (var i = 0; i < Items; i++)
+            {
+                Assert.Equal(Admission.Admitted, queue.TryAdmit(Items, out var ticket));
+                queue.Write(ticket, new QueuedItem(i, null, static (_, _) => { }, null, 0));
+            }
+
+            var seen = new int[Items];
+            using var start = new Barrier(Claimers + 1);
+            var claimers = Enumerable.Range(0, Claimers).Select(_ => new Thread(() =>
+            {
+                long known = 0;
+                start.SignalAndWait();
+                while (queue.TryClaim(ref known, out long _))
+                {
+                    Interlocked.Increment(ref seen[(int)queue.ReadClaimed().Callback]);
+                }
+            })).ToList();
+            claimers.ForEach(t => t.Start());
+            start.SignalAndWait();
+            Thread.SpinWait(round % 50 * 20); // vary where the abandon lands (not a timing assumption: any point is valid)
+            var claimed = queue.Abandon();
+            var reader = new Thread(() =>
+            {
+                for (var k = 0; k < claimed; k++)
+                {
+                    Interlocked.Increment(ref seen[(int)queue.ReadClaimed().Callback]);
+                }
+            });
+            reader.Start();
+            Assert.True(reader.Join(TestKit.Safety), $"Round {round}: the abandoner never got all {claimed} items it claimed.");
+            claimers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+            Assert.All(seen, count => Assert.Equal(1, count));
+            Assert.False(queue.HasUnreadItems, $"Round {round}: an item is left unread.");
+            Assert.Equal(Items, queue.Claims);
+        }
+    }
+
+    [Fact]
     public void IdleWorkers_AnnounceRecheckPark_AgainstWakeOnPublish_NeverLosesAWakeUp()
     {
         // A minimal model of the executor's handshake: consumers announce, re-check a shared count and park;
