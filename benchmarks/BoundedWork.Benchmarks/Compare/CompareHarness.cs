@@ -11,17 +11,26 @@ namespace BoundedWork.Benchmarks.Compare;
 /// producers that block while the queue is full, P dedicated producers and W workers, N items per round, warm-up
 /// rounds, then measured rounds; the median and minimum ns/item per shape. The two .NET contenders alternate round
 /// by round, so a slow spell of the machine hits both. With <c>--java FILE</c> (the Java harness's output) it
-/// prints one table with all three; <c>benchmarks/compare-java.sh</c> runs the whole thing.
+/// prints one table with all three; <c>benchmarks/compare-java.sh</c> runs the whole thing. With
+/// <c>--report FILE</c> it measures nothing and prints the table for the <c>RESULT</c> lines of several runs (one
+/// process each) collected in FILE, and in the <c>--java</c> file: a process's speed can depend on the process
+/// itself (where the runtime put its objects, what its JIT decided), which more rounds in one process cannot average
+/// out.
 /// </summary>
 internal static class CompareHarness
 {
     public const int Capacity = 1024;
-    public const string Usage = "compare [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--java FILE]";
+    public const string Usage = "compare [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--java FILE] | compare --report FILE [--java FILE]";
     private const string DefaultShapes = "1/1,2/2,4/8,1/4,4/2";
 
     public static int Run(ReadOnlySpan<string> args)
     {
         var arguments = new HarnessArguments(args, Usage, "--quick");
+        if (arguments.Text("--report") is { } reportFile)
+        {
+            return Report(reportFile, arguments);
+        }
+
         var quick = arguments.Has("--quick");
         var items = arguments.Int("--items", quick ? 20_000 : 2_000_000, 1);
         var warmup = arguments.Int("--warmup", quick ? 1 : 3, 0);
@@ -30,7 +39,7 @@ internal static class CompareHarness
         var javaFile = arguments.Text("--java");
         arguments.EnsureAllUsed();
 
-        var java = javaFile is null ? [] : ReadResults(javaFile);
+        var java = javaFile is null ? [] : Aggregate(ReadResults(javaFile, "--java"));
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"# .NET {Environment.Version} ({RuntimeInformation.OSDescription.Trim()}, {RuntimeInformation.ProcessArchitecture}), {Environment.ProcessorCount} logical CPUs; {items} items/round, {warmup} warm-up + {rounds} measured rounds per shape"));
 
@@ -64,7 +73,35 @@ internal static class CompareHarness
         }
 
         Console.WriteLine();
-        Console.Write(FormatTable(shapes, results, java, javaFile is not null));
+        Console.Write(FormatTable(shapes, results, java.ToDictionary(kv => kv.Key.Shape, kv => kv.Value), javaFile is not null, []));
+        return 0;
+    }
+
+    /// <summary>Prints the table for the results of several processes: each cell aggregates the processes' medians.</summary>
+    private static int Report(string reportFile, HarnessArguments arguments)
+    {
+        var javaFile = arguments.Text("--java");
+        arguments.EnsureAllUsed();
+        var runs = ReadResults(reportFile, "--report");
+        var shapes = runs.Keys.Where(k => k.Contender == "executor").Select(k => ParseShapes(k.Shape)[0]).ToList();
+        var results = Aggregate(runs);
+        foreach (var shape in shapes.Select(s => $"{s.Producers}/{s.Workers}"))
+        {
+            if (!results.ContainsKey(("raw-channel", shape)))
+            {
+                throw new ArgumentException($"--report: '{reportFile}' has executor results for {shape} but no raw-channel ones.");
+            }
+        }
+
+        var java = javaFile is null ? [] : Aggregate(ReadResults(javaFile, "--java"));
+        var processes = runs.Values.Max(list => list.Count);
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"# {processes} .NET process(es){(javaFile is null ? string.Empty : $", {ReadResults(javaFile, "--java").Values.Max(list => list.Count)} Java process(es)")}; each cell aggregates the processes' medians"));
+        Console.WriteLine();
+        var perProcess = processes > 1
+            ? runs.Where(kv => kv.Key.Contender == "executor").ToDictionary(kv => kv.Key.Shape, kv => kv.Value)
+            : [];
+        Console.Write(FormatTable(shapes, results, java.ToDictionary(kv => kv.Key.Shape, kv => kv.Value), javaFile is not null, perProcess));
         return 0;
     }
 
@@ -72,13 +109,16 @@ internal static class CompareHarness
         List<(int Producers, int Workers)> shapes,
         Dictionary<(string Contender, string Shape), Summary> results,
         Dictionary<string, Summary> java,
-        bool withJava)
+        bool withJava,
+        Dictionary<string, List<Summary>> executorPerProcess)
     {
         var table = new StringBuilder();
+        var perProcessHeader = executorPerProcess.Count > 0 ? " BoundedExecutor median per process |" : string.Empty;
+        var perProcessRule = executorPerProcess.Count > 0 ? " ---: |" : string.Empty;
         table.AppendLine(withJava
-            ? "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | Java TPE ns/item | vs raw channel | vs Java TPE | BoundedExecutor B/item | BoundedExecutor pool items/item |"
-            : "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | vs raw channel | BoundedExecutor B/item | BoundedExecutor pool items/item |");
-        table.AppendLine(withJava ? "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" : "| --- | ---: | ---: | ---: | ---: | ---: |");
+            ? "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | Java TPE ns/item | vs raw channel | vs Java TPE | BoundedExecutor B/item | BoundedExecutor pool items/item |" + perProcessHeader
+            : "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | vs raw channel | BoundedExecutor B/item | BoundedExecutor pool items/item |" + perProcessHeader);
+        table.AppendLine((withJava ? "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" : "| --- | ---: | ---: | ---: | ---: | ---: |") + perProcessRule);
         foreach (var (producers, workers) in shapes)
         {
             var shape = $"{producers}/{workers}";
@@ -102,10 +142,21 @@ internal static class CompareHarness
             }
 
             table.Append(CultureInfo.InvariantCulture, $" {executor.MaxAllocatedBytes:0.00} | {executor.MaxThreadPoolItems:0.0000} |");
+            if (executorPerProcess.TryGetValue(shape, out var processes))
+            {
+                table.Append(' ').Append(string.Join(", ", processes.Select(p => p.Median.ToString("0.0", CultureInfo.InvariantCulture)))).Append(" |");
+            }
+
             table.AppendLine();
         }
 
         table.AppendLine();
+        if (executorPerProcess.Count > 0)
+        {
+            table.AppendLine("Several processes: each time cell is the median of the processes' medians (and the lowest minimum of any process);");
+            table.AppendLine("the last column lists BoundedExecutor's median in each process, in the order they ran.");
+        }
+
         table.AppendLine("Cells: median (minimum) ns per item over the measured rounds; lower is better. \"vs\" columns: the other contender's");
         table.AppendLine("median time divided by BoundedExecutor's, i.e. BoundedExecutor's throughput relative to it (above 1.00x: BoundedExecutor is faster).");
         table.AppendLine("B/item and pool items/item: the most bytes allocated and ThreadPool work items completed per item (process-wide) in any");
@@ -119,29 +170,52 @@ internal static class CompareHarness
     private static string Ratio(Summary other, Summary executor) =>
         string.Create(CultureInfo.InvariantCulture, $"{other.Median / executor.Median:0.00}x");
 
-    /// <summary>Reads the <c>RESULT</c> lines of the Java harness, keyed by shape.</summary>
-    private static Dictionary<string, Summary> ReadResults(string path)
+    /// <summary>
+    /// Reads <c>RESULT</c> lines (this harness's or the Java harness's): per contender and shape, one summary per
+    /// process, in the order the processes ran.
+    /// </summary>
+    private static Dictionary<(string Contender, string Shape), List<Summary>> ReadResults(string path, string option)
     {
-        var results = new Dictionary<string, Summary>(StringComparer.Ordinal);
+        var results = new Dictionary<(string Contender, string Shape), List<Summary>>();
         foreach (var line in File.ReadLines(path))
         {
             var fields = line.Split('\t');
             if (fields.Length >= 5 && fields[0] == "RESULT")
             {
-                results[fields[2]] = new Summary(
+                var key = (fields[1], fields[2]);
+                if (!results.TryGetValue(key, out var list))
+                {
+                    results[key] = list = [];
+                }
+
+                list.Add(new Summary(
                     double.Parse(fields[3], CultureInfo.InvariantCulture),
                     double.Parse(fields[4], CultureInfo.InvariantCulture),
-                    double.NaN,
-                    double.NaN);
+                    fields.Length >= 9 ? double.Parse(fields[7], CultureInfo.InvariantCulture) : double.NaN,
+                    fields.Length >= 9 ? double.Parse(fields[8], CultureInfo.InvariantCulture) : double.NaN));
             }
         }
 
         if (results.Count == 0)
         {
-            throw new ArgumentException($"--java: '{path}' has no RESULT lines (is it the output of TpeCompare?).");
+            throw new ArgumentException($"{option}: '{path}' has no RESULT lines.");
         }
 
         return results;
+    }
+
+    /// <summary>One summary per contender and shape: the median of the processes' medians, the lowest minimum, the worst allocation.</summary>
+    private static Dictionary<(string Contender, string Shape), Summary> Aggregate(Dictionary<(string Contender, string Shape), List<Summary>> runs) =>
+        runs.ToDictionary(kv => kv.Key, kv => new Summary(
+            MedianOf(kv.Value.Select(s => s.Median)),
+            kv.Value.Min(s => s.Min),
+            kv.Value.Max(s => s.MaxAllocatedBytes),
+            kv.Value.Max(s => s.MaxThreadPoolItems)));
+
+    private static double MedianOf(IEnumerable<double> values)
+    {
+        var sorted = values.Order().ToArray();
+        return sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[(sorted.Length / 2) - 1] + sorted[sorted.Length / 2]) / 2;
     }
 
     private static List<(int Producers, int Workers)> ParseShapes(string text)
@@ -169,9 +243,7 @@ internal static class CompareHarness
     {
         public static Summary Of(RoundResult[] rounds)
         {
-            var times = rounds.Select(r => r.Nanoseconds).Order().ToArray();
-            var median = times.Length % 2 == 1 ? times[times.Length / 2] : (times[(times.Length / 2) - 1] + times[times.Length / 2]) / 2;
-            return new Summary(median, times[0], rounds.Max(r => r.AllocatedBytes), rounds.Max(r => r.ThreadPoolItems));
+            return new Summary(MedianOf(rounds.Select(r => r.Nanoseconds)), rounds.Min(r => r.Nanoseconds), rounds.Max(r => r.AllocatedBytes), rounds.Max(r => r.ThreadPoolItems));
         }
     }
 }
