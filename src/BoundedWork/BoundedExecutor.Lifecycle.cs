@@ -206,13 +206,13 @@ public sealed partial class BoundedExecutor
     /// <summary>Stops the drain: claims every unclaimed item at once and hands them back, oldest first.</summary>
     private List<WorkItem> AbandonQueuedItems()
     {
-        var claimed = _queue.Abandon();
+        var claimed = _queue.Abandon(out var firstTicket);
         _idle.WakeAll();
         RejectAllWaiters();
         var abandoned = new List<WorkItem>(claimed);
         for (var i = 0; i < claimed; i++)
         {
-            var item = _queue.ReadClaimed();
+            var item = _queue.ReadClaimed(firstTicket + i);
             if (item.Awaited is { } awaited)
             {
                 if (!awaited.TryClaim())

@@ -254,13 +254,13 @@ public sealed partial class BoundedExecutor
     private bool EvictOldest()
     {
         long knownAdmissions = 0;
-        if (!_queue.TryClaim(ref knownAdmissions, out _))
+        if (!_queue.TryClaim(ref knownAdmissions, out var ticket, out _))
         {
             // The queue drained or shut down meanwhile: the caller retries admission.
             return false;
         }
 
-        var victim = _queue.ReadClaimed();
+        var victim = _queue.ReadClaimed(ticket);
         ReportNotRun(victim, RejectionReason.Evicted, ref _evicted, ref _cancelledAfterClaim);
         return true;
     }

@@ -179,12 +179,12 @@ public sealed partial class BoundedExecutor
     [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
     private bool TryRunOne(Worker worker)
     {
-        if (!_queue.TryClaim(ref worker.KnownAdmissions, out var remaining))
+        if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out var remaining))
         {
             return false;
         }
 
-        var item = _queue.ReadClaimed();
+        var item = _queue.ReadClaimed(ticket);
         AfterClaim(remaining);
         RunOnWorker(worker, item);
         return true;

@@ -303,7 +303,6 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
             previous = SettingsUnsynchronized();
             if (change.QueueCapacity is { } capacity)
             {
-                _queue.EnsureCapacity(capacity);
                 _queueCapacity = capacity;
             }
 

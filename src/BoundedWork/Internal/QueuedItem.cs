@@ -32,6 +32,9 @@ internal readonly struct QueuedItem
         EnqueuedTimestamp = enqueuedTimestamp;
     }
 
+    /// <summary>A copy with the timestamps only: what a queue slot keeps once its item was taken.</summary>
+    public QueuedItem WithoutReferences() => new(null!, null, null, null, EnqueuedTimestamp, PreciseEnqueuedTimestamp);
+
     public IAwaitedItem? Awaited => Invoker is null ? (IAwaitedItem)Callback : null;
 
     public WorkItem ToWorkItem() => Invoker is null
