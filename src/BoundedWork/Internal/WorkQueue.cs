@@ -37,7 +37,8 @@ namespace BoundedWork.Internal;
 /// </para>
 /// <para>
 /// The ring is as long as the longest queue so far (a power of two, at least 16 and at least the capacity up to
-/// 1,024), and grows by installing a longer ring that starts at the next ticket, under the <c>Growing</c> flag. Tickets
+/// 1,024, at most 2^30: past that the queue reports itself full), and grows by installing a longer ring that starts
+/// at the next ticket, under the <c>Growing</c> flag. Tickets
 /// before it stay in the older ring, so nothing is copied and no one waits for a reader; the older rings are kept
 /// (their slots cleared), at most as long together as the newest.
 /// </para>
