@@ -36,6 +36,11 @@ public sealed class BoundedExecutorOptions
 
     /// <summary>Gets or sets how many items may wait in the queue (items being run are not counted).</summary>
     /// <value>Defaults to 1024. Must be at least 1.</value>
+    /// <remarks>
+    /// The queue's storage starts at up to 1,024 slots and grows with the longest queue reached, never with the
+    /// capacity alone; what it grew to is kept for the executor's lifetime (about 56 bytes per slot, at most twice the
+    /// longest queue's length, rounded up to a power of two).
+    /// </remarks>
     public int QueueCapacity { get; set; } = 1024;
 
     /// <summary>Gets or sets what happens to a new item when the queue is full.</summary>
