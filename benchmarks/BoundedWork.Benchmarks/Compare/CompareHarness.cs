@@ -93,10 +93,12 @@ internal static class CompareHarness
             }
         }
 
-        var java = javaFile is null ? [] : Aggregate(ReadResults(javaFile, "--java"));
+        var javaRuns = javaFile is null ? [] : ReadResults(javaFile, "--java");
+        var java = Aggregate(javaRuns);
         var processes = runs.Values.Max(list => list.Count);
+        var javaProcesses = javaFile is null ? string.Empty : $", {javaRuns.Values.Max(list => list.Count)} Java process(es)";
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"# {processes} .NET process(es){(javaFile is null ? string.Empty : $", {ReadResults(javaFile, "--java").Values.Max(list => list.Count)} Java process(es)")}; each cell aggregates the processes' medians"));
+            $"# {processes} .NET process(es){javaProcesses}; each cell aggregates the processes' medians"));
         Console.WriteLine();
         var perProcess = processes > 1
             ? runs.Where(kv => kv.Key.Contender == "executor").ToDictionary(kv => kv.Key.Shape, kv => kv.Value)
