@@ -41,8 +41,8 @@ public sealed record BoundedExecutorStatistics
 
     /// <summary>Gets how long the oldest item still in the queue has waited; <see cref="TimeSpan.Zero"/> when the queue is empty.</summary>
     /// <remarks>
-    /// Exact while the queue holds at most 65,536 items; beyond that it is a lower bound (the age of an item queued up
-    /// to 65,536 places later). An item admitted at the very instant of the reading may count as zero.
+    /// Read from the oldest item's queue slot without taking it. If that item is still being written at the very
+    /// instant of the reading, or a worker takes it meanwhile, the age reads as zero.
     /// </remarks>
     public required TimeSpan OldestQueuedItemAge { get; init; }
 
