@@ -47,11 +47,8 @@ public sealed class WaitPolicyTests
     public void AsyncProducers_ItemsAreAdmittedAndRunWhileThePoolIsStarved()
     {
         using var gate = new Gate();
-        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        var executor = FullQueueBehindGatedWorker(gate);
         using var dispose = new DisposableExecutor(executor);
-        executor.Execute(gate.Blocker);
-        gate.WaitEntered();
-        executor.Execute(() => { });
         using var ran = new CountdownEvent(2);
         ValueTask pendingExecute = default;
         Task<int>? pendingRun = null;
@@ -86,10 +83,7 @@ public sealed class WaitPolicyTests
     public async Task WaitingProducers_AreAdmittedInArrivalOrder_AndANewcomerLinesUpBehindThem()
     {
         using var gate = new Gate();
-        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
-        executor.Execute(gate.Blocker);
-        gate.WaitEntered();
-        executor.Execute(() => { });
+        await using var executor = FullQueueBehindGatedWorker(gate);
         var order = new ConcurrentQueue<int>();
         var pending = new List<ValueTask>();
         for (var i = 1; i <= 5; i++)
@@ -158,10 +152,7 @@ public sealed class WaitPolicyTests
     public async Task CancelledWhileWaitingForRoom_AsyncFireAndForget_IsCancelledAndCountedOnce()
     {
         using var gate = new Gate();
-        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
-        executor.Execute(gate.Blocker);
-        gate.WaitEntered();
-        executor.Execute(() => { });
+        await using var executor = FullQueueBehindGatedWorker(gate);
         using var cts = new CancellationTokenSource();
         var ran = false;
         var task = executor.ExecuteAsync(() => ran = true, cts.Token).AsTask();
@@ -229,11 +220,8 @@ public sealed class WaitPolicyTests
     public void BlockedProducer_ItsSpareWaiter_DoesNotKeepTheItemAlive()
     {
         using var gate = new Gate();
-        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        var executor = FullQueueBehindGatedWorker(gate);
         using var dispose = new DisposableExecutor(executor);
-        executor.Execute(gate.Blocker);
-        gate.WaitEntered();
-        executor.Execute(() => { });
         using var ran = new ManualResetEventSlim();
         using var admitted = new ManualResetEventSlim();
         using var finish = new ManualResetEventSlim();
@@ -274,4 +262,17 @@ public sealed class WaitPolicyTests
     }
 
     private sealed record ItemState(byte[] Payload, ManualResetEventSlim Ran);
+
+    /// <summary>
+    /// A Wait-policy executor (no wait timeout) whose only worker runs <paramref name="gate"/>'s blocker and whose queue
+    /// of one is full: the next submit has to wait for room.
+    /// </summary>
+    private static BoundedExecutor FullQueueBehindGatedWorker(Gate gate)
+    {
+        var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o => o.WaitTimeout = Timeout.InfiniteTimeSpan);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        executor.Execute(() => { });
+        return executor;
+    }
 }
