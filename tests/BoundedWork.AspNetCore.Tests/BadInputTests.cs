@@ -72,6 +72,36 @@ public sealed class BadInputTests : IAsyncLifetime
         AssertUnchanged();
     }
 
+    public static TheoryData<string, byte[], string> MalformedTextBodies => new()
+    {
+        // path, body, the field (or "body") the problem must name. A field name that is not text cannot be named.
+        { Settings, [.. "{\""u8, 0xFF, 0xFE, .. "\":1}"u8], "body" },
+        { Settings, [.. "{\"rejectionPolicy\":\"Wa"u8, 0xFF, .. "t\"}"u8], "rejectionPolicy" },
+        { Settings, [.. "{\"workers\":3,\"waitTimeout\":\"00:00:0"u8, 0xC3, .. "\"}"u8], "waitTimeout" },
+        { Settings, [.. "{\"slowItemThreshold\":\""u8, 0xED, 0xA0, 0x80, .. "\"}"u8], "slowItemThreshold" },
+        { Settings, "{\"queueWaitThreshold\":\"\\uD800\"}"u8.ToArray(), "queueWaitThreshold" },
+        { Settings, "{\"\\uDC00\":1}"u8.ToArray(), "body" },
+        { Workers, [.. "{\"work"u8, 0x80, .. "ers\":4}"u8], "body" },
+    };
+
+    [Theory]
+    [MemberData(nameof(MalformedTextBodies))]
+    public async Task Change_MalformedUtf8OrSurrogate_Returns400ProblemNamingFieldLoggedAndCounted(string path, byte[] body, string field)
+    {
+        var method = path == Workers ? HttpMethod.Put : HttpMethod.Patch;
+        using var recorder = new AdminMeterRecorder(_server.App.Services);
+
+        using var response = await _server.Client.SendRawChangeAsync(method, path, body);
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
+        Assert.True(problem.GetProperty("errors").TryGetProperty(field, out _), $"No error for '{field}': {problem}");
+        var refusal = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
+        Assert.Equal(400, refusal.State["StatusCode"]);
+        Assert.Equal("invalid", refusal.State["Reason"]);
+        Assert.Equal([("boundedwork.admin.refused", 1L, "payments", "invalid")], recorder.Measurements);
+        AssertUnchanged();
+    }
+
     [Fact]
     public async Task Change_AboveHardMaximum_MessageNamesTheMaximum()
     {

@@ -1,5 +1,3 @@
-using System.Collections.Concurrent;
-using System.Diagnostics.Metrics;
 using System.Net;
 using Microsoft.Extensions.Logging;
 
@@ -37,34 +35,7 @@ public sealed class ChangeAuditTests
     public async Task Change_Applied_CountedPerChangedSettingOnHostMeter()
     {
         await using var server = await AdminServer.StartAsync();
-        var scope = server.App.Services.GetRequiredService<IMeterFactory>();
-        var changes = new ConcurrentQueue<(string Instrument, long Value, string? Executor, string? Setting)>();
-        using var listener = new MeterListener();
-        listener.InstrumentPublished = (instrument, l) =>
-        {
-            if (instrument.Meter.Name == "BoundedWork.Admin" && ReferenceEquals(instrument.Meter.Scope, scope))
-            {
-                l.EnableMeasurementEvents(instrument);
-            }
-        };
-        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
-        {
-            string? executor = null, setting = null;
-            foreach (var tag in tags)
-            {
-                if (tag.Key == "boundedwork.executor")
-                {
-                    executor = (string?)tag.Value;
-                }
-                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason")
-                {
-                    setting = (string?)tag.Value;
-                }
-            }
-
-            changes.Enqueue((instrument.Name, value, executor, setting));
-        });
-        listener.Start();
+        using var recorder = new AdminMeterRecorder(server.App.Services);
 
         using var patch = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", """{"workers": 3, "queueCapacity": 100, "waitTimeout": "00:00:09"}""");
         using var refused = await server.Client.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", """{"workers": 99}""");
@@ -75,6 +46,6 @@ public sealed class ChangeAuditTests
                 ("boundedwork.admin.changes", 1L, "payments", "waitTimeout"),
                 ("boundedwork.admin.refused", 1L, "payments", "invalid"),
             ],
-            changes.ToArray());
+            recorder.Measurements);
     }
 }

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
 using System.Net.Http.Headers;
 using System.Security.Claims;
 using System.Text;
@@ -218,6 +219,50 @@ public sealed class AdminServer : IAsyncDisposable
     }
 }
 
+/// <summary>
+/// Records every measurement of the <c>BoundedWork.Admin</c> meter of one host (its <see cref="IMeterFactory"/>): the
+/// instrument, the value, the executor tag and the setting or reason tag.
+/// </summary>
+public sealed class AdminMeterRecorder : IDisposable
+{
+    private readonly ConcurrentQueue<(string Instrument, long Value, string? Executor, string? Setting)> _measurements = new();
+    private readonly MeterListener _listener = new();
+
+    public AdminMeterRecorder(IServiceProvider services)
+    {
+        var scope = services.GetRequiredService<IMeterFactory>();
+        _listener.InstrumentPublished = (instrument, listener) =>
+        {
+            if (instrument.Meter.Name == "BoundedWork.Admin" && ReferenceEquals(instrument.Meter.Scope, scope))
+            {
+                listener.EnableMeasurementEvents(instrument);
+            }
+        };
+        _listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
+        {
+            string? executor = null, setting = null;
+            foreach (var tag in tags)
+            {
+                if (tag.Key == "boundedwork.executor")
+                {
+                    executor = (string?)tag.Value;
+                }
+                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason")
+                {
+                    setting = (string?)tag.Value;
+                }
+            }
+
+            _measurements.Enqueue((instrument.Name, value, executor, setting));
+        });
+        _listener.Start();
+    }
+
+    public (string Instrument, long Value, string? Executor, string? Setting)[] Measurements => [.. _measurements];
+
+    public void Dispose() => _listener.Dispose();
+}
+
 public static class HttpExtensions
 {
     /// <summary>Sends a change the way the dashboard does: JSON with the console's request header.</summary>
@@ -235,6 +280,15 @@ public static class HttpExtensions
             request.Headers.Add(TestKit.AdminHeader, "1");
         }
 
+        return client.SendAsync(request);
+    }
+
+    /// <summary>Sends a change whose body is exactly <paramref name="body"/> (which need not be valid UTF-8), with the JSON content type and the console's header.</summary>
+    public static Task<HttpResponseMessage> SendRawChangeAsync(this HttpClient client, HttpMethod method, string path, byte[] body)
+    {
+        var request = new HttpRequestMessage(method, path) { Content = new ByteArrayContent(body) };
+        request.Content.Headers.ContentType = MediaTypeHeaderValue.Parse("application/json");
+        request.Headers.Add(TestKit.AdminHeader, "1");
         return client.SendAsync(request);
     }
 

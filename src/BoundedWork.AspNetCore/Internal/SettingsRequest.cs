@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Diagnostics.CodeAnalysis;
 using System.Globalization;
 using System.Text.Json;
 
@@ -54,7 +55,14 @@ internal static class SettingsRequest
 
             while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
             {
-                var name = reader.GetString()!;
+                if (!TryGetText(ref reader, out var name))
+                {
+                    errors[Body] = ["A field name is not valid UTF-8 text."];
+                    reader.Read();
+                    reader.Skip();
+                    continue;
+                }
+
                 reader.Read();
                 var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
                 if (field is null)
@@ -207,7 +215,12 @@ internal static class SettingsRequest
             return null;
         }
 
-        var text = reader.GetString()!;
+        if (!TryGetText(ref reader, out var text))
+        {
+            errors[RejectionPolicyField] = [NotText(RejectionPolicyField)];
+            return null;
+        }
+
         if (text.Length > 0 && char.IsLetter(text[0]) && Enum.TryParse<RejectionPolicy>(text, ignoreCase: true, out var policy) && Enum.IsDefined(policy))
         {
             return policy;
@@ -227,7 +240,12 @@ internal static class SettingsRequest
             return null;
         }
 
-        var text = reader.GetString()!;
+        if (!TryGetText(ref reader, out var text))
+        {
+            errors[field] = [NotText(field)];
+            return null;
+        }
+
         if (string.Equals(text, InfiniteWaitTimeout, StringComparison.OrdinalIgnoreCase))
         {
             return Timeout.InfiniteTimeSpan;
@@ -249,6 +267,26 @@ internal static class SettingsRequest
         errors[field] = [$"{field} '{text}' is not {Expected}."];
         return null;
     }
+
+    /// <summary>
+    /// Reads the current string or property name, or says it is not text: the reader checks JSON's structure, not
+    /// that a string's bytes are valid UTF-8 or that its escapes pair surrogates, which only decoding finds.
+    /// </summary>
+    private static bool TryGetText(ref Utf8JsonReader reader, [NotNullWhen(true)] out string? text)
+    {
+        try
+        {
+            text = reader.GetString()!;
+            return true;
+        }
+        catch (InvalidOperationException)
+        {
+            text = null;
+            return false;
+        }
+    }
+
+    private static string NotText(string field) => $"{field} is not valid UTF-8 text.";
 
     private static string Describe(JsonTokenType token) => token switch
     {

@@ -1,0 +1,29 @@
+namespace BoundedWork.AspNetCore.Tests;
+
+/// <summary>
+/// The local socket answers changes with the same request rules as Kestrel: it goes through the same parser and the
+/// same refusals, so a rule fixed for HTTP holds here too.
+/// </summary>
+public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
+{
+    private readonly string _path = Path.Combine(Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock");
+    private AdminServer _server = null!;
+
+    public async Task InitializeAsync() =>
+        _server = await AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = _path));
+
+    public async Task DisposeAsync() => await _server.DisposeAsync();
+
+    [Fact]
+    public void LocalSocket_UnpairedSurrogateInPolicy_Returns400NamingFieldAndLogsRefusal()
+    {
+        var before = _server.Payments.Settings;
+
+        var response = LocalSocketClient.Send(_path, "PATCH", "/executors/payments", """{"rejectionPolicy": "\uD800"}""");
+
+        Assert.Equal(400, response.Status);
+        Assert.True(response.Json.GetProperty("errors").TryGetProperty("rejectionPolicy", out _), response.Body);
+        Assert.Equal("invalid", Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused")).State["Reason"]);
+        Assert.Equal(before, _server.Payments.Settings);
+    }
+}
