@@ -102,6 +102,36 @@ public sealed class BadInputTests : IAsyncLifetime
         AssertUnchanged();
     }
 
+    [Theory]
+    [InlineData("CallerRuns,Discard")]
+    [InlineData("Wait,Abort")]
+    [InlineData("Wait, Abort")]
+    [InlineData("3")]
+    [InlineData("+3")]
+    [InlineData("Wait ")]
+    [InlineData(" Wait")]
+    [InlineData("")]
+    public async Task PatchRejectionPolicy_NotExactlyOneName_Returns400NamingTheField(string policy)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, $$"""{"rejectionPolicy": "{{policy}}"}""");
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "rejectionPolicy");
+        Assert.Contains("Abort, CallerRuns, Discard, DiscardOldest, Wait", problem.GetProperty("errors").GetProperty("rejectionPolicy")[0].GetString(), StringComparison.Ordinal);
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("wait", RejectionPolicy.Wait)]
+    [InlineData("CALLERRUNS", RejectionPolicy.CallerRuns)]
+    [InlineData("DiscardOldest", RejectionPolicy.DiscardOldest)]
+    public async Task PatchRejectionPolicy_NameInAnyCase_Applies(string policy, RejectionPolicy expected)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, $$"""{"rejectionPolicy": "{{policy}}"}""");
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(expected, _server.Payments.Settings.RejectionPolicy);
+    }
+
     [Fact]
     public async Task Change_AboveHardMaximum_MessageNamesTheMaximum()
     {

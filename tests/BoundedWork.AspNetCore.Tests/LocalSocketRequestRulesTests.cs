@@ -26,4 +26,16 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
         Assert.Equal("invalid", Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused")).State["Reason"]);
         Assert.Equal(before, _server.Payments.Settings);
     }
+
+    [Fact]
+    public void LocalSocket_CommaSeparatedPolicies_Returns400NamingField()
+    {
+        var before = _server.Payments.Settings;
+
+        var response = LocalSocketClient.Send(_path, "PATCH", "/executors/payments", """{"rejectionPolicy": "CallerRuns,Discard"}""");
+
+        Assert.Equal(400, response.Status);
+        Assert.True(response.Json.GetProperty("errors").TryGetProperty("rejectionPolicy", out _), response.Body);
+        Assert.Equal(before, _server.Payments.Settings);
+    }
 }

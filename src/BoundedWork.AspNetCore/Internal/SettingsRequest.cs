@@ -221,9 +221,13 @@ internal static class SettingsRequest
             return null;
         }
 
-        if (text.Length > 0 && char.IsLetter(text[0]) && Enum.TryParse<RejectionPolicy>(text, ignoreCase: true, out var policy) && Enum.IsDefined(policy))
+        // Exactly one name, any case: Enum.TryParse would also take numbers, comma-separated flags and padding.
+        foreach (var policy in Enum.GetValues<RejectionPolicy>())
         {
-            return policy;
+            if (string.Equals(text, policy.ToString(), StringComparison.OrdinalIgnoreCase))
+            {
+                return policy;
+            }
         }
 
         errors[RejectionPolicyField] = [$"rejectionPolicy '{text}' is not one of {names}."];
