@@ -132,6 +132,67 @@ public sealed class BadInputTests : IAsyncLifetime
         Assert.Equal(expected, _server.Payments.Settings.RejectionPolicy);
     }
 
+    [Theory]
+    [InlineData("waitTimeout", "5")]
+    [InlineData("waitTimeout", "00:05")]
+    [InlineData("waitTimeout", "0:0:5")]
+    [InlineData("waitTimeout", "0:00:05")]
+    [InlineData("waitTimeout", "00:00:05 ")]
+    [InlineData("waitTimeout", " 00:00:05")]
+    [InlineData("waitTimeout", "PT5S")]
+    [InlineData("waitTimeout", "1:00:00:00")]
+    [InlineData("waitTimeout", "00:00:05.12345678")]
+    [InlineData("waitTimeout", "00:00:05.")]
+    [InlineData("slowItemThreshold", "30")]
+    [InlineData("queueWaitThreshold", "00:00:05,5")]
+    public async Task PatchDuration_NotTheOneFormat_Returns400NamingFieldAndFormat(string field, string value)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, $$"""{"{{field}}": "{{value}}"}""");
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
+        Assert.Contains("hh:mm:ss", problem.GetProperty("errors").GetProperty(field)[0].GetString(), StringComparison.Ordinal);
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("""{"queueCapacity": 2147483647}""", "queueCapacity", "1000000")]
+    [InlineData("""{"queueCapacity": 1000001}""", "queueCapacity", "1000000")]
+    [InlineData("""{"waitTimeout": "00:00:00.0009999"}""", "waitTimeout", "00:00:00.001")]
+    [InlineData("""{"waitTimeout": "1.00:00:00.0000001"}""", "waitTimeout", "1.00:00:00")]
+    [InlineData("""{"waitTimeout": "10675199.02:48:05.4775807"}""", "waitTimeout", "1.00:00:00")]
+    [InlineData("""{"waitTimeout": "-1.00:00:00"}""", "waitTimeout", "00:00:00.001")]
+    [InlineData("""{"slowItemThreshold": "00:00:00.0000001"}""", "slowItemThreshold", "00:00:00.1")]
+    [InlineData("""{"slowItemThreshold": "00:00:00.099"}""", "slowItemThreshold", "00:00:00.1")]
+    [InlineData("""{"slowItemThreshold": "2.00:00:00"}""", "slowItemThreshold", "1.00:00:00")]
+    [InlineData("""{"queueWaitThreshold": "00:00:00.009"}""", "queueWaitThreshold", "00:00:00.01")]
+    [InlineData("""{"queueWaitThreshold": "1.00:00:01"}""", "queueWaitThreshold", "1.00:00:00")]
+    public async Task PatchSetting_OutsideItsRange_Returns400NamingFieldAndRange(string body, string field, string bound)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, body);
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
+        Assert.Contains(bound, problem.GetProperty("errors").GetProperty(field)[0].GetString(), StringComparison.Ordinal);
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("""{"queueCapacity": 1000000}""")]
+    [InlineData("""{"queueCapacity": 1}""")]
+    [InlineData("""{"waitTimeout": "00:00:00.001"}""")]
+    [InlineData("""{"waitTimeout": "1.00:00:00"}""")]
+    [InlineData("""{"waitTimeout": "00:00:05.5"}""")]
+    [InlineData("""{"waitTimeout": "INFINITE"}""")]
+    [InlineData("""{"slowItemThreshold": "00:00:00.1"}""")]
+    [InlineData("""{"slowItemThreshold": "1.00:00:00"}""")]
+    [InlineData("""{"queueWaitThreshold": "00:00:00.0100000"}""")]
+    [InlineData("""{"queueWaitThreshold": "23:59:59.9999999"}""")]
+    public async Task PatchSetting_AtTheEdgeOfItsRange_Applies(string body)
+    {
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, body);
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+    }
+
     [Fact]
     public async Task Change_AboveHardMaximum_MessageNamesTheMaximum()
     {

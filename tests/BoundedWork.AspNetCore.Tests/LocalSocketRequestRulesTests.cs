@@ -38,4 +38,19 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
         Assert.True(response.Json.GetProperty("errors").TryGetProperty("rejectionPolicy", out _), response.Body);
         Assert.Equal(before, _server.Payments.Settings);
     }
+
+    [Theory]
+    [InlineData("""{"waitTimeout": "5"}""", "waitTimeout")]
+    [InlineData("""{"queueCapacity": 2147483647}""", "queueCapacity")]
+    [InlineData("""{"slowItemThreshold": "00:00:00.0000001"}""", "slowItemThreshold")]
+    public void LocalSocket_DurationFormatAndRanges_SameAsKestrel(string body, string field)
+    {
+        var before = _server.Payments.Settings;
+
+        var response = LocalSocketClient.Send(_path, "PATCH", "/executors/payments", body);
+
+        Assert.Equal(400, response.Status);
+        Assert.True(response.Json.GetProperty("errors").TryGetProperty(field, out _), response.Body);
+        Assert.Equal(before, _server.Payments.Settings);
+    }
 }

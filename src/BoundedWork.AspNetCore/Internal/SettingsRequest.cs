@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Diagnostics.CodeAnalysis;
 using System.Globalization;
 using System.Text.Json;
+using System.Text.RegularExpressions;
 
 namespace BoundedWork.AspNetCore.Internal;
 
@@ -9,7 +10,7 @@ namespace BoundedWork.AspNetCore.Internal;
 /// Reads the JSON body of a settings change strictly: every problem is reported against the field it concerns
 /// (or <c>body</c>), and a body with any problem changes nothing.
 /// </summary>
-internal static class SettingsRequest
+internal static partial class SettingsRequest
 {
     public const string Workers = "workers";
     public const string QueueCapacity = "queueCapacity";
@@ -23,6 +24,24 @@ internal static class SettingsRequest
     public const int MaxBodyBytes = 16 * 1024;
 
     public const string InfiniteWaitTimeout = "infinite";
+
+    /// <summary>
+    /// The largest queue capacity the console sets. The core accepts up to <see cref="int.MaxValue"/> from options and
+    /// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettingsChange)"/>; an operator's typo should not admit
+    /// billions of items (each queued item holds its delegate, state and context).
+    /// </summary>
+    public const int MaxQueueCapacity = 1_000_000;
+
+    /// <summary>What every duration field takes, as the error messages and the README say it.</summary>
+    public const string DurationFormat =
+        "a duration in the form hh:mm:ss (hours, minutes and seconds, two digits each), optionally with days (d.hh:mm:ss) and a fraction of a second (hh:mm:ss.fffffff), such as \"00:00:05\" or \"00:00:00.250\", or \"infinite\"";
+
+    // Durations the console sets. The core's own limit (Reconfigure, options) is any positive value up to about 24.8
+    // days; below these minimums an alarm would report nearly every item, and beyond a day "infinite" is what is meant.
+    private static readonly TimeSpan MinWaitTimeout = TimeSpan.FromMilliseconds(1);
+    private static readonly TimeSpan MinSlowItemThreshold = TimeSpan.FromMilliseconds(100);
+    private static readonly TimeSpan MinQueueWaitThreshold = TimeSpan.FromMilliseconds(10);
+    private static readonly TimeSpan MaxDuration = TimeSpan.FromDays(1);
 
     private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold];
     private static readonly string[] s_putFields = [Workers];
@@ -128,7 +147,7 @@ internal static class SettingsRequest
         }
 
         CheckRange(errors, Workers, workers, 1, maxWorkerCount, $"the executor's MaxWorkerCount ({maxWorkerCount})");
-        CheckRange(errors, QueueCapacity, capacity, 1, int.MaxValue, null);
+        CheckRange(errors, QueueCapacity, capacity, 1, MaxQueueCapacity, null, " The admin console sets at most this; a larger capacity can be configured in the executor's options.");
         if (errors.Count > 0)
         {
             return (null, errors);
@@ -167,7 +186,7 @@ internal static class SettingsRequest
     public static string FormatTimeout(TimeSpan timeout) =>
         timeout == Timeout.InfiniteTimeSpan ? InfiniteWaitTimeout : timeout.ToString("c", CultureInfo.InvariantCulture);
 
-    private static void CheckRange(Dictionary<string, string[]> errors, string field, int? value, int min, int max, string? maxName)
+    private static void CheckRange(Dictionary<string, string[]> errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
     {
         if (value is not { } v || errors.ContainsKey(field))
         {
@@ -180,7 +199,7 @@ internal static class SettingsRequest
         }
         else if (v > max)
         {
-            errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v})."];
+            errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v}).{aboveMaxHint}"];
         }
     }
 
@@ -236,10 +255,9 @@ internal static class SettingsRequest
 
     private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
     {
-        const string Expected = "a string such as \"00:00:05\" (hh:mm:ss) or \"infinite\"";
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[field] = [$"{field} must be {Expected}, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be {DurationFormat}, not {Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -255,22 +273,46 @@ internal static class SettingsRequest
             return Timeout.InfiniteTimeSpan;
         }
 
-        if (TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var timeout))
+        // TimeSpan's "c" parser alone also reads "5" as five days and "00:05" as five minutes: the shape is checked first.
+        if (!DurationShape().IsMatch(text) || !TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var duration))
         {
-            if (timeout <= TimeSpan.Zero)
-            {
-                errors[field] = [field == WaitTimeout
-                    ? $"waitTimeout must be positive (was {text}); use \"infinite\" for no limit."
-                    : $"{field} must be positive (was {text}); use \"infinite\" to turn it off."];
-                return null;
-            }
-
-            return timeout;
+            errors[field] = [$"{field} '{text}' is not {DurationFormat}."];
+            return null;
         }
 
-        errors[field] = [$"{field} '{text}' is not {Expected}."];
-        return null;
+        var (min, max) = DurationRange(field);
+        if (duration < min || duration > max)
+        {
+            errors[field] = [$"{field} must be between {FormatBound(min)} and {FormatBound(max)} (was {text}), or \"{InfiniteWaitTimeout}\" {(field == WaitTimeout ? "for no limit" : "to turn it off")}."];
+            return null;
+        }
+
+        return duration;
     }
+
+    /// <summary>The smallest and largest value the console sets for a duration; <c>"infinite"</c> is allowed besides.</summary>
+    public static (TimeSpan Min, TimeSpan Max) DurationRange(string field) => field switch
+    {
+        WaitTimeout => (MinWaitTimeout, MaxDuration),
+        SlowItemThreshold => (MinSlowItemThreshold, MaxDuration),
+        QueueWaitThreshold => (MinQueueWaitThreshold, MaxDuration),
+        _ => throw new ArgumentOutOfRangeException(nameof(field), field, "Not a duration field."),
+    };
+
+    /// <summary>A bound as an operator would type it: the constant format without trailing zeros in the fraction.</summary>
+    private static string FormatBound(TimeSpan bound)
+    {
+        var text = bound.ToString("c", CultureInfo.InvariantCulture);
+        return bound.Ticks % TimeSpan.TicksPerSecond == 0 ? text : text.TrimEnd('0');
+    }
+
+    /// <summary>
+    /// The one duration format: the invariant constant ("c") format with hours, minutes and seconds all present as two
+    /// digits, an optional day count and an optional fraction of up to seven digits. A leading minus is recognised
+    /// only so that a negative value is refused by its range, with a clearer message.
+    /// </summary>
+    [GeneratedRegex(@"^-?(?:[0-9]{1,8}\.)?[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,7})?\z", RegexOptions.CultureInvariant)]
+    private static partial Regex DurationShape();
 
     /// <summary>
     /// Reads the current string or property name, or says it is not text: the reader checks JSON's structure, not
