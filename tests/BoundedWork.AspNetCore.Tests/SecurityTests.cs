@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.AspNetCore.Authentication;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Logging;
@@ -56,6 +57,79 @@ public sealed class SecurityTests
         Assert.Contains("'BoundedWorkAdmin'", error.Message, StringComparison.Ordinal);
         Assert.Contains("AddPolicy(\"BoundedWorkAdmin\"", error.Message, StringComparison.Ordinal);
         Assert.Contains("AllowAnonymousAdmin()", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_AuthenticationWithoutAnyScheme_FailsNamingTheFix()
+    {
+        // The package README's first snippet as it was: AddAuthentication() and nothing else.
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication());
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'/bounded-work'", error.Message, StringComparison.Ordinal);
+        Assert.Contains("default authentication scheme", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddAuthentication(\"", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddAuthenticationSchemes(", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_TwoSchemesNeitherDefault_FailsNamingTheFixAndTheSchemes()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication()
+            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null)
+            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>("Other", null));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("default authentication scheme", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'TestHeaders', 'Other'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_NoAuthenticationServices_FailsNamingAddAuthentication()
+    {
+        // Authorization alone: a challenge would need IAuthenticationService, so every refusal would be a 500.
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.WebHost.UseUrls("http://127.0.0.1:0");
+        builder.Services.AddBoundedExecutor("payments");
+        builder.Services.AddBoundedWorkAdmin();
+        builder.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.RequireRole("ops")));
+        await using var app = builder.Build();
+        app.UseAuthorization();
+        app.MapBoundedWorkAdmin();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("AddAuthentication(\"", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_PolicyNamesAnUnregisteredScheme_FailsNamingIt()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), addPolicy: false, configure: b =>
+            b.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.AddAuthenticationSchemes("Missing").RequireRole("ops"))));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'Missing'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_NoDefaultSchemeButPolicyNamesOne_StartsAndAnswers401And403()
+    {
+        await using var server = await AdminServer.StartAsync(configure: b =>
+        {
+            b.Services.AddAuthentication().AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>("Other", null);
+            b.Services.Configure<AuthenticationOptions>(o => o.DefaultScheme = null);
+            b.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.AddAuthenticationSchemes(HeaderAuthenticationHandler.SchemeName).RequireRole("ops")));
+        });
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        using var visitor = server.CreateClient("mallory", "sales");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, (await anonymous.GetAsync("/bounded-work/executors")).StatusCode);
+        Assert.Equal(HttpStatusCode.Forbidden, (await visitor.GetAsync("/bounded-work/executors")).StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await server.Client.GetAsync("/bounded-work/executors")).StatusCode);
     }
 
     [Fact]

@@ -136,15 +136,24 @@ public sealed class AdminServer : IAsyncDisposable
         Action<WebApplicationBuilder>? configure = null,
         Action<IServiceCollection>? executors = null,
         bool addPolicy = true,
-        bool addAdmin = true)
+        bool addAdmin = true,
+        Action<IServiceCollection>? authentication = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { EnvironmentName = "Development" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(LogLevel.Debug);
         builder.Logging.AddProvider(logs);
-        builder.Services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
-            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+        if (authentication is null)
+        {
+            builder.Services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
+                .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+        }
+        else
+        {
+            authentication(builder.Services);
+        }
+
         builder.Services.AddAuthorization(options =>
         {
             if (addPolicy)
