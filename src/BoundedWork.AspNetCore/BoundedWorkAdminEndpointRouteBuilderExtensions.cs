@@ -71,6 +71,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var group = endpoints.MapGroup(prefix);
         ((IEndpointConventionBuilder)group).Add(endpoint =>
         {
+            endpoint.Metadata.Add(mapping); // marks the console's endpoints (for its 401/403 answers)
+
             // Read when the endpoints are built, so AllowAnonymousAdmin() chained after this call counts.
             if (!mapping.AllowAnonymous)
             {

@@ -1,5 +1,8 @@
 using System.Net;
 using Microsoft.AspNetCore.Authentication;
+using Microsoft.AspNetCore.Authorization;
+using Microsoft.AspNetCore.Authorization.Policy;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Logging;
@@ -29,7 +32,9 @@ public sealed class SecurityTests
 
         using var response = await anonymous.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
 
-        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Unauthorized, "Unauthorized");
+        Assert.Contains("sign in", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal("TestHeaders", response.Headers.WwwAuthenticate.Single().Scheme); // the scheme's own challenge still runs
         Assert.Equal(before, server.Payments.Settings);
     }
 
@@ -43,8 +48,50 @@ public sealed class SecurityTests
 
         using var response = await visitor.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
 
-        Assert.Equal(HttpStatusCode.Forbidden, response.StatusCode);
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Forbidden, "Forbidden");
+        Assert.Contains("'BoundedWorkAdmin'", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
         Assert.Equal(before, server.Payments.Settings);
+    }
+
+    [Fact]
+    public async Task Refusal_AppRegisteredItsOwnResultHandler_ItStillRunsAndTheBodyIsAProblem()
+    {
+        await using var server = await AdminServer.StartAsync(authentication: services =>
+        {
+            services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
+                .AddScheme<Microsoft.AspNetCore.Authentication.AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+            services.AddSingleton<IAuthorizationMiddlewareResultHandler, StampingResultHandler>();
+        });
+        using var visitor = server.CreateClient("mallory", "sales");
+
+        using var response = await visitor.GetAsync("/bounded-work/executors");
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.Forbidden, "Forbidden");
+        Assert.Equal("1", response.Headers.GetValues(StampingResultHandler.Header).Single());
+    }
+
+    [Fact]
+    public async Task Refusal_OnAnEndpointOfTheApp_IsLeftAsTheAppAnswersIt()
+    {
+        await using var server = await AdminServer.StartAsync(map: app => app.MapGet("/app-only", () => "ok").RequireAuthorization("BoundedWorkAdmin"));
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var response = await anonymous.GetAsync("/app-only");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
+    private sealed class StampingResultHandler : IAuthorizationMiddlewareResultHandler
+    {
+        public const string Header = "X-App-Result-Handler";
+        private readonly AuthorizationMiddlewareResultHandler _default = new();
+
+        public Task HandleAsync(RequestDelegate next, HttpContext context, AuthorizationPolicy policy, PolicyAuthorizationResult authorizeResult)
+        {
+            context.Response.Headers[Header] = "1";
+            return _default.HandleAsync(next, context, policy, authorizeResult);
+        }
     }
 
     [Fact]

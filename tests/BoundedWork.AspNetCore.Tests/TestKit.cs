@@ -83,6 +83,12 @@ public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSc
         var principal = new ClaimsPrincipal(new ClaimsIdentity(claims, SchemeName));
         return Task.FromResult(AuthenticateResult.Success(new AuthenticationTicket(principal, SchemeName)));
     }
+
+    protected override Task HandleChallengeAsync(AuthenticationProperties properties)
+    {
+        Response.Headers.WWWAuthenticate = SchemeName;
+        return base.HandleChallengeAsync(properties);
+    }
 }
 
 /// <summary>
@@ -113,10 +119,12 @@ public sealed class AdminServer : IAsyncDisposable
     public static async Task<AdminServer> StartAsync(
         bool anonymous = false,
         Action<WebApplicationBuilder>? configure = null,
-        Action<IServiceCollection>? executors = null)
+        Action<IServiceCollection>? executors = null,
+        Action<IServiceCollection>? authentication = null,
+        Action<WebApplication>? map = null)
     {
         var logs = new CapturingLoggerProvider();
-        var app = Build(logs, anonymous, configure, executors);
+        var app = Build(logs, anonymous, configure, executors, authentication: authentication, map: map);
         try
         {
             await app.StartAsync();
@@ -137,7 +145,8 @@ public sealed class AdminServer : IAsyncDisposable
         Action<IServiceCollection>? executors = null,
         bool addPolicy = true,
         bool addAdmin = true,
-        Action<IServiceCollection>? authentication = null)
+        Action<IServiceCollection>? authentication = null,
+        Action<WebApplication>? map = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { EnvironmentName = "Development" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
@@ -199,6 +208,7 @@ public sealed class AdminServer : IAsyncDisposable
             console.AllowAnonymousAdmin();
         }
 
+        map?.Invoke(app);
         return app;
     }
 

@@ -25,6 +25,8 @@ internal sealed record AdminReply(int Status, string ContentType, byte[] Body, s
     private static string TypeOf(int status) => status switch
     {
         400 => "https://tools.ietf.org/html/rfc9110#section-15.5.1",
+        401 => "https://tools.ietf.org/html/rfc9110#section-15.5.2",
+        403 => "https://tools.ietf.org/html/rfc9110#section-15.5.4",
         404 => "https://tools.ietf.org/html/rfc9110#section-15.5.5",
         405 => "https://tools.ietf.org/html/rfc9110#section-15.5.6",
         409 => "https://tools.ietf.org/html/rfc9110#section-15.5.10",
