@@ -53,4 +53,17 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
         Assert.True(response.Json.GetProperty("errors").TryGetProperty(field, out _), response.Body);
         Assert.Equal(before, _server.Payments.Settings);
     }
+
+    [Fact]
+    public void LocalSocket_ControlCharactersInExecutorName_LoggedEscapedAndTaggedUnknown()
+    {
+        using var recorder = new AdminMeterRecorder(_server.App.Services);
+
+        var response = LocalSocketClient.Send(_path, "PATCH", "/executors/x%0D%0Aforged", """{"workers": 3}""");
+
+        Assert.Equal(404, response.Status);
+        var entry = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
+        Assert.Equal("x\\r\\nforged", entry.State["ExecutorName"]);
+        Assert.Equal([("boundedwork.admin.refused", 1L, "(unknown)", "not_found")], recorder.Measurements);
+    }
 }

@@ -62,7 +62,7 @@ public sealed class CapturingLoggerProvider : ILoggerProvider
 }
 
 /// <summary>
-/// Authenticates from request headers: <c>X-Test-User</c> names the user, <c>X-Test-Roles</c> lists roles. No header:
+/// Authenticates from request headers: <c>X-Test-User</c> names the user (percent-encoded), <c>X-Test-Roles</c> lists roles. No header:
 /// not authenticated (401 on a protected endpoint); authenticated without the role: 403.
 /// </summary>
 public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSchemeOptions> options, ILoggerFactory logger, UrlEncoder encoder)
@@ -72,7 +72,7 @@ public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSc
 
     protected override Task<AuthenticateResult> HandleAuthenticateAsync()
     {
-        var user = Request.Headers["X-Test-User"].ToString();
+        var user = Uri.UnescapeDataString(Request.Headers["X-Test-User"].ToString()); // percent-encoded, so tests can send any name
         if (user.Length == 0)
         {
             return Task.FromResult(AuthenticateResult.NoResult());

@@ -38,9 +38,10 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
     public AdminReply ChangeSettings(ChangeRequest request, bool workersOnly)
     {
         var name = request.ExecutorName;
+        registry.TryGetExecutor(name, out var executor); // null for a name that is not registered: refused below, after the checks that come first
         if (!IsJson(request.ContentType))
         {
-            return Refuse(request, name, "unsupported_media_type", AdminReply.Problem(
+            return Refuse(request, executor, "unsupported_media_type", AdminReply.Problem(
                 415,
                 "Unsupported media type",
                 $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
@@ -48,16 +49,16 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
 
         if (!request.HasRequestHeader)
         {
-            return Refuse(request, name, "missing_header", AdminReply.Problem(
+            return Refuse(request, executor, "missing_header", AdminReply.Problem(
                 400,
                 "Missing request header",
                 $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
                 header: BoundedWorkAdminOptions.RequestHeaderName));
         }
 
-        if (!registry.TryGetExecutor(name, out var executor))
+        if (executor is null)
         {
-            return Refuse(request, name, "not_found", NotFound(name));
+            return Refuse(request, null, "not_found", NotFound(name));
         }
 
         var (change, errors) = request.BodyTooLarge
@@ -65,7 +66,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
         if (change is null)
         {
-            return Refuse(request, executor.Name, "invalid", AdminReply.Problem(
+            return Refuse(request, executor, "invalid", AdminReply.Problem(
                 400,
                 "Invalid settings",
                 $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Values.SelectMany(static e => e))}",
@@ -80,7 +81,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
-            return Refuse(request, executor.Name, "shut_down", AdminReply.Problem(
+            return Refuse(request, executor, "shut_down", AdminReply.Problem(
                 409,
                 "Executor shut down",
                 $"Executor '{executor.Name}' is shutting down or shut down; its settings can no longer change.",
@@ -106,8 +107,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         if (logger.IsEnabled(LogLevel.Information))
         {
             logger.SettingsChanged(
-                name,
-                request.User,
+                AdminLog.Escape(name),
+                AdminLog.Escape(request.User),
                 request.RemoteAddress,
                 before.WorkerCount,
                 after.WorkerCount,
@@ -154,10 +155,16 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
     }
 
-    private AdminReply Refuse(ChangeRequest request, string name, string reason, AdminReply problem)
+    /// <summary>
+    /// Logs and counts a refused change. The metric's executor tag is a registered executor's name or
+    /// <see cref="AdminMetrics.UnknownExecutor"/>, never what the request asked for, so callers cannot grow the tag's
+    /// values; the log keeps the requested name, escaped.
+    /// </summary>
+    private AdminReply Refuse(ChangeRequest request, BoundedExecutor? executor, string reason, AdminReply problem)
     {
-        metrics.Refused(name, reason);
-        logger.SettingsChangeRefused(name, request.User, request.RemoteAddress, problem.Status, reason);
+        metrics.Refused(executor?.Name ?? AdminMetrics.UnknownExecutor, reason);
+        logger.SettingsChangeRefused(
+            AdminLog.Escape(executor?.Name ?? request.ExecutorName), AdminLog.Escape(request.User), request.RemoteAddress, problem.Status, reason);
         return problem;
     }
 
