@@ -215,21 +215,117 @@ public sealed class BadInputTests : IAsyncLifetime
     }
 
     [Theory]
-    [InlineData("POST", "/bounded-work/executors", "GET")]
-    [InlineData("DELETE", "/bounded-work/executors/payments", "GET, PATCH")]
-    [InlineData("PUT", "/bounded-work/executors/payments", "GET, PATCH")]
+    [InlineData("POST", "/bounded-work/executors", "GET, HEAD")]
+    [InlineData("DELETE", "/bounded-work/executors/payments", "GET, HEAD, PATCH")]
+    [InlineData("PUT", "/bounded-work/executors/payments", "GET, HEAD, PATCH")]
     [InlineData("GET", "/bounded-work/executors/payments/workers", "PUT")]
+    [InlineData("HEAD", "/bounded-work/executors/payments/workers", "PUT")]
     [InlineData("POST", "/bounded-work/executors/payments/workers", "PUT")]
     [InlineData("PATCH", "/bounded-work/executors/payments/workers", "PUT")]
-    [InlineData("POST", "/bounded-work/threadpool", "GET")]
-    [InlineData("DELETE", "/bounded-work/", "GET")]
+    [InlineData("POST", "/bounded-work/threadpool", "GET, HEAD")]
+    [InlineData("DELETE", "/bounded-work/", "GET, HEAD")]
+    [InlineData("OPTIONS", "/bounded-work/executors", "GET, HEAD")]
+    [InlineData("TRACE", "/bounded-work/", "GET, HEAD")]
+    [InlineData("FOO", "/bounded-work/executors/payments", "GET, HEAD, PATCH")]
+    [InlineData("PROPFIND", "/bounded-work/executors/payments/workers", "PUT")]
     public async Task WrongMethod_Returns405ProblemWithAllowHeader(string method, string path, string allow)
     {
-        using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 4}""");
+        using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, method is "GET" or "HEAD" ? null : """{"workers": 4}""");
 
-        await AdminApiTests.AssertProblem(response, HttpStatusCode.MethodNotAllowed, method);
         Assert.Equal(allow, string.Join(", ", response.Content.Headers.Allow));
+        if (method != "HEAD")
+        {
+            await AdminApiTests.AssertProblem(response, HttpStatusCode.MethodNotAllowed, method);
+        }
+        else
+        {
+            Assert.Equal(HttpStatusCode.MethodNotAllowed, response.StatusCode);
+        }
+
         AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("/bounded-work/")]
+    [InlineData("/bounded-work/executors")]
+    [InlineData("/bounded-work/executors/payments")]
+    [InlineData("/bounded-work/executors/payments/workers")]
+    [InlineData("/bounded-work/threadpool")]
+    public async Task WrongMethod_EveryMethodTheAllowHeaderLists_IsNotItself405(string path)
+    {
+        using var refused = await _server.Client.SendChangeAsync(HttpMethod.Options, path, null);
+        var allowed = refused.Content.Headers.Allow.ToList();
+
+        Assert.NotEmpty(allowed);
+        foreach (var method in allowed)
+        {
+            using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, method is "PUT" or "PATCH" ? """{"workers": 2}""" : null);
+            Assert.True(response.StatusCode != HttpStatusCode.MethodNotAllowed, $"{method} {path} is listed in Allow but answered 405.");
+        }
+    }
+
+    [Theory]
+    [InlineData("/bounded-work/", "text/html")]
+    [InlineData("/bounded-work/executors", "application/json")]
+    [InlineData("/bounded-work/executors/payments", "application/json")]
+    [InlineData("/bounded-work/threadpool", "application/json")]
+    public async Task Head_OnAGetEndpoint_AnswersLikeGetWithoutABody(string path, string mediaType)
+    {
+        using var response = await _server.Client.SendAsync(new HttpRequestMessage(HttpMethod.Head, path));
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(mediaType, response.Content.Headers.ContentType?.MediaType);
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
+    [Fact]
+    public async Task Change_ThousandsOfUnknownFields_AnswersABoundedListAndTheCount()
+    {
+        var body = "{" + string.Join(",", Enumerable.Range(0, 1500).Select(i => $"\"f{i}\":1")) + "}";
+
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, body);
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "f0");
+        Assert.Equal(20, problem.GetProperty("errors").EnumerateObject().Count());
+        Assert.Equal(1500, problem.GetProperty("errorCount").GetInt32());
+        Assert.Contains("1480 more", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.True(response.Content.Headers.ContentLength < 8 * 1024, $"The answer is {response.Content.Headers.ContentLength} bytes.");
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("{\"$LONG\": 1}", "$LONG")]
+    [InlineData("{\"rejectionPolicy\": \"$LONG\"}", "rejectionPolicy")]
+    [InlineData("{\"waitTimeout\": \"$LONG\"}", "waitTimeout")]
+    [InlineData("{\"queueCapacity\": 1$DIGITS}", "queueCapacity")]
+    [InlineData("{\"$LONG\": [", "body")]
+    public async Task Change_HugeNameOrValue_EchoedShortened(string template, string field)
+    {
+        var body = template
+            .Replace("$LONG", new string('x', 15_000), StringComparison.Ordinal)
+            .Replace("$DIGITS", new string('9', 15_000), StringComparison.Ordinal);
+
+        using var response = await _server.Client.SendChangeAsync(HttpMethod.Patch, Settings, body);
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field == "$LONG" ? "xxxx..." : field);
+        Assert.True(response.Content.Headers.ContentLength < 2 * 1024, $"The answer is {response.Content.Headers.ContentLength} bytes.");
+        AssertUnchanged();
+    }
+
+    [Theory]
+    [InlineData("GET", "/bounded-work/executors", null, HttpStatusCode.OK)]
+    [InlineData("GET", "/bounded-work/threadpool", null, HttpStatusCode.OK)]
+    [InlineData("GET", "/bounded-work/executors/nope", null, HttpStatusCode.NotFound)]
+    [InlineData("PUT", "/bounded-work/executors/payments/workers", """{"workers": 3}""", HttpStatusCode.OK)]
+    [InlineData("PUT", "/bounded-work/executors/payments/workers", """{"workers": 0}""", HttpStatusCode.BadRequest)]
+    [InlineData("POST", "/bounded-work/executors", "{}", HttpStatusCode.MethodNotAllowed)]
+    [InlineData("OPTIONS", "/bounded-work/executors", null, HttpStatusCode.MethodNotAllowed)]
+    public async Task JsonAnswer_AnyStatus_CarriesNoSniff(string method, string path, string? body, HttpStatusCode status)
+    {
+        using var response = await _server.Client.SendChangeAsync(new HttpMethod(method), path, body);
+
+        Assert.Equal(status, response.StatusCode);
+        Assert.Equal("nosniff", response.Headers.GetValues("X-Content-Type-Options").Single());
     }
 
     [Theory]

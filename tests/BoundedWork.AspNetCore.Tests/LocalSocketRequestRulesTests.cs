@@ -66,4 +66,17 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
         Assert.Equal("x\\r\\nforged", entry.State["ExecutorName"]);
         Assert.Equal([("boundedwork.admin.refused", 1L, "(unknown)", "not_found")], recorder.Measurements);
     }
+
+    [Fact]
+    public void LocalSocket_ThousandsOfUnknownFields_AnswersABoundedListAndTheCount()
+    {
+        var body = "{" + string.Join(",", Enumerable.Range(0, 1500).Select(i => $"\"f{i}\":1")) + "}";
+
+        var response = LocalSocketClient.Send(_path, "PATCH", "/executors/payments", body);
+
+        Assert.Equal(400, response.Status);
+        Assert.Equal(20, response.Json.GetProperty("errors").EnumerateObject().Count());
+        Assert.Equal(1500, response.Json.GetProperty("errorCount").GetInt32());
+        Assert.True(response.Body.Length < 8 * 1024, $"The answer is {response.Body.Length} characters.");
+    }
 }

@@ -35,6 +35,7 @@ public sealed class SecurityTests
         var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Unauthorized, "Unauthorized");
         Assert.Contains("sign in", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
         Assert.Equal("TestHeaders", response.Headers.WwwAuthenticate.Single().Scheme); // the scheme's own challenge still runs
+        Assert.Equal("nosniff", response.Headers.GetValues("X-Content-Type-Options").Single());
         Assert.Equal(before, server.Payments.Settings);
     }
 
@@ -50,6 +51,7 @@ public sealed class SecurityTests
 
         var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Forbidden, "Forbidden");
         Assert.Contains("'BoundedWorkAdmin'", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal("nosniff", response.Headers.GetValues("X-Content-Type-Options").Single());
         Assert.Equal(before, server.Payments.Settings);
     }
 

@@ -62,16 +62,19 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
 
         var (change, errors) = request.BodyTooLarge
-            ? (null, new Dictionary<string, string[]> { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
+            ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
             : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
         if (change is null)
         {
+            var unlisted = errors.Count - errors.Listed.Count;
             return Refuse(request, executor, "invalid", AdminReply.Problem(
                 400,
                 "Invalid settings",
-                $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Values.SelectMany(static e => e))}",
-                errors,
-                executor.Name));
+                $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}"
+                    + (unlisted > 0 ? $" And {unlisted} more fields with problems ({errors.Count} in all), not listed." : string.Empty),
+                errors.Listed,
+                executor.Name,
+                errorCount: unlisted > 0 ? errors.Count : null));
         }
 
         BoundedExecutorReconfiguration result;

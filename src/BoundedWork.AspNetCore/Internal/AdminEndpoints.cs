@@ -31,6 +31,7 @@ internal sealed class AdminEndpoints(AdminApi api)
         response.ContentType = reply.ContentType;
         response.ContentLength = reply.Body.Length;
         response.Headers.CacheControl = "no-store";
+        response.Headers.XContentTypeOptions = "nosniff";
         if (reply.Allow is not null)
         {
             response.Headers.Allow = reply.Allow;

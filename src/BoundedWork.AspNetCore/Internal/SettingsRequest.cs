@@ -25,6 +25,9 @@ internal static partial class SettingsRequest
 
     public const string InfiniteWaitTimeout = "infinite";
 
+    /// <summary>The most characters of a field name or value from the request that an error message repeats.</summary>
+    public const int MaxEchoedLength = 64;
+
     /// <summary>
     /// The largest queue capacity the console sets. The core accepts up to <see cref="int.MaxValue"/> from options and
     /// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettingsChange)"/>; an operator's typo should not admit
@@ -47,9 +50,9 @@ internal static partial class SettingsRequest
     private static readonly string[] s_putFields = [Workers];
 
     /// <summary>Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least one).</summary>
-    public static (BoundedExecutorSettingsChange? Change, Dictionary<string, string[]> Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
+    public static (BoundedExecutorSettingsChange? Change, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
     {
-        var errors = new Dictionary<string, string[]>(StringComparer.Ordinal);
+        var errors = new FieldErrors();
         var allowed = workersOnly ? s_putFields : s_patchFields;
         if (body.IsEmpty)
         {
@@ -86,7 +89,8 @@ internal static partial class SettingsRequest
                 var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
                 if (field is null)
                 {
-                    errors[name] = [$"Unknown field '{name}'; the allowed fields are {string.Join(", ", allowed)}."];
+                    var shown = Shorten(name);
+                    errors[shown] = [$"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."];
                     reader.Skip();
                     continue;
                 }
@@ -130,7 +134,7 @@ internal static partial class SettingsRequest
         catch (JsonException exception)
         {
             errors.Clear();
-            errors[Body] = [$"The request body is not valid JSON: {exception.Message}"];
+            errors[Body] = [$"The request body is not valid JSON: {Shorten(exception.Message, MaxEchoedLength * 4)}"];
             return (null, errors);
         }
 
@@ -172,6 +176,21 @@ internal static partial class SettingsRequest
         return errors.Count > 0 ? (null, errors) : (change, errors);
     }
 
+    /// <summary>
+    /// Cuts text taken from the request (a field name, a value) to <paramref name="max"/> characters for an error
+    /// message, never splitting a surrogate pair, so an answer cannot be made much larger than a short request.
+    /// </summary>
+    public static string Shorten(string text, int max = MaxEchoedLength)
+    {
+        if (text.Length <= max)
+        {
+            return text;
+        }
+
+        var cut = char.IsHighSurrogate(text[max - 1]) ? max - 1 : max;
+        return string.Concat(text.AsSpan(0, cut), "...");
+    }
+
     public static string ToField(string setting) => setting switch
     {
         nameof(BoundedExecutorSettingsChange.WorkerCount) => Workers,
@@ -186,7 +205,7 @@ internal static partial class SettingsRequest
     public static string FormatTimeout(TimeSpan timeout) =>
         timeout == Timeout.InfiniteTimeSpan ? InfiniteWaitTimeout : timeout.ToString("c", CultureInfo.InvariantCulture);
 
-    private static void CheckRange(Dictionary<string, string[]> errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
+    private static void CheckRange(FieldErrors errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
     {
         if (value is not { } v || errors.ContainsKey(field))
         {
@@ -203,7 +222,7 @@ internal static partial class SettingsRequest
         }
     }
 
-    private static int? ReadInt32(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
+    private static int? ReadInt32(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
@@ -217,14 +236,14 @@ internal static partial class SettingsRequest
             return value;
         }
 
-        var raw = System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
+        var raw = Shorten(System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan));
         errors[field] = [raw.AsSpan().IndexOfAny(".eE") >= 0 && !(reader.TryGetDouble(out var d) && Math.Abs(d) > int.MaxValue)
             ? $"{field} must be a whole number (was {raw})."
             : $"{field} is out of range: {raw} does not fit a 32-bit integer."];
         return null;
     }
 
-    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, Dictionary<string, string[]> errors)
+    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, FieldErrors errors)
     {
         var names = string.Join(", ", Enum.GetNames<RejectionPolicy>());
         if (reader.TokenType != JsonTokenType.String)
@@ -249,11 +268,11 @@ internal static partial class SettingsRequest
             }
         }
 
-        errors[RejectionPolicyField] = [$"rejectionPolicy '{text}' is not one of {names}."];
+        errors[RejectionPolicyField] = [$"rejectionPolicy '{Shorten(text)}' is not one of {names}."];
         return null;
     }
 
-    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
+    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.String)
         {
@@ -276,7 +295,7 @@ internal static partial class SettingsRequest
         // TimeSpan's "c" parser alone also reads "5" as five days and "00:05" as five minutes: the shape is checked first.
         if (!DurationShape().IsMatch(text) || !TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var duration))
         {
-            errors[field] = [$"{field} '{text}' is not {DurationFormat}."];
+            errors[field] = [$"{field} '{Shorten(text)}' is not {DurationFormat}."];
             return null;
         }
 
