@@ -64,8 +64,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
                 "MapBoundedWorkAdmin needs the executor registry: register executors with builder.Services.AddBoundedExecutor(\"name\") when you register services.");
 
         var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
-        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>());
         var mapping = new AdminMapping(prefix);
+        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);

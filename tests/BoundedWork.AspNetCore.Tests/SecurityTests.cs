@@ -250,6 +250,96 @@ public sealed class SecurityTests
     }
 
     [Theory]
+    [InlineData("evil.example", "http://evil.example", "not_loopback_host")]      // DNS rebinding: same origin to the browser
+    [InlineData("evil.example:$PORT", null, "not_loopback_host")]
+    [InlineData("127.0.0.1.evil.example", null, "not_loopback_host")]
+    [InlineData("localhost.evil.example:$PORT", null, "not_loopback_host")]
+    [InlineData("localhost.", null, "not_loopback_host")]
+    [InlineData("192.168.1.10:$PORT", null, "not_loopback_host")]
+    [InlineData("0.0.0.0:$PORT", null, "not_loopback_host")]
+    [InlineData("127.0.0.1:$PORT", "http://evil.example", "cross_origin")]
+    [InlineData("localhost:$PORT", "http://localhost:1", "cross_origin")]
+    [InlineData("localhost:$PORT", "https://localhost:$PORT", "cross_origin")]
+    [InlineData("localhost:$PORT", "null", "cross_origin")]
+    public async Task AnonymousOptIn_ChangeForAForeignHostOrFromAnotherOrigin_Refused403(string host, string? origin, string reason)
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        var port = server.BaseAddress.Port.ToString(System.Globalization.CultureInfo.InvariantCulture);
+
+        using var put = await SendWithHostAndOrigin(anonymous, HttpMethod.Put, "/bounded-work/executors/payments/workers", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+        using var patch = await SendWithHostAndOrigin(anonymous, HttpMethod.Patch, "/bounded-work/executors/payments", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+
+        var problem = await AdminApiTests.AssertProblem(put, HttpStatusCode.Forbidden, "AllowAnonymousAdmin");
+        await AdminApiTests.AssertProblem(patch, HttpStatusCode.Forbidden, "AllowAnonymousAdmin");
+        Assert.Contains("localhost", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+        Assert.All(server.Logs.WithEvent("SettingsChangeRefused"), entry => Assert.Equal(reason, entry.State["Reason"]));
+        Assert.Equal(2, server.Logs.WithEvent("SettingsChangeRefused").Count);
+    }
+
+    [Theory]
+    [InlineData("127.0.0.1:$PORT", null)]
+    [InlineData("127.0.0.1:$PORT", "http://127.0.0.1:$PORT")]
+    [InlineData("localhost:$PORT", "http://localhost:$PORT")]
+    [InlineData("LOCALHOST:$PORT", "http://localhost:$PORT")]
+    [InlineData("app.localhost:$PORT", "http://app.localhost:$PORT")]
+    [InlineData("127.8.9.10", null)]
+    [InlineData("[::1]:$PORT", "http://[::1]:$PORT")]
+    public async Task AnonymousOptIn_ChangeForALoopbackHostFromItsOwnOrigin_Applies(string host, string? origin)
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        var port = server.BaseAddress.Port.ToString(System.Globalization.CultureInfo.InvariantCulture);
+
+        using var put = await SendWithHostAndOrigin(anonymous, HttpMethod.Put, "/bounded-work/executors/payments/workers", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+
+        Assert.Equal(HttpStatusCode.OK, put.StatusCode);
+        Assert.Equal(5, server.Payments.Settings.WorkerCount);
+    }
+
+    [Fact]
+    public async Task AnonymousOptIn_ReadForAForeignHost_StillAnswers()
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var get = await SendWithHostAndOrigin(anonymous, HttpMethod.Get, "/bounded-work/executors", "evil.example", "http://evil.example");
+
+        Assert.Equal(HttpStatusCode.OK, get.StatusCode);
+    }
+
+    [Fact]
+    public async Task Protected_ChangeForAnyHost_AppliesForAnOperator()
+    {
+        // Behind authorization the host is the app's business (a real name behind a proxy); only anonymous mode checks it.
+        await using var server = await AdminServer.StartAsync();
+
+        using var put = await SendWithHostAndOrigin(server.Client, HttpMethod.Put, "/bounded-work/executors/payments/workers", "ops.example.com", "https://ops.example.com");
+
+        Assert.Equal(HttpStatusCode.OK, put.StatusCode);
+        Assert.Equal(5, server.Payments.Settings.WorkerCount);
+    }
+
+    private static Task<HttpResponseMessage> SendWithHostAndOrigin(HttpClient client, HttpMethod method, string path, string host, string? origin)
+    {
+        var request = new HttpRequestMessage(method, path);
+        request.Headers.Host = host;
+        if (origin is not null)
+        {
+            request.Headers.Add("Origin", origin);
+        }
+
+        if (method != HttpMethod.Get)
+        {
+            request.Content = new StringContent("""{"workers": 5}""", System.Text.Encoding.UTF8, "application/json");
+            request.Headers.Add(TestKit.AdminHeader, "1");
+        }
+
+        return client.SendAsync(request);
+    }
+
+    [Theory]
     [InlineData("application/x-www-form-urlencoded", "workers=7")]
     [InlineData("multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"workers\"\r\n\r\n7\r\n--b--")]
     [InlineData("text/plain", """{"workers": 7}""")]

@@ -39,6 +39,11 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
     {
         var name = request.ExecutorName;
         registry.TryGetExecutor(name, out var executor); // null for a name that is not registered: refused below, after the checks that come first
+        if (request.OriginRefusal is { } refusal)
+        {
+            return Refuse(request, executor, refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
+        }
+
         if (!IsJson(request.ContentType))
         {
             return Refuse(request, executor, "unsupported_media_type", AdminReply.Problem(
@@ -221,7 +226,10 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);
 }
 
-/// <summary>A settings change as it arrived, whatever the transport.</summary>
+/// <summary>
+/// A settings change as it arrived, whatever the transport. <see cref="OriginRefusal"/> is set by a transport that
+/// refuses the request for where it came from (an anonymous console's rule against DNS rebinding, <see cref="LocalOrigin"/>).
+/// </summary>
 internal readonly record struct ChangeRequest(
     string ExecutorName,
     string? ContentType,
@@ -229,4 +237,5 @@ internal readonly record struct ChangeRequest(
     ReadOnlySequence<byte> Body,
     bool BodyTooLarge,
     string User,
-    string RemoteAddress);
+    string RemoteAddress,
+    OriginRefusal? OriginRefusal = null);
