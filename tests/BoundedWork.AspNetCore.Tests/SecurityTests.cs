@@ -84,6 +84,19 @@ public sealed class SecurityTests
         Assert.Empty(await response.Content.ReadAsByteArrayAsync());
     }
 
+    [Fact]
+    public async Task Refusal_CookieSchemeRedirectsToItsLoginPage_LeftAsItIs()
+    {
+        await using var server = await AdminServer.StartAsync(authentication: services => services.AddAuthentication("Cookies").AddCookie("Cookies"));
+        using var client = new HttpClient(new HttpClientHandler { AllowAutoRedirect = false }) { BaseAddress = server.BaseAddress };
+
+        using var response = await client.GetAsync("/bounded-work/executors");
+
+        Assert.Equal(HttpStatusCode.Redirect, response.StatusCode);
+        Assert.Contains("/Account/Login", response.Headers.Location?.ToString(), StringComparison.Ordinal);
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
     private sealed class StampingResultHandler : IAuthorizationMiddlewareResultHandler
     {
         public const string Header = "X-App-Result-Handler";
