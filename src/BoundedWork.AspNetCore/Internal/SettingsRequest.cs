@@ -310,7 +310,7 @@ internal static partial class SettingsRequest
     }
 
     /// <summary>The smallest and largest value the console sets for a duration; <c>"infinite"</c> is allowed besides.</summary>
-    public static (TimeSpan Min, TimeSpan Max) DurationRange(string field) => field switch
+    private static (TimeSpan Min, TimeSpan Max) DurationRange(string field) => field switch
     {
         WaitTimeout => (MinWaitTimeout, MaxDuration),
         SlowItemThreshold => (MinSlowItemThreshold, MaxDuration),
