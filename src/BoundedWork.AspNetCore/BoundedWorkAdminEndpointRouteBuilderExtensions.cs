@@ -13,15 +13,15 @@ namespace Microsoft.AspNetCore.Builder;
 /// <summary>Maps the BoundedWork operator console: JSON admin endpoints and a live dashboard page.</summary>
 public static class BoundedWorkAdminEndpointRouteBuilderExtensions
 {
-    private const string Get = "GET";
-    private static readonly string[] s_methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+    private static readonly string[] s_read = ["GET", "HEAD"];
 
     /// <summary>
     /// Maps the console under <paramref name="prefix"/>:
     /// <c>GET {prefix}/</c> (the dashboard page),
     /// <c>GET {prefix}/executors</c>, <c>GET {prefix}/executors/{name}</c>,
     /// <c>PUT {prefix}/executors/{name}/workers</c>, <c>PATCH {prefix}/executors/{name}</c> and
-    /// <c>GET {prefix}/threadpool</c>. Any other method on these paths gets 405.
+    /// <c>GET {prefix}/threadpool</c>; <c>HEAD</c> wherever <c>GET</c> is. Any other method on these paths gets 405 with
+    /// an <c>Allow</c> header that lists exactly the methods above.
     /// </summary>
     /// <param name="endpoints">The app or route builder.</param>
     /// <param name="prefix">The route prefix of the console.</param>
@@ -64,13 +64,15 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
                 "MapBoundedWorkAdmin needs the executor registry: register executors with builder.Services.AddBoundedExecutor(\"name\") when you register services.");
 
         var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
-        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>());
         var mapping = new AdminMapping(prefix);
+        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);
         ((IEndpointConventionBuilder)group).Add(endpoint =>
         {
+            endpoint.Metadata.Add(mapping); // marks the console's endpoints (for its 401/403 answers)
+
             // Read when the endpoints are built, so AllowAnonymousAdmin() chained after this call counts.
             if (!mapping.AllowAnonymous)
             {
@@ -78,26 +80,30 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
             }
         });
 
-        MapRoute(group, "/", Get, context => DashboardPage.Serve(context, prefix));
-        MapRoute(group, "/executors", Get, api.ListExecutors);
-        MapRoute(group, "/threadpool", Get, api.GetThreadPool);
-        group.MapGet("/executors/{name}", api.GetExecutor);
-        group.MapPatch("/executors/{name}", api.PatchSettings);
-        MethodNotAllowed(group, "/executors/{name}", "GET, PATCH");
-        MapRoute(group, "/executors/{name}/workers", "PUT", api.PutWorkers);
+        MapRoute(group, "/", (s_read, context => DashboardPage.Serve(context, prefix)));
+        MapRoute(group, "/executors", (s_read, api.ListExecutors));
+        MapRoute(group, "/threadpool", (s_read, api.GetThreadPool));
+        MapRoute(group, "/executors/{name}", (s_read, api.GetExecutor), (["PATCH"], api.PatchSettings));
+        MapRoute(group, "/executors/{name}/workers", (["PUT"], api.PutWorkers));
 
         return new BoundedWorkAdminConventionBuilder(group, mapping);
     }
 
-    private static void MapRoute(RouteGroupBuilder group, string pattern, string method, RequestDelegate handler)
+    /// <summary>
+    /// Maps each handler for its methods, and behind them (a higher order, so only when none of those methods matches)
+    /// one endpoint for every other method, standard or not, that answers 405 with exactly the methods mapped here.
+    /// Routing's own 405 would list the methods of every endpoint on the path and send no problem body.
+    /// </summary>
+    private static void MapRoute(RouteGroupBuilder group, string pattern, params ReadOnlySpan<(string[] Methods, RequestDelegate Handler)> handlers)
     {
-        group.MapMethods(pattern, [method], handler);
-        MethodNotAllowed(group, pattern, method);
-    }
+        var allowed = new List<string>();
+        foreach (var (methods, handler) in handlers)
+        {
+            group.MapMethods(pattern, methods, handler);
+            allowed.AddRange(methods);
+        }
 
-    private static void MethodNotAllowed(RouteGroupBuilder group, string pattern, string allow)
-    {
-        string[] others = [.. s_methods.Where(m => !allow.Contains(m, StringComparison.Ordinal))];
-        group.MapMethods(pattern, others, context => AdminEndpoints.MethodNotAllowed(context, allow));
+        var allow = string.Join(", ", allowed);
+        group.Map(pattern, context => AdminEndpoints.MethodNotAllowed(context, allow)).WithOrder(1);
     }
 }

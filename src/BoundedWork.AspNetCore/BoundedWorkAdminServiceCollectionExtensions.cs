@@ -22,7 +22,11 @@ public static class BoundedWorkAdminServiceCollectionExtensions
     /// <param name="configure">Optional settings: the authorization policy's name, the history kept, the local socket.</param>
     /// <returns>The service collection, for chaining.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
-    /// <remarks>Register the executors themselves with <c>AddBoundedExecutor</c>.</remarks>
+    /// <remarks>
+    /// Register the executors themselves with <c>AddBoundedExecutor</c>. The console answers 401 and 403 with problem
+    /// details by wrapping the app's <c>IAuthorizationMiddlewareResultHandler</c>: register a handler of your own before
+    /// this call and the console wraps it too (after it, yours answers the console's refusals as it likes).
+    /// </remarks>
     public static IServiceCollection AddBoundedWorkAdmin(this IServiceCollection services, Action<BoundedWorkAdminOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(services);
@@ -44,6 +48,7 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
+        AdminAuthorizationResultHandler.Register(services);
         return services;
     }
 }

@@ -1,5 +1,3 @@
-using System.Collections.Concurrent;
-using System.Diagnostics.Metrics;
 using System.Net;
 using Microsoft.Extensions.Logging;
 
@@ -37,34 +35,7 @@ public sealed class ChangeAuditTests
     public async Task Change_Applied_CountedPerChangedSettingOnHostMeter()
     {
         await using var server = await AdminServer.StartAsync();
-        var scope = server.App.Services.GetRequiredService<IMeterFactory>();
-        var changes = new ConcurrentQueue<(string Instrument, long Value, string? Executor, string? Setting)>();
-        using var listener = new MeterListener();
-        listener.InstrumentPublished = (instrument, l) =>
-        {
-            if (instrument.Meter.Name == "BoundedWork.Admin" && ReferenceEquals(instrument.Meter.Scope, scope))
-            {
-                l.EnableMeasurementEvents(instrument);
-            }
-        };
-        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
-        {
-            string? executor = null, setting = null;
-            foreach (var tag in tags)
-            {
-                if (tag.Key == "boundedwork.executor")
-                {
-                    executor = (string?)tag.Value;
-                }
-                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason")
-                {
-                    setting = (string?)tag.Value;
-                }
-            }
-
-            changes.Enqueue((instrument.Name, value, executor, setting));
-        });
-        listener.Start();
+        using var recorder = new AdminMeterRecorder(server.App.Services);
 
         using var patch = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", """{"workers": 3, "queueCapacity": 100, "waitTimeout": "00:00:09"}""");
         using var refused = await server.Client.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", """{"workers": 99}""");
@@ -75,6 +46,65 @@ public sealed class ChangeAuditTests
                 ("boundedwork.admin.changes", 1L, "payments", "waitTimeout"),
                 ("boundedwork.admin.refused", 1L, "payments", "invalid"),
             ],
-            changes.ToArray());
+            recorder.Measurements);
+    }
+
+    [Theory]
+    [InlineData("PUT", "/bounded-work/executors/x%0D%0A2026-01-01%20info:%20forged/workers")]
+    [InlineData("PATCH", "/bounded-work/executors/x%0Aforged")]
+    [InlineData("PATCH", "/bounded-work/executors/x%E2%80%A8forged%1B%5B31m")]
+    public async Task Change_ControlCharactersInExecutorName_LoggedEscapedOnOneLine(string method, string path)
+    {
+        await using var server = await AdminServer.StartAsync();
+
+        using var response = await server.Client.SendChangeAsync(new HttpMethod(method), path, """{"workers": 3}""");
+
+        Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
+        var entry = Assert.Single(server.Logs.WithEvent("SettingsChangeRefused"));
+        var name = (string)entry.State["ExecutorName"]!;
+        Assert.StartsWith("x\\", name, StringComparison.Ordinal);
+        Assert.DoesNotContain(name, char.IsControl);
+        Assert.DoesNotContain(entry.Message, c => char.IsControl(c) || c is '\u2028' or '\u2029');
+    }
+
+    [Fact]
+    public async Task Change_ControlCharactersInUserName_LoggedEscapedOnOneLine()
+    {
+        await using var server = await AdminServer.StartAsync();
+        using var client = server.CreateClient("mallory%0D%0A2026-01-01%20info:%20forged", "ops");
+
+        using var response = await client.SendChangeAsync(HttpMethod.Put, "/bounded-work/executors/payments/workers", """{"workers": 3}""");
+
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        var entry = Assert.Single(server.Logs.WithEvent("SettingsChanged"));
+        Assert.Equal("mallory\\r\\n2026-01-01 info: forged", entry.State["User"]);
+        Assert.DoesNotContain(entry.Message, char.IsControl);
+    }
+
+    [Fact]
+    public async Task Change_Refused_ExecutorTagIsARegisteredNameOrUnknown()
+    {
+        await using var server = await AdminServer.StartAsync();
+        using var recorder = new AdminMeterRecorder(server.App.Services);
+
+        for (var i = 0; i < 3; i++)
+        {
+            using var put = await server.Client.SendChangeAsync(HttpMethod.Put, $"/bounded-work/executors/nope-{i}/workers", """{"workers": 3}""");
+        }
+
+        using var form = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/nope-form", "workers=3", "application/x-www-form-urlencoded");
+        using var noHeader = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/nope-header", """{"workers": 3}""", header: false);
+        using var otherCase = await server.Client.SendChangeAsync(HttpMethod.Patch, "/bounded-work/executors/PAYMENTS", """{"workers": 3}""", header: false);
+
+        Assert.Equal(
+            [
+                ("boundedwork.admin.refused", 1L, "(unknown)", "not_found"),
+                ("boundedwork.admin.refused", 1L, "(unknown)", "not_found"),
+                ("boundedwork.admin.refused", 1L, "(unknown)", "not_found"),
+                ("boundedwork.admin.refused", 1L, "(unknown)", "unsupported_media_type"),
+                ("boundedwork.admin.refused", 1L, "(unknown)", "missing_header"),
+                ("boundedwork.admin.refused", 1L, "payments", "missing_header"),
+            ],
+            recorder.Measurements);
     }
 }

@@ -141,11 +141,11 @@ public sealed class DashboardBrowserTests
         await page.ScreenshotAsync(new() { Path = Path.Combine(ArtifactsDirectory, "dashboard-50.png") });
     }
 
-    private static async Task<IBrowser> LaunchAsync()
+    internal static async Task<IBrowser> LaunchAsync(params string[] extraArgs)
     {
         Assert.True(File.Exists(Chromium), $"{Chromium} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.");
         var playwright = await Playwright.CreateAsync();
-        var browser = await playwright.Chromium.LaunchAsync(new() { ExecutablePath = Chromium, Headless = true, Args = s_chromiumArgs });
+        var browser = await playwright.Chromium.LaunchAsync(new() { ExecutablePath = Chromium, Headless = true, Args = [.. s_chromiumArgs, .. extraArgs] });
         browser.Disconnected += (_, _) => playwright.Dispose();
         return browser;
     }

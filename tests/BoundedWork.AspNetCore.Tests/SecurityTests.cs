@@ -1,4 +1,8 @@
 using System.Net;
+using Microsoft.AspNetCore.Authentication;
+using Microsoft.AspNetCore.Authorization;
+using Microsoft.AspNetCore.Authorization.Policy;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Logging;
@@ -28,7 +32,10 @@ public sealed class SecurityTests
 
         using var response = await anonymous.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
 
-        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Unauthorized, "Unauthorized");
+        Assert.Contains("sign in", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal("TestHeaders", response.Headers.WwwAuthenticate.Single().Scheme); // the scheme's own challenge still runs
+        Assert.Equal("nosniff", response.Headers.GetValues("X-Content-Type-Options").Single());
         Assert.Equal(before, server.Payments.Settings);
     }
 
@@ -42,8 +49,64 @@ public sealed class SecurityTests
 
         using var response = await visitor.SendChangeAsync(new HttpMethod(method), path, method == "GET" ? null : """{"workers": 5}""");
 
-        Assert.Equal(HttpStatusCode.Forbidden, response.StatusCode);
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.Forbidden, "Forbidden");
+        Assert.Contains("'BoundedWorkAdmin'", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal("nosniff", response.Headers.GetValues("X-Content-Type-Options").Single());
         Assert.Equal(before, server.Payments.Settings);
+    }
+
+    [Fact]
+    public async Task Refusal_AppRegisteredItsOwnResultHandler_ItStillRunsAndTheBodyIsAProblem()
+    {
+        await using var server = await AdminServer.StartAsync(authentication: services =>
+        {
+            services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
+                .AddScheme<Microsoft.AspNetCore.Authentication.AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+            services.AddSingleton<IAuthorizationMiddlewareResultHandler, StampingResultHandler>();
+        });
+        using var visitor = server.CreateClient("mallory", "sales");
+
+        using var response = await visitor.GetAsync("/bounded-work/executors");
+
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.Forbidden, "Forbidden");
+        Assert.Equal("1", response.Headers.GetValues(StampingResultHandler.Header).Single());
+    }
+
+    [Fact]
+    public async Task Refusal_OnAnEndpointOfTheApp_IsLeftAsTheAppAnswersIt()
+    {
+        await using var server = await AdminServer.StartAsync(map: app => app.MapGet("/app-only", () => "ok").RequireAuthorization("BoundedWorkAdmin"));
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var response = await anonymous.GetAsync("/app-only");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
+    [Fact]
+    public async Task Refusal_CookieSchemeRedirectsToItsLoginPage_LeftAsItIs()
+    {
+        await using var server = await AdminServer.StartAsync(authentication: services => services.AddAuthentication("Cookies").AddCookie("Cookies"));
+        using var client = new HttpClient(new HttpClientHandler { AllowAutoRedirect = false }) { BaseAddress = server.BaseAddress };
+
+        using var response = await client.GetAsync("/bounded-work/executors");
+
+        Assert.Equal(HttpStatusCode.Redirect, response.StatusCode);
+        Assert.Contains("/Account/Login", response.Headers.Location?.ToString(), StringComparison.Ordinal);
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
+    private sealed class StampingResultHandler : IAuthorizationMiddlewareResultHandler
+    {
+        public const string Header = "X-App-Result-Handler";
+        private readonly AuthorizationMiddlewareResultHandler _default = new();
+
+        public Task HandleAsync(RequestDelegate next, HttpContext context, AuthorizationPolicy policy, PolicyAuthorizationResult authorizeResult)
+        {
+            context.Response.Headers[Header] = "1";
+            return _default.HandleAsync(next, context, policy, authorizeResult);
+        }
     }
 
     [Fact]
@@ -56,6 +119,79 @@ public sealed class SecurityTests
         Assert.Contains("'BoundedWorkAdmin'", error.Message, StringComparison.Ordinal);
         Assert.Contains("AddPolicy(\"BoundedWorkAdmin\"", error.Message, StringComparison.Ordinal);
         Assert.Contains("AllowAnonymousAdmin()", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_AuthenticationWithoutAnyScheme_FailsNamingTheFix()
+    {
+        // The package README's first snippet as it was: AddAuthentication() and nothing else.
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication());
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'/bounded-work'", error.Message, StringComparison.Ordinal);
+        Assert.Contains("default authentication scheme", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddAuthentication(\"", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddAuthenticationSchemes(", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_TwoSchemesNeitherDefault_FailsNamingTheFixAndTheSchemes()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication()
+            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null)
+            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>("Other", null));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("default authentication scheme", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'TestHeaders', 'Other'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_NoAuthenticationServices_FailsNamingAddAuthentication()
+    {
+        // Authorization alone: a challenge would need IAuthenticationService, so every refusal would be a 500.
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.WebHost.UseUrls("http://127.0.0.1:0");
+        builder.Services.AddBoundedExecutor("payments");
+        builder.Services.AddBoundedWorkAdmin();
+        builder.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.RequireRole("ops")));
+        await using var app = builder.Build();
+        app.UseAuthorization();
+        app.MapBoundedWorkAdmin();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("AddAuthentication(\"", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_PolicyNamesAnUnregisteredScheme_FailsNamingIt()
+    {
+        await using var app = AdminServer.Build(new CapturingLoggerProvider(), addPolicy: false, configure: b =>
+            b.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.AddAuthenticationSchemes("Missing").RequireRole("ops"))));
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
+
+        Assert.Contains("'Missing'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Start_NoDefaultSchemeButPolicyNamesOne_StartsAndAnswers401And403()
+    {
+        await using var server = await AdminServer.StartAsync(configure: b =>
+        {
+            b.Services.AddAuthentication().AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>("Other", null);
+            b.Services.Configure<AuthenticationOptions>(o => o.DefaultScheme = null);
+            b.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.AddAuthenticationSchemes(HeaderAuthenticationHandler.SchemeName).RequireRole("ops")));
+        });
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        using var visitor = server.CreateClient("mallory", "sales");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, (await anonymous.GetAsync("/bounded-work/executors")).StatusCode);
+        Assert.Equal(HttpStatusCode.Forbidden, (await visitor.GetAsync("/bounded-work/executors")).StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await server.Client.GetAsync("/bounded-work/executors")).StatusCode);
     }
 
     [Fact]
@@ -124,6 +260,96 @@ public sealed class SecurityTests
         Assert.Equal(HttpStatusCode.UnsupportedMediaType, form.StatusCode);
         Assert.Equal(HttpStatusCode.BadRequest, noHeader.StatusCode);
         Assert.Equal(2, server.Payments.Settings.WorkerCount);
+    }
+
+    [Theory]
+    [InlineData("evil.example", "http://evil.example", "not_loopback_host")]      // DNS rebinding: same origin to the browser
+    [InlineData("evil.example:$PORT", null, "not_loopback_host")]
+    [InlineData("127.0.0.1.evil.example", null, "not_loopback_host")]
+    [InlineData("localhost.evil.example:$PORT", null, "not_loopback_host")]
+    [InlineData("localhost.", null, "not_loopback_host")]
+    [InlineData("192.168.1.10:$PORT", null, "not_loopback_host")]
+    [InlineData("0.0.0.0:$PORT", null, "not_loopback_host")]
+    [InlineData("127.0.0.1:$PORT", "http://evil.example", "cross_origin")]
+    [InlineData("localhost:$PORT", "http://localhost:1", "cross_origin")]
+    [InlineData("localhost:$PORT", "https://localhost:$PORT", "cross_origin")]
+    [InlineData("localhost:$PORT", "null", "cross_origin")]
+    public async Task AnonymousOptIn_ChangeForAForeignHostOrFromAnotherOrigin_Refused403(string host, string? origin, string reason)
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        var port = server.BaseAddress.Port.ToString(System.Globalization.CultureInfo.InvariantCulture);
+
+        using var put = await SendWithHostAndOrigin(anonymous, HttpMethod.Put, "/bounded-work/executors/payments/workers", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+        using var patch = await SendWithHostAndOrigin(anonymous, HttpMethod.Patch, "/bounded-work/executors/payments", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+
+        var problem = await AdminApiTests.AssertProblem(put, HttpStatusCode.Forbidden, "AllowAnonymousAdmin");
+        await AdminApiTests.AssertProblem(patch, HttpStatusCode.Forbidden, "AllowAnonymousAdmin");
+        Assert.Contains("localhost", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Equal(2, server.Payments.Settings.WorkerCount);
+        Assert.All(server.Logs.WithEvent("SettingsChangeRefused"), entry => Assert.Equal(reason, entry.State["Reason"]));
+        Assert.Equal(2, server.Logs.WithEvent("SettingsChangeRefused").Count);
+    }
+
+    [Theory]
+    [InlineData("127.0.0.1:$PORT", null)]
+    [InlineData("127.0.0.1:$PORT", "http://127.0.0.1:$PORT")]
+    [InlineData("localhost:$PORT", "http://localhost:$PORT")]
+    [InlineData("LOCALHOST:$PORT", "http://localhost:$PORT")]
+    [InlineData("app.localhost:$PORT", "http://app.localhost:$PORT")]
+    [InlineData("127.8.9.10", null)]
+    [InlineData("[::1]:$PORT", "http://[::1]:$PORT")]
+    public async Task AnonymousOptIn_ChangeForALoopbackHostFromItsOwnOrigin_Applies(string host, string? origin)
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+        var port = server.BaseAddress.Port.ToString(System.Globalization.CultureInfo.InvariantCulture);
+
+        using var put = await SendWithHostAndOrigin(anonymous, HttpMethod.Put, "/bounded-work/executors/payments/workers", host.Replace("$PORT", port, StringComparison.Ordinal), origin?.Replace("$PORT", port, StringComparison.Ordinal));
+
+        Assert.Equal(HttpStatusCode.OK, put.StatusCode);
+        Assert.Equal(5, server.Payments.Settings.WorkerCount);
+    }
+
+    [Fact]
+    public async Task AnonymousOptIn_ReadForAForeignHost_StillAnswers()
+    {
+        await using var server = await AdminServer.StartAsync(anonymous: true);
+        using var anonymous = server.CreateClient(user: null, roles: null);
+
+        using var get = await SendWithHostAndOrigin(anonymous, HttpMethod.Get, "/bounded-work/executors", "evil.example", "http://evil.example");
+
+        Assert.Equal(HttpStatusCode.OK, get.StatusCode);
+    }
+
+    [Fact]
+    public async Task Protected_ChangeForAnyHost_AppliesForAnOperator()
+    {
+        // Behind authorization the host is the app's business (a real name behind a proxy); only anonymous mode checks it.
+        await using var server = await AdminServer.StartAsync();
+
+        using var put = await SendWithHostAndOrigin(server.Client, HttpMethod.Put, "/bounded-work/executors/payments/workers", "ops.example.com", "https://ops.example.com");
+
+        Assert.Equal(HttpStatusCode.OK, put.StatusCode);
+        Assert.Equal(5, server.Payments.Settings.WorkerCount);
+    }
+
+    private static Task<HttpResponseMessage> SendWithHostAndOrigin(HttpClient client, HttpMethod method, string path, string host, string? origin)
+    {
+        var request = new HttpRequestMessage(method, path);
+        request.Headers.Host = host;
+        if (origin is not null)
+        {
+            request.Headers.Add("Origin", origin);
+        }
+
+        if (method != HttpMethod.Get)
+        {
+            request.Content = new StringContent("""{"workers": 5}""", System.Text.Encoding.UTF8, "application/json");
+            request.Headers.Add(TestKit.AdminHeader, "1");
+        }
+
+        return client.SendAsync(request);
     }
 
     [Theory]

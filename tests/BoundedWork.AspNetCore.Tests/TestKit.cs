@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
 using System.Net.Http.Headers;
 using System.Security.Claims;
 using System.Text;
@@ -61,7 +62,7 @@ public sealed class CapturingLoggerProvider : ILoggerProvider
 }
 
 /// <summary>
-/// Authenticates from request headers: <c>X-Test-User</c> names the user, <c>X-Test-Roles</c> lists roles. No header:
+/// Authenticates from request headers: <c>X-Test-User</c> names the user (percent-encoded), <c>X-Test-Roles</c> lists roles. No header:
 /// not authenticated (401 on a protected endpoint); authenticated without the role: 403.
 /// </summary>
 public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSchemeOptions> options, ILoggerFactory logger, UrlEncoder encoder)
@@ -71,7 +72,7 @@ public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSc
 
     protected override Task<AuthenticateResult> HandleAuthenticateAsync()
     {
-        var user = Request.Headers["X-Test-User"].ToString();
+        var user = Uri.UnescapeDataString(Request.Headers["X-Test-User"].ToString()); // percent-encoded, so tests can send any name
         if (user.Length == 0)
         {
             return Task.FromResult(AuthenticateResult.NoResult());
@@ -81,6 +82,12 @@ public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSc
         claims.AddRange(Request.Headers["X-Test-Roles"].ToString().Split(',', StringSplitOptions.RemoveEmptyEntries).Select(r => new Claim(ClaimTypes.Role, r)));
         var principal = new ClaimsPrincipal(new ClaimsIdentity(claims, SchemeName));
         return Task.FromResult(AuthenticateResult.Success(new AuthenticationTicket(principal, SchemeName)));
+    }
+
+    protected override Task HandleChallengeAsync(AuthenticationProperties properties)
+    {
+        Response.Headers.WWWAuthenticate = SchemeName;
+        return base.HandleChallengeAsync(properties);
     }
 }
 
@@ -112,10 +119,12 @@ public sealed class AdminServer : IAsyncDisposable
     public static async Task<AdminServer> StartAsync(
         bool anonymous = false,
         Action<WebApplicationBuilder>? configure = null,
-        Action<IServiceCollection>? executors = null)
+        Action<IServiceCollection>? executors = null,
+        Action<IServiceCollection>? authentication = null,
+        Action<WebApplication>? map = null)
     {
         var logs = new CapturingLoggerProvider();
-        var app = Build(logs, anonymous, configure, executors);
+        var app = Build(logs, anonymous, configure, executors, authentication: authentication, map: map);
         try
         {
             await app.StartAsync();
@@ -135,15 +144,25 @@ public sealed class AdminServer : IAsyncDisposable
         Action<WebApplicationBuilder>? configure = null,
         Action<IServiceCollection>? executors = null,
         bool addPolicy = true,
-        bool addAdmin = true)
+        bool addAdmin = true,
+        Action<IServiceCollection>? authentication = null,
+        Action<WebApplication>? map = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { EnvironmentName = "Development" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(LogLevel.Debug);
         builder.Logging.AddProvider(logs);
-        builder.Services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
-            .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+        if (authentication is null)
+        {
+            builder.Services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
+                .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null);
+        }
+        else
+        {
+            authentication(builder.Services);
+        }
+
         builder.Services.AddAuthorization(options =>
         {
             if (addPolicy)
@@ -189,6 +208,7 @@ public sealed class AdminServer : IAsyncDisposable
             console.AllowAnonymousAdmin();
         }
 
+        map?.Invoke(app);
         return app;
     }
 
@@ -218,6 +238,50 @@ public sealed class AdminServer : IAsyncDisposable
     }
 }
 
+/// <summary>
+/// Records every measurement of the <c>BoundedWork.Admin</c> meter of one host (its <see cref="IMeterFactory"/>): the
+/// instrument, the value, the executor tag and the setting or reason tag.
+/// </summary>
+public sealed class AdminMeterRecorder : IDisposable
+{
+    private readonly ConcurrentQueue<(string Instrument, long Value, string? Executor, string? Setting)> _measurements = new();
+    private readonly MeterListener _listener = new();
+
+    public AdminMeterRecorder(IServiceProvider services)
+    {
+        var scope = services.GetRequiredService<IMeterFactory>();
+        _listener.InstrumentPublished = (instrument, listener) =>
+        {
+            if (instrument.Meter.Name == "BoundedWork.Admin" && ReferenceEquals(instrument.Meter.Scope, scope))
+            {
+                listener.EnableMeasurementEvents(instrument);
+            }
+        };
+        _listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
+        {
+            string? executor = null, setting = null;
+            foreach (var tag in tags)
+            {
+                if (tag.Key == "boundedwork.executor")
+                {
+                    executor = (string?)tag.Value;
+                }
+                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason")
+                {
+                    setting = (string?)tag.Value;
+                }
+            }
+
+            _measurements.Enqueue((instrument.Name, value, executor, setting));
+        });
+        _listener.Start();
+    }
+
+    public (string Instrument, long Value, string? Executor, string? Setting)[] Measurements => [.. _measurements];
+
+    public void Dispose() => _listener.Dispose();
+}
+
 public static class HttpExtensions
 {
     /// <summary>Sends a change the way the dashboard does: JSON with the console's request header.</summary>
@@ -235,6 +299,15 @@ public static class HttpExtensions
             request.Headers.Add(TestKit.AdminHeader, "1");
         }
 
+        return client.SendAsync(request);
+    }
+
+    /// <summary>Sends a change whose body is exactly <paramref name="body"/> (which need not be valid UTF-8), with the JSON content type and the console's header.</summary>
+    public static Task<HttpResponseMessage> SendRawChangeAsync(this HttpClient client, HttpMethod method, string path, byte[] body)
+    {
+        var request = new HttpRequestMessage(method, path) { Content = new ByteArrayContent(body) };
+        request.Content.Headers.ContentType = MediaTypeHeaderValue.Parse("application/json");
+        request.Headers.Add(TestKit.AdminHeader, "1");
         return client.SendAsync(request);
     }
 

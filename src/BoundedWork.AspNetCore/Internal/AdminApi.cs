@@ -38,9 +38,15 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
     public AdminReply ChangeSettings(ChangeRequest request, bool workersOnly)
     {
         var name = request.ExecutorName;
+        registry.TryGetExecutor(name, out var executor); // null for a name that is not registered: refused below, after the checks that come first
+        if (request.OriginRefusal is { } refusal)
+        {
+            return Refuse(request, executor, refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
+        }
+
         if (!IsJson(request.ContentType))
         {
-            return Refuse(request, name, "unsupported_media_type", AdminReply.Problem(
+            return Refuse(request, executor, "unsupported_media_type", AdminReply.Problem(
                 415,
                 "Unsupported media type",
                 $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
@@ -48,29 +54,32 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
 
         if (!request.HasRequestHeader)
         {
-            return Refuse(request, name, "missing_header", AdminReply.Problem(
+            return Refuse(request, executor, "missing_header", AdminReply.Problem(
                 400,
                 "Missing request header",
                 $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
                 header: BoundedWorkAdminOptions.RequestHeaderName));
         }
 
-        if (!registry.TryGetExecutor(name, out var executor))
+        if (executor is null)
         {
-            return Refuse(request, name, "not_found", NotFound(name));
+            return Refuse(request, null, "not_found", NotFound(name));
         }
 
         var (change, errors) = request.BodyTooLarge
-            ? (null, new Dictionary<string, string[]> { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
+            ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
             : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
         if (change is null)
         {
-            return Refuse(request, executor.Name, "invalid", AdminReply.Problem(
+            var unlisted = errors.Count - errors.Listed.Count;
+            return Refuse(request, executor, "invalid", AdminReply.Problem(
                 400,
                 "Invalid settings",
-                $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Values.SelectMany(static e => e))}",
-                errors,
-                executor.Name));
+                $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}"
+                    + (unlisted > 0 ? $" And {unlisted} more fields with problems ({errors.Count} in all), not listed." : string.Empty),
+                errors.Listed,
+                executor.Name,
+                errorCount: unlisted > 0 ? errors.Count : null));
         }
 
         BoundedExecutorReconfiguration result;
@@ -80,7 +89,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
-            return Refuse(request, executor.Name, "shut_down", AdminReply.Problem(
+            return Refuse(request, executor, "shut_down", AdminReply.Problem(
                 409,
                 "Executor shut down",
                 $"Executor '{executor.Name}' is shutting down or shut down; its settings can no longer change.",
@@ -106,8 +115,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         if (logger.IsEnabled(LogLevel.Information))
         {
             logger.SettingsChanged(
-                name,
-                request.User,
+                AdminLog.Escape(name),
+                AdminLog.Escape(request.User),
                 request.RemoteAddress,
                 before.WorkerCount,
                 after.WorkerCount,
@@ -154,10 +163,16 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
     }
 
-    private AdminReply Refuse(ChangeRequest request, string name, string reason, AdminReply problem)
+    /// <summary>
+    /// Logs and counts a refused change. The metric's executor tag is a registered executor's name or
+    /// <see cref="AdminMetrics.UnknownExecutor"/>, never what the request asked for, so callers cannot grow the tag's
+    /// values; the log keeps the requested name, escaped.
+    /// </summary>
+    private AdminReply Refuse(ChangeRequest request, BoundedExecutor? executor, string reason, AdminReply problem)
     {
-        metrics.Refused(name, reason);
-        logger.SettingsChangeRefused(name, request.User, request.RemoteAddress, problem.Status, reason);
+        metrics.Refused(executor?.Name ?? AdminMetrics.UnknownExecutor, reason);
+        logger.SettingsChangeRefused(
+            AdminLog.Escape(executor?.Name ?? request.ExecutorName), AdminLog.Escape(request.User), request.RemoteAddress, problem.Status, reason);
         return problem;
     }
 
@@ -211,7 +226,10 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);
 }
 
-/// <summary>A settings change as it arrived, whatever the transport.</summary>
+/// <summary>
+/// A settings change as it arrived, whatever the transport. <see cref="OriginRefusal"/> is set by a transport that
+/// refuses the request for where it came from (an anonymous console's rule against DNS rebinding, <see cref="LocalOrigin"/>).
+/// </summary>
 internal readonly record struct ChangeRequest(
     string ExecutorName,
     string? ContentType,
@@ -219,4 +237,5 @@ internal readonly record struct ChangeRequest(
     ReadOnlySequence<byte> Body,
     bool BodyTooLarge,
     string User,
-    string RemoteAddress);
+    string RemoteAddress,
+    OriginRefusal? OriginRefusal = null);

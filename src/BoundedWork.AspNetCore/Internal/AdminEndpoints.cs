@@ -9,7 +9,7 @@ namespace BoundedWork.AspNetCore.Internal;
 /// complete without yielding whenever the request body has already arrived, so each request costs the fewest
 /// ThreadPool dispatches Kestrel allows.
 /// </summary>
-internal sealed class AdminEndpoints(AdminApi api)
+internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
 {
     public Task ListExecutors(HttpContext context) => Write(context, api.ListExecutors(WantsHistory(context)));
 
@@ -31,6 +31,7 @@ internal sealed class AdminEndpoints(AdminApi api)
         response.ContentType = reply.ContentType;
         response.ContentLength = reply.Body.Length;
         response.Headers.CacheControl = "no-store";
+        response.Headers.XContentTypeOptions = "nosniff";
         if (reply.Allow is not null)
         {
             response.Headers.Allow = reply.Allow;
@@ -54,7 +55,8 @@ internal sealed class AdminEndpoints(AdminApi api)
                     body,
                     tooLarge,
                     context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous",
-                    context.Connection.RemoteIpAddress?.ToString() ?? "unknown"),
+                    context.Connection.RemoteIpAddress?.ToString() ?? "unknown",
+                    mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null),
                 workersOnly);
         }
         finally

@@ -1,3 +1,4 @@
+using Microsoft.AspNetCore.Authentication;
 using Microsoft.AspNetCore.Authorization;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
@@ -8,7 +9,8 @@ namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
 /// Checks at start-up, before the server listens, that every console mapped in the app is protected (its
-/// authorization policy exists) or explicitly anonymous (then warns); starts the sampler and stops it with the host.
+/// authorization policy exists, and a refusal can be answered with 401 or 403: an authentication scheme to challenge
+/// and forbid with) or explicitly anonymous (then warns); starts the sampler and stops it with the host.
 /// </summary>
 internal sealed class AdminHostedService(
     AdminMappings mappings,
@@ -33,10 +35,9 @@ internal sealed class AdminHostedService(
 
             var provider = services.GetService<IAuthorizationPolicyProvider>()
                 ?? throw new InvalidOperationException(MissingPolicy(mapping.Prefix, policy, "no authorization services are registered"));
-            if (await provider.GetPolicyAsync(policy).ConfigureAwait(false) is null)
-            {
-                throw new InvalidOperationException(MissingPolicy(mapping.Prefix, policy, $"no authorization policy named '{policy}' is registered"));
-            }
+            var authorizationPolicy = await provider.GetPolicyAsync(policy).ConfigureAwait(false)
+                ?? throw new InvalidOperationException(MissingPolicy(mapping.Prefix, policy, $"no authorization policy named '{policy}' is registered"));
+            await CheckAuthenticationAsync(mapping.Prefix, policy, authorizationPolicy).ConfigureAwait(false);
         }
 
         if (services.GetService<BoundedWork.Hosting.IBoundedExecutorRegistry>() is null)
@@ -72,6 +73,43 @@ internal sealed class AdminHostedService(
         Interlocked.Exchange(ref _socket, null)?.Dispose();
         _sampler?.Stop();
     }
+
+    /// <summary>
+    /// Checks that a refusal can be answered: the authorization middleware challenges (401) or forbids (403) with the
+    /// policy's own schemes, else with the default ones, and throws "No authenticationScheme was specified" on every
+    /// request when there are none.
+    /// </summary>
+    private async Task CheckAuthenticationAsync(string prefix, string policyName, AuthorizationPolicy policy)
+    {
+        var schemes = services.GetService<IAuthenticationSchemeProvider>()
+            ?? throw new InvalidOperationException(MissingScheme(prefix, policyName, "no authentication services are registered", []));
+        var registered = (await schemes.GetAllSchemesAsync().ConfigureAwait(false)).Select(static scheme => scheme.Name).ToList();
+        if (policy.AuthenticationSchemes.Count > 0)
+        {
+            foreach (var name in policy.AuthenticationSchemes)
+            {
+                if (await schemes.GetSchemeAsync(name).ConfigureAwait(false) is null)
+                {
+                    throw new InvalidOperationException(MissingScheme(prefix, policyName, $"the policy names the authentication scheme '{name}', which is not registered", registered));
+                }
+            }
+
+            return;
+        }
+
+        if (await schemes.GetDefaultChallengeSchemeAsync().ConfigureAwait(false) is null
+            || await schemes.GetDefaultForbidSchemeAsync().ConfigureAwait(false) is null)
+        {
+            throw new InvalidOperationException(MissingScheme(prefix, policyName, "no default authentication scheme is set and the policy names none", registered));
+        }
+    }
+
+    private static string MissingScheme(string prefix, string policy, string problem, List<string> registered) =>
+        $"The BoundedWork admin console at '{prefix}' requires the authorization policy '{policy}', but {problem}, so every refused request " +
+        "would fail with 500 instead of 401 or 403 (\"No authenticationScheme was specified\"). " +
+        "Name the scheme that signs operators in when you add authentication, for example: builder.Services.AddAuthentication(\"Cookies\").AddCookie(\"Cookies\"); " +
+        $"or list it in the policy: o.AddPolicy(\"{policy}\", p => p.AddAuthenticationSchemes(\"Cookies\").RequireRole(\"ops\")). " +
+        (registered.Count == 0 ? "No authentication scheme is registered." : $"Registered schemes: {string.Join(", ", registered.Select(static name => $"'{name}'"))}.");
 
     private static string MissingPolicy(string prefix, string policy, string problem) =>
         $"The BoundedWork admin console at '{prefix}' requires the authorization policy '{policy}', but {problem}. " +

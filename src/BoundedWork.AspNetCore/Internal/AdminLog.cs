@@ -1,3 +1,6 @@
+using System.Buffers;
+using System.Globalization;
+using System.Text;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Internal;
@@ -9,6 +12,46 @@ namespace BoundedWork.AspNetCore.Internal;
 internal static partial class AdminLog
 {
     public const string Category = "BoundedWork.Admin";
+
+    /// <summary>The most characters of a request's text (an executor name, a user name) that a message keeps.</summary>
+    public const int MaxLoggedLength = 200;
+
+    /// <summary>The C0 and C1 control characters, DEL, and the Unicode line and paragraph separators.</summary>
+    private static readonly SearchValues<char> s_unsafe = SearchValues.Create(
+        [.. Enumerable.Range(0, 0x20).Select(static c => (char)c), .. Enumerable.Range(0x7F, 0x21).Select(static c => (char)c), '\u2028', '\u2029']);
+
+    /// <summary>
+    /// Makes text that came with a request safe for a log line: control characters and Unicode line and paragraph
+    /// separators become escapes (<c>\r</c>, <c>\n</c>, <c>\t</c>, <c>\u001b</c>, ...), and a long text is cut after
+    /// <see cref="MaxLoggedLength"/> characters, so a caller can neither forge log lines nor flood the log.
+    /// </summary>
+    public static string Escape(string text)
+    {
+        if (text.Length <= MaxLoggedLength && !text.AsSpan().ContainsAny(s_unsafe))
+        {
+            return text;
+        }
+
+        var builder = new StringBuilder(Math.Min(text.Length, MaxLoggedLength) + 16);
+        foreach (var c in text.AsSpan(0, Math.Min(text.Length, MaxLoggedLength)))
+        {
+            _ = c switch
+            {
+                '\r' => builder.Append("\\r"),
+                '\n' => builder.Append("\\n"),
+                '\t' => builder.Append("\\t"),
+                _ when s_unsafe.Contains(c) => builder.Append(CultureInfo.InvariantCulture, $"\\u{(int)c:x4}"),
+                _ => builder.Append(c),
+            };
+        }
+
+        if (text.Length > MaxLoggedLength)
+        {
+            builder.Append(CultureInfo.InvariantCulture, $"... ({text.Length - MaxLoggedLength} more characters)");
+        }
+
+        return builder.ToString();
+    }
 
     [LoggerMessage(EventId = 200, EventName = "SettingsChanged", Level = LogLevel.Information,
         Message = "Executor '{ExecutorName}' reconfigured by {User} ({RemoteAddress}) through the admin console: workers {PreviousWorkerCount} -> {WorkerCount}, queueCapacity {PreviousQueueCapacity} -> {QueueCapacity}, rejectionPolicy {PreviousRejectionPolicy} -> {RejectionPolicy}, waitTimeout {PreviousWaitTimeout} -> {WaitTimeout}, slowItemThreshold {PreviousSlowItemThreshold} -> {SlowItemThreshold}, queueWaitThreshold {PreviousQueueWaitThreshold} -> {QueueWaitThreshold}.")]

@@ -10,6 +10,9 @@ internal sealed class AdminMetrics
     public const string SettingTag = "boundedwork.setting";
     public const string ReasonTag = "boundedwork.reason";
 
+    /// <summary>The executor tag of a refused change to a name that is not registered.</summary>
+    public const string UnknownExecutor = "(unknown)";
+
     private readonly Counter<long> _changes;
     private readonly Counter<long> _refused;
 

@@ -1,6 +1,8 @@
 using System.Buffers;
+using System.Diagnostics.CodeAnalysis;
 using System.Globalization;
 using System.Text.Json;
+using System.Text.RegularExpressions;
 
 namespace BoundedWork.AspNetCore.Internal;
 
@@ -8,7 +10,7 @@ namespace BoundedWork.AspNetCore.Internal;
 /// Reads the JSON body of a settings change strictly: every problem is reported against the field it concerns
 /// (or <c>body</c>), and a body with any problem changes nothing.
 /// </summary>
-internal static class SettingsRequest
+internal static partial class SettingsRequest
 {
     public const string Workers = "workers";
     public const string QueueCapacity = "queueCapacity";
@@ -23,13 +25,34 @@ internal static class SettingsRequest
 
     public const string InfiniteWaitTimeout = "infinite";
 
+    /// <summary>The most characters of a field name or value from the request that an error message repeats.</summary>
+    public const int MaxEchoedLength = 64;
+
+    /// <summary>
+    /// The largest queue capacity the console sets. The core accepts up to <see cref="int.MaxValue"/> from options and
+    /// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettingsChange)"/>; an operator's typo should not admit
+    /// billions of items (each queued item holds its delegate, state and context).
+    /// </summary>
+    public const int MaxQueueCapacity = 1_000_000;
+
+    /// <summary>What every duration field takes, as the error messages and the README say it.</summary>
+    public const string DurationFormat =
+        "a duration in the form hh:mm:ss (hours, minutes and seconds, two digits each), optionally with days (d.hh:mm:ss) and a fraction of a second (hh:mm:ss.fffffff), such as \"00:00:05\" or \"00:00:00.250\", or \"infinite\"";
+
+    // Durations the console sets. The core's own limit (Reconfigure, options) is any positive value up to about 24.8
+    // days; below these minimums an alarm would report nearly every item, and beyond a day "infinite" is what is meant.
+    private static readonly TimeSpan MinWaitTimeout = TimeSpan.FromMilliseconds(1);
+    private static readonly TimeSpan MinSlowItemThreshold = TimeSpan.FromMilliseconds(100);
+    private static readonly TimeSpan MinQueueWaitThreshold = TimeSpan.FromMilliseconds(10);
+    private static readonly TimeSpan MaxDuration = TimeSpan.FromDays(1);
+
     private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold];
     private static readonly string[] s_putFields = [Workers];
 
     /// <summary>Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least one).</summary>
-    public static (BoundedExecutorSettingsChange? Change, Dictionary<string, string[]> Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
+    public static (BoundedExecutorSettingsChange? Change, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
     {
-        var errors = new Dictionary<string, string[]>(StringComparer.Ordinal);
+        var errors = new FieldErrors();
         var allowed = workersOnly ? s_putFields : s_patchFields;
         if (body.IsEmpty)
         {
@@ -54,12 +77,20 @@ internal static class SettingsRequest
 
             while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
             {
-                var name = reader.GetString()!;
+                if (!TryGetText(ref reader, out var name))
+                {
+                    errors[Body] = ["A field name is not valid UTF-8 text."];
+                    reader.Read();
+                    reader.Skip();
+                    continue;
+                }
+
                 reader.Read();
                 var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
                 if (field is null)
                 {
-                    errors[name] = [$"Unknown field '{name}'; the allowed fields are {string.Join(", ", allowed)}."];
+                    var shown = Shorten(name);
+                    errors[shown] = [$"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."];
                     reader.Skip();
                     continue;
                 }
@@ -103,7 +134,7 @@ internal static class SettingsRequest
         catch (JsonException exception)
         {
             errors.Clear();
-            errors[Body] = [$"The request body is not valid JSON: {exception.Message}"];
+            errors[Body] = [$"The request body is not valid JSON: {Shorten(exception.Message, MaxEchoedLength * 4)}"];
             return (null, errors);
         }
 
@@ -120,7 +151,7 @@ internal static class SettingsRequest
         }
 
         CheckRange(errors, Workers, workers, 1, maxWorkerCount, $"the executor's MaxWorkerCount ({maxWorkerCount})");
-        CheckRange(errors, QueueCapacity, capacity, 1, int.MaxValue, null);
+        CheckRange(errors, QueueCapacity, capacity, 1, MaxQueueCapacity, null, " The admin console sets at most this; a larger capacity can be configured in the executor's options.");
         if (errors.Count > 0)
         {
             return (null, errors);
@@ -145,6 +176,21 @@ internal static class SettingsRequest
         return errors.Count > 0 ? (null, errors) : (change, errors);
     }
 
+    /// <summary>
+    /// Cuts text taken from the request (a field name, a value) to <paramref name="max"/> characters for an error
+    /// message, never splitting a surrogate pair, so an answer cannot be made much larger than a short request.
+    /// </summary>
+    public static string Shorten(string text, int max = MaxEchoedLength)
+    {
+        if (text.Length <= max)
+        {
+            return text;
+        }
+
+        var cut = char.IsHighSurrogate(text[max - 1]) ? max - 1 : max;
+        return string.Concat(text.AsSpan(0, cut), "...");
+    }
+
     public static string ToField(string setting) => setting switch
     {
         nameof(BoundedExecutorSettingsChange.WorkerCount) => Workers,
@@ -159,7 +205,7 @@ internal static class SettingsRequest
     public static string FormatTimeout(TimeSpan timeout) =>
         timeout == Timeout.InfiniteTimeSpan ? InfiniteWaitTimeout : timeout.ToString("c", CultureInfo.InvariantCulture);
 
-    private static void CheckRange(Dictionary<string, string[]> errors, string field, int? value, int min, int max, string? maxName)
+    private static void CheckRange(FieldErrors errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
     {
         if (value is not { } v || errors.ContainsKey(field))
         {
@@ -172,11 +218,11 @@ internal static class SettingsRequest
         }
         else if (v > max)
         {
-            errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v})."];
+            errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v}).{aboveMaxHint}"];
         }
     }
 
-    private static int? ReadInt32(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
+    private static int? ReadInt32(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
@@ -190,14 +236,14 @@ internal static class SettingsRequest
             return value;
         }
 
-        var raw = System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
+        var raw = Shorten(System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan));
         errors[field] = [raw.AsSpan().IndexOfAny(".eE") >= 0 && !(reader.TryGetDouble(out var d) && Math.Abs(d) > int.MaxValue)
             ? $"{field} must be a whole number (was {raw})."
             : $"{field} is out of range: {raw} does not fit a 32-bit integer."];
         return null;
     }
 
-    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, Dictionary<string, string[]> errors)
+    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, FieldErrors errors)
     {
         var names = string.Join(", ", Enum.GetNames<RejectionPolicy>());
         if (reader.TokenType != JsonTokenType.String)
@@ -207,48 +253,105 @@ internal static class SettingsRequest
             return null;
         }
 
-        var text = reader.GetString()!;
-        if (text.Length > 0 && char.IsLetter(text[0]) && Enum.TryParse<RejectionPolicy>(text, ignoreCase: true, out var policy) && Enum.IsDefined(policy))
+        if (!TryGetText(ref reader, out var text))
         {
-            return policy;
+            errors[RejectionPolicyField] = [NotText(RejectionPolicyField)];
+            return null;
         }
 
-        errors[RejectionPolicyField] = [$"rejectionPolicy '{text}' is not one of {names}."];
+        // Exactly one name, any case: Enum.TryParse would also take numbers, comma-separated flags and padding.
+        foreach (var policy in Enum.GetValues<RejectionPolicy>())
+        {
+            if (string.Equals(text, policy.ToString(), StringComparison.OrdinalIgnoreCase))
+            {
+                return policy;
+            }
+        }
+
+        errors[RejectionPolicyField] = [$"rejectionPolicy '{Shorten(text)}' is not one of {names}."];
         return null;
     }
 
-    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, Dictionary<string, string[]> errors)
+    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
-        const string Expected = "a string such as \"00:00:05\" (hh:mm:ss) or \"infinite\"";
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[field] = [$"{field} must be {Expected}, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be {DurationFormat}, not {Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
 
-        var text = reader.GetString()!;
+        if (!TryGetText(ref reader, out var text))
+        {
+            errors[field] = [NotText(field)];
+            return null;
+        }
+
         if (string.Equals(text, InfiniteWaitTimeout, StringComparison.OrdinalIgnoreCase))
         {
             return Timeout.InfiniteTimeSpan;
         }
 
-        if (TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var timeout))
+        // TimeSpan's "c" parser alone also reads "5" as five days and "00:05" as five minutes: the shape is checked first.
+        if (!DurationShape().IsMatch(text) || !TimeSpan.TryParseExact(text, "c", CultureInfo.InvariantCulture, out var duration))
         {
-            if (timeout <= TimeSpan.Zero)
-            {
-                errors[field] = [field == WaitTimeout
-                    ? $"waitTimeout must be positive (was {text}); use \"infinite\" for no limit."
-                    : $"{field} must be positive (was {text}); use \"infinite\" to turn it off."];
-                return null;
-            }
-
-            return timeout;
+            errors[field] = [$"{field} '{Shorten(text)}' is not {DurationFormat}."];
+            return null;
         }
 
-        errors[field] = [$"{field} '{text}' is not {Expected}."];
-        return null;
+        var (min, max) = DurationRange(field);
+        if (duration < min || duration > max)
+        {
+            errors[field] = [$"{field} must be between {FormatBound(min)} and {FormatBound(max)} (was {text}), or \"{InfiniteWaitTimeout}\" {(field == WaitTimeout ? "for no limit" : "to turn it off")}."];
+            return null;
+        }
+
+        return duration;
     }
+
+    /// <summary>The smallest and largest value the console sets for a duration; <c>"infinite"</c> is allowed besides.</summary>
+    private static (TimeSpan Min, TimeSpan Max) DurationRange(string field) => field switch
+    {
+        WaitTimeout => (MinWaitTimeout, MaxDuration),
+        SlowItemThreshold => (MinSlowItemThreshold, MaxDuration),
+        QueueWaitThreshold => (MinQueueWaitThreshold, MaxDuration),
+        _ => throw new ArgumentOutOfRangeException(nameof(field), field, "Not a duration field."),
+    };
+
+    /// <summary>A bound as an operator would type it: the constant format without trailing zeros in the fraction.</summary>
+    private static string FormatBound(TimeSpan bound)
+    {
+        var text = bound.ToString("c", CultureInfo.InvariantCulture);
+        return bound.Ticks % TimeSpan.TicksPerSecond == 0 ? text : text.TrimEnd('0');
+    }
+
+    /// <summary>
+    /// The one duration format: the invariant constant ("c") format with hours, minutes and seconds all present as two
+    /// digits, an optional day count and an optional fraction of up to seven digits. A leading minus is recognised
+    /// only so that a negative value is refused by its range, with a clearer message.
+    /// </summary>
+    [GeneratedRegex(@"^-?(?:[0-9]{1,8}\.)?[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,7})?\z", RegexOptions.CultureInvariant)]
+    private static partial Regex DurationShape();
+
+    /// <summary>
+    /// Reads the current string or property name, or says it is not text: the reader checks JSON's structure, not
+    /// that a string's bytes are valid UTF-8 or that its escapes pair surrogates, which only decoding finds.
+    /// </summary>
+    private static bool TryGetText(ref Utf8JsonReader reader, [NotNullWhen(true)] out string? text)
+    {
+        try
+        {
+            text = reader.GetString()!;
+            return true;
+        }
+        catch (InvalidOperationException)
+        {
+            text = null;
+            return false;
+        }
+    }
+
+    private static string NotText(string field) => $"{field} is not valid UTF-8 text.";
 
     private static string Describe(JsonTokenType token) => token switch
     {
