@@ -66,6 +66,14 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     public TimeSpan MaxReconnectDelay { get; set; } = TimeSpan.FromSeconds(5);
 
     /// <summary>
+    /// Gets or sets the clock of the node's loops. Their intervals (lease reaping, statistics, cleanup) are measured
+    /// with its monotonic timestamps (<see cref="TimeProvider.GetTimestamp"/>), so a wall clock that is set back or
+    /// forward does not delay or hurry them; its wall-clock time only stamps the statistics' <c>ReadAt</c>.
+    /// </summary>
+    /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>
     /// Gets or sets the System.Text.Json options of the reflection-based overload of <c>UsePostgreSql</c>; the
     /// overload that takes a source-generated <c>JsonTypeInfo&lt;T&gt;</c> ignores them.
     /// </summary>
@@ -97,6 +105,11 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
         Check(errors, nameof(CleanupInterval), CleanupInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromDays(1));
         Check(errors, nameof(StatisticsInterval), StatisticsInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromHours(1));
         Check(errors, nameof(MaxReconnectDelay), MaxReconnectDelay, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(5));
+        if (TimeProvider is null)
+        {
+            errors.Add("TimeProvider must be set (was null).");
+        }
+
         return errors;
     }
 

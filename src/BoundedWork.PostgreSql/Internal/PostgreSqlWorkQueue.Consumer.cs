@@ -54,7 +54,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void RunClaims(CancellationToken cancellationToken)
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
-        var nextReap = DateTime.UtcNow;
+        var reap = new LoopSchedule(_options.TimeProvider, ReapInterval(), dueNow: true);
         var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
@@ -62,10 +62,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             var claimed = 0;
             try
             {
-                if (DateTime.UtcNow >= nextReap)
+                if (reap.IsDue)
                 {
                     ReapExpiredLeases();
-                    nextReap = DateTime.UtcNow + ReapInterval();
+                    reap.Restart();
                 }
 
                 if (requested > 0)

@@ -268,7 +268,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private NpgsqlCommand StatisticsCommand(NpgsqlConnection connection) =>
         new(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
 
-    private static WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
+    private WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
     {
         Ready = reader.GetInt64(0),
         Scheduled = reader.GetInt64(1),
@@ -277,7 +277,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         Completed = reader.GetInt64(4),
         OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
         IsAvailable = true,
-        ReadAt = DateTimeOffset.UtcNow,
+        ReadAt = _options.TimeProvider.GetUtcNow(),
     };
 
     /// <summary>
