@@ -38,9 +38,11 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     public TimeSpan PollInterval { get; set; } = TimeSpan.FromSeconds(1);
 
     /// <summary>
-    /// Gets or sets how many items the node holds claimed per worker of its executor (running or queued on it). The
-    /// node claims up to <c>WorkerCount × ClaimsPerWorker</c> items (never more than the executor's workers plus its
-    /// queue capacity), so resizing the executor at run time changes how much it claims.
+    /// Gets or sets how many items the node holds claimed per worker of its executor. An item is held from its claim
+    /// until its outcome is written to the table (queued on the executor, running, or handled and waiting for the
+    /// write). The node holds up to <c>WorkerCount × ClaimsPerWorker</c> items (never more than the executor's workers
+    /// plus its queue capacity), so resizing the executor at run time changes how much it claims, and a node that dies
+    /// leaves at most that many items to run again.
     /// </summary>
     /// <value>Defaults to 2. Between 1 and 100.</value>
     public int ClaimsPerWorker { get; set; } = 2;

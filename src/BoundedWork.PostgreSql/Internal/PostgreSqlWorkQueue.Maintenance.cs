@@ -18,7 +18,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             try
             {
-                if (Volatile.Read(ref _inFlight) > 0 || _outcomes.Pending > 0)
+                if (Volatile.Read(ref _held) > 0)
                 {
                     Execute(_sql.Heartbeat, Name, NodeId, _options.LeaseDuration);
                 }

@@ -51,7 +51,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly List<StorageThread> _backgroundThreads = [];
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
-    private int _inFlight;
+    /// <summary>
+    /// The deliveries this node holds: claimed, and their outcome not yet written (queued on the executor, running, or
+    /// handled with the outcome waiting for the writer). Incremented per claimed row; decremented only when the writer
+    /// has written the outcome (or, at a stop, given up on it). Until then the row is this node's claim in the table,
+    /// which a crash would leave to run again, so it counts against the claim limit.
+    /// </summary>
+    private int _held;
     private int _disposed;
     private WorkQueueStorageStatistics _statistics = new() { IsAvailable = false, LastError = "not started", ReadAt = DateTimeOffset.MinValue };
 
@@ -73,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
-        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, _wake.Set);
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled);
     }
 
     public string Name { get; }
