@@ -1,3 +1,5 @@
+using System.Buffers;
+using System.Text;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
 using BoundedWork.Hosting;
@@ -24,6 +26,12 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
 {
+    /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
+    private const int MaxIdempotencyKeyLength = 256;
+
+    /// <summary>How many times a keyed enqueue runs its statement when another transaction commits or deletes the row that holds its key meanwhile.</summary>
+    private const int MaxIdempotentInserts = 3;
+
     /// <summary>The longest a stopping node waits for its last outcomes to be written, whatever the host's deadline.</summary>
     private static readonly TimeSpan OutcomeFlushGrace = TimeSpan.FromSeconds(5);
 
@@ -149,6 +157,38 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     {
         ArgumentNullException.ThrowIfNull(connection);
         return InsertAsync(item, connection, transaction: null, cancellationToken);
+    }
+
+    public async Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var result = await InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken).ConfigureAwait(false);
+            if (!result.IsDuplicate)
+            {
+                _wake.Set();
+            }
+
+            return result;
+        }
+    }
+
+    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        ArgumentNullException.ThrowIfNull(transaction);
+        var connection = transaction.Connection
+            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
+        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction, cancellationToken);
+    }
+
+    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken);
     }
 
     public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
@@ -321,12 +361,71 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
     }
 
-    /// <summary>The insert and the notification in one statement, in the caller's transaction if any (the notification is sent at commit).</summary>
-    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction)
+    /// <summary>
+    /// Inserts the item unless a row of the queue holds the key. The row that holds it may be invisible to the
+    /// statement (another transaction committed it while the insert waited for it, after the statement's snapshot was
+    /// taken): the statement then returns no id and runs again, with a new snapshot that sees the row (or, if cleanup
+    /// deleted it meanwhile, stores the item: the key is free again).
+    /// </summary>
+    private async Task<IdempotentEnqueueResult> InsertIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
+        for (var insert = 1; ; insert++)
+        {
+            var command = CreateEnqueueCommand(item, connection, transaction, idempotencyKey);
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    if (!reader.IsDBNull(0))
+                    {
+                        return new IdempotentEnqueueResult(reader.GetInt64(0), IsDuplicate: !reader.GetBoolean(1));
+                    }
+                }
+            }
+
+            if (insert == MaxIdempotentInserts)
+            {
+                throw new InvalidOperationException(
+                    $"Work queue '{Name}' could not enqueue with idempotency key '{idempotencyKey}': {insert} times, an item that held the key was committed or deleted by another transaction while the insert ran.");
+            }
+        }
+    }
+
+    private static void ValidateIdempotencyKey(string idempotencyKey)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
+        if (idempotencyKey.Length > MaxIdempotencyKeyLength)
+        {
+            throw new ArgumentException($"The idempotency key must be at most {MaxIdempotencyKeyLength} characters (was {idempotencyKey.Length}).", nameof(idempotencyKey));
+        }
+
+        if (idempotencyKey.Contains('\0', StringComparison.Ordinal))
+        {
+            throw new ArgumentException("The idempotency key must not contain a NUL character (PostgreSQL text cannot store it).", nameof(idempotencyKey));
+        }
+
+        for (var index = 0; index < idempotencyKey.Length;)
+        {
+            if (Rune.DecodeFromUtf16(idempotencyKey.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
+            {
+                throw new ArgumentException($"The idempotency key must be valid Unicode text (a lone surrogate at index {index}).", nameof(idempotencyKey));
+            }
+
+            index += consumed;
+        }
+    }
+
+    /// <summary>
+    /// The insert and the notification in one statement, in the caller's transaction if any (the notification is sent
+    /// at commit); with an idempotency key, the insert that stores nothing when the key is taken.
+    /// </summary>
+    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, string? idempotencyKey = null)
     {
         var payload = Serialize(item);
         var key = _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
-        return new NpgsqlCommand(_sql.Enqueue, connection, transaction)
+        var command = new NpgsqlCommand(idempotencyKey is null ? _sql.Enqueue : _sql.EnqueueIdempotent, connection, transaction)
         {
             Parameters =
             {
@@ -336,6 +435,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
                 new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
             },
         };
+        if (idempotencyKey is not null)
+        {
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = idempotencyKey });
+        }
+
+        return command;
     }
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
