@@ -31,8 +31,8 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     public TimeSpan LeaseDuration { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
-    /// Gets or sets how often the node looks for ready items without a wake-up (a notification, a local enqueue or a
-    /// freed worker): the longest delay before a stored retry whose time has come, or an item of an expired lease, runs.
+    /// Gets or sets how often the node looks for ready items without a wake-up (a notification, a local enqueue, or an
+    /// outcome written, which frees a claim): the longest delay before a stored retry whose time has come, or an item of an expired lease, runs.
     /// </summary>
     /// <value>Defaults to 1 second. Between 10 milliseconds and 1 hour.</value>
     public TimeSpan PollInterval { get; set; } = TimeSpan.FromSeconds(1);

@@ -21,7 +21,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// Loops, each on a dedicated thread with synchronous single-statement I/O (so they go on while the ThreadPool is
 /// starved), and each retrying with backoff when the database is unreachable: claiming
-/// (woken by notifications, local enqueues and freed workers, else every poll interval; it also returns expired
+/// (woken by notifications, local enqueues and written outcomes, else every poll interval; it also returns expired
 /// leases to ready), listening, writing outcomes, renewing this node's leases, and reading statistics plus cleanup.
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
