@@ -17,6 +17,7 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         const int Bound = 2 * 2; // two workers × two claims per worker
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
+        // A lease that outlasts the test: the held writes keep their rows locked, the heartbeat's renewal waits behind them.
         await using var lagging = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "lagging",
             storage: o => { o.ClaimsPerWorker = 2; o.LeaseDuration = TimeSpan.FromMinutes(5); },
             executor: o => o.WorkerCount = 2);
@@ -53,7 +54,9 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         const int Bound = 1 * 2; // one worker × two claims per worker (the consumer's default)
         var schema = await postgres.NewSchemaAsync();
         await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
-        await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, TimeSpan.FromSeconds(5));
+        // A long lease: a held write keeps its row locked, which holds back the victim's heartbeat too, and no lease
+        // may expire while the gate is closed. The test ends the victim's leases itself once it is dead.
+        await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, TimeSpan.FromMinutes(5));
         await using var gate = await OutcomeGate.CloseAsync(postgres, schema, $"%:{victim.Id}:%");
         for (var i = 0; i < Items; i++)
         {
@@ -61,7 +64,7 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         }
 
         await gate.WaitUntilHoldingAsync();
-        await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromSeconds(5));
+        await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromMinutes(5));
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == Items, "every item has its effect");
 
         // The victim dies holding the items it handled but could not record; the server ends its session as it does
@@ -69,13 +72,14 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         var held = await postgres.ScalarAsync<long[]>($"SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'");
         await victim.KillAsync();
         await gate.TerminateHeldWritersAsync();
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET lease_until = now() - interval '1 second' WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'");
         await gate.OpenAsync();
 
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 2").Result == Items, "every item is completed");
         var deliveries = await postgres.DeliveriesAsync(schema);
         var reruns = deliveries.Where(d => d.Attempt > 1).Select(d => d.Id).Order().ToArray();
         Assert.True(held.Length <= Bound, $"The killed consumer held {held.Length} items; it may hold {Bound}.");
-        Assert.Equal(held, reruns); // exactly what it held ran again, after its lease
+        Assert.Equal(held, reruns); // exactly what it held ran again, once its lease had expired
         Assert.Equal(Enumerable.Range(0, Items), deliveries.Select(d => d.Number).Distinct().Order());
     }
 }

@@ -5,8 +5,9 @@ namespace BoundedWork.PostgreSql.Tests;
 /// <summary>
 /// Makes the database hold back the outcome writes of chosen nodes: while the gate is closed, a trigger makes every
 /// statement that finishes a claim of theirs (running to completed, retry, dead letter or released) wait for an
-/// advisory lock this gate's own connection holds. Claims, heartbeats and every other node go on. Open (or dispose)
-/// it and the waiting writes proceed.
+/// advisory lock this gate's own connection holds. Claims and every other node go on. A held write keeps the rows it
+/// reached locked, so the node's heartbeat waits behind it too: give the gated node a lease that outlasts the test.
+/// Open (or dispose) the gate and the waiting writes proceed.
 /// </summary>
 public sealed class OutcomeGate : IAsyncDisposable
 {
@@ -61,8 +62,16 @@ public sealed class OutcomeGate : IAsyncDisposable
     public Task WaitUntilHoldingAsync() =>
         DurableQueueTests.WaitAsync(() => _postgres.ScalarAsync<long>("SELECT count(*) " + HeldWriters).Result > 0, $"an outcome write of schema {_schema} is held at the gate");
 
-    /// <summary>Ends the sessions of the writers held at the gate, as the server does for a client that died: their writes roll back.</summary>
-    public Task TerminateHeldWritersAsync() => _postgres.ExecuteAsync("SELECT pg_terminate_backend(pid) " + HeldWriters);
+    /// <summary>
+    /// Ends the sessions of the writers held at the gate, as the server does for a client that died: their writes roll
+    /// back. Returns once those sessions have exited (the timeout argument makes the server wait for that), so opening
+    /// the gate afterwards cannot let a held write through.
+    /// </summary>
+    public async Task TerminateHeldWritersAsync()
+    {
+        var ended = await _postgres.ScalarAsync<bool>("SELECT coalesce(bool_and(pg_terminate_backend(pid, 60000)), true) " + HeldWriters);
+        Assert.True(ended, "A held writer's session did not exit.");
+    }
 
     /// <summary>Opens the gate: held writes proceed, new ones pass.</summary>
     public async Task OpenAsync()
