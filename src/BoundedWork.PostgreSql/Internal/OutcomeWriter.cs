@@ -53,8 +53,8 @@ internal sealed class OutcomeWriter : IDisposable
         {
             // Only two outcomes can make an item claimable for another node: a release (the row is ready again) and
             // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
-            // claim loop is woken when the batch is written (the settled callback), and notifying every node for every batch would make each
-            // of them run an empty claim.
+            // claim loop is woken when the batch is written (the settled callback), and notifying every node for
+            // every batch would make each of them run an empty claim.
             var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
