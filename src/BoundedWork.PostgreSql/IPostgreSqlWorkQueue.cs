@@ -17,6 +17,11 @@ namespace BoundedWork.PostgreSql;
 /// insert fails, and the caller still holds the item; <see cref="IWorkQueue{T}.TryEnqueue"/> inserts synchronously and,
 /// on failure, returns <see langword="false"/> and hands the item to the dead-letter handlers.
 /// </para>
+/// <para>
+/// An exception thrown while the insert (or the caller's transaction) commits, a lost connection or a server restart,
+/// leaves the outcome unknown: the item may be stored. Retry with <c>EnqueueIdempotentAsync</c> and the same key, and
+/// the item is stored once.
+/// </para>
 /// <para>Delivery is at least once: see the package README for what a crash, a restart or a lost connection does.</para>
 /// </remarks>
 [SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "A work queue is what it is; the name is the feature's.")]
@@ -50,6 +55,55 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The item's id.</returns>
     Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Enqueues an item in its own transaction unless an item with the same idempotency key is stored in the queue:
+    /// the way to retry an enqueue whose outcome is unknown (the connection was lost during the commit, so the caller
+    /// cannot tell whether it committed) without running the item twice.
+    /// </summary>
+    /// <param name="item">The item; discarded when the key is already taken.</param>
+    /// <param name="idempotencyKey">
+    /// A key of the caller's choosing, unique per queue (a callback's or a message's id, say): 1 to 256 characters of
+    /// valid Unicode text without a NUL character, compared exactly (ordinal). The queue remembers it as long as the item's row exists: while the item is ready, scheduled,
+    /// running, and after it completed or became a dead letter until cleanup deletes the row (<c>CompletedRetention</c>,
+    /// <c>DeadLetterRetention</c>). Afterwards the key is free again.
+    /// </param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
+    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Enqueues an item inside the caller's transaction unless an item with the same idempotency key is stored in the
+    /// queue (committed, or inserted earlier in this transaction). A transaction that enqueues the same key and has not
+    /// committed yet makes this call wait for it: if it commits, this is a duplicate; if it rolls back, this call
+    /// stores the item. Under <c>REPEATABLE READ</c> or <c>SERIALIZABLE</c>, a key committed by a concurrent transaction
+    /// that this transaction's snapshot cannot see fails with a serialization error (SQLSTATE 40001): retry the
+    /// transaction.
+    /// </summary>
+    /// <param name="item">The item; discarded when the key is already taken.</param>
+    /// <param name="idempotencyKey">The caller's key, as for <see cref="EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="transaction">The caller's open transaction; the queue's schema must be reachable on its connection's database.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
+    /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
+    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Enqueues an item on the caller's open connection (inside the transaction in progress on it, if any) unless an
+    /// item with the same idempotency key is stored in the queue.
+    /// </summary>
+    /// <param name="item">The item; discarded when the key is already taken.</param>
+    /// <param name="idempotencyKey">The caller's key, as for <see cref="EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="connection">The caller's open connection.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
+    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
     /// <param name="cancellationToken">Cancels the query.</param>

@@ -31,16 +31,18 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     public TimeSpan LeaseDuration { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
-    /// Gets or sets how often the node looks for ready items without a wake-up (a notification, a local enqueue or a
-    /// freed worker): the longest delay before a stored retry whose time has come, or an item of an expired lease, runs.
+    /// Gets or sets how often the node looks for ready items without a wake-up (a notification, a local enqueue, or an
+    /// outcome written, which frees a claim): the longest delay before a stored retry whose time has come, or an item of an expired lease, runs.
     /// </summary>
     /// <value>Defaults to 1 second. Between 10 milliseconds and 1 hour.</value>
     public TimeSpan PollInterval { get; set; } = TimeSpan.FromSeconds(1);
 
     /// <summary>
-    /// Gets or sets how many items the node holds claimed per worker of its executor (running or queued on it). The
-    /// node claims up to <c>WorkerCount × ClaimsPerWorker</c> items (never more than the executor's workers plus its
-    /// queue capacity), so resizing the executor at run time changes how much it claims.
+    /// Gets or sets how many items the node holds claimed per worker of its executor. An item is held from its claim
+    /// until its outcome is written to the table (queued on the executor, running, or handled and waiting for the
+    /// write). The node holds up to <c>WorkerCount × ClaimsPerWorker</c> items (never more than the executor's workers
+    /// plus its queue capacity), so resizing the executor at run time changes how much it claims, and a node that dies
+    /// leaves at most that many items to run again.
     /// </summary>
     /// <value>Defaults to 2. Between 1 and 100.</value>
     public int ClaimsPerWorker { get; set; } = 2;
@@ -64,6 +66,14 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     /// <summary>Gets or sets the longest wait between two attempts to reach the database after a connection or query failure (the wait doubles from 100 milliseconds).</summary>
     /// <value>Defaults to 5 seconds. Between 100 milliseconds and 5 minutes.</value>
     public TimeSpan MaxReconnectDelay { get; set; } = TimeSpan.FromSeconds(5);
+
+    /// <summary>
+    /// Gets or sets the clock of the node's loops. Their intervals (lease reaping, statistics, cleanup) are measured
+    /// with its monotonic timestamps (<see cref="TimeProvider.GetTimestamp"/>), so a wall clock that is set back or
+    /// forward does not delay or hurry them; its wall-clock time only stamps the statistics' <c>ReadAt</c>.
+    /// </summary>
+    /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
     /// <summary>
     /// Gets or sets the System.Text.Json options of the reflection-based overload of <c>UsePostgreSql</c>; the
@@ -97,6 +107,11 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
         Check(errors, nameof(CleanupInterval), CleanupInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromDays(1));
         Check(errors, nameof(StatisticsInterval), StatisticsInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromHours(1));
         Check(errors, nameof(MaxReconnectDelay), MaxReconnectDelay, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(5));
+        if (TimeProvider is null)
+        {
+            errors.Add("TimeProvider must be set (was null).");
+        }
+
         return errors;
     }
 

@@ -1,6 +1,7 @@
 using Microsoft.Extensions.DependencyInjection;
 using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.TestConsumer;
+using BoundedWork.PostgreSql.Internal;
 using Npgsql;
 
 namespace BoundedWork.PostgreSql.Tests;
@@ -270,8 +271,9 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
             QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "n" + i, storage: o => o.Schema = schema)));
         try
         {
-            Assert.Equal(1L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.schema_version"));
-            Assert.Equal(1, await postgres.ScalarAsync<int>($"SELECT max(version) FROM {schema}.schema_version"));
+            var versions = new StorageSql(schema).Migrations.Count;
+            Assert.Equal(versions, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.schema_version")); // each version applied once
+            Assert.Equal(versions, await postgres.ScalarAsync<int>($"SELECT max(version) FROM {schema}.schema_version"));
             await nodes[3].Queue.EnqueueAsync(new Notice(1));
             await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 1, "the item is handled");
         }
@@ -282,6 +284,47 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
                 await node.DisposeAsync();
             }
         }
+    }
+
+    [Fact]
+    public async Task DatabaseAtSchemaVersion1_IsUpgradedOnStart_ItsItemsStillRun_AndIdempotencyKeysWork()
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var sql = new StorageSql(schema);
+        await postgres.ExecuteAsync($$"""
+            CREATE SCHEMA {{schema}};
+            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            {{sql.Migrations[0]}}
+            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1);
+            INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 1}');
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
+
+        Assert.Equal([1, 2], (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        var keyed = await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade");
+        Assert.True((await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade")).IsDuplicate);
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the keyed one are handled");
+        Assert.Equal([1, 2], behavior.Deliveries.Select(d => d.Item.Number).Order());
+        Assert.Contains(behavior.Deliveries, d => d.Id == keyed.ItemId);
+    }
+
+    [Fact]
+    public async Task SchemaNewerThanThePackage_FailsTheStart_NamingBothVersions()
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var sql = new StorageSql(schema);
+        var newer = sql.Migrations.Count + 1;
+        await postgres.ExecuteAsync($"""
+            CREATE SCHEMA {schema};
+            CREATE TABLE {sql.SchemaVersion} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            INSERT INTO {sql.SchemaVersion} (version) VALUES ({newer});
+            """);
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Schema = schema));
+
+        Assert.Equal($"The BoundedWork schema \"{schema}\" is at version {newer}, newer than this package's version {sql.Migrations.Count}: upgrade BoundedWork.PostgreSql on this node.", error.Message);
     }
 
     private async Task WaitForRowAsync(string schema, long id, short state, string extraCondition = "true") =>

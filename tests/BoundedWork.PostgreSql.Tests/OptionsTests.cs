@@ -16,9 +16,10 @@ public sealed class OptionsTests
             o.ClaimsPerWorker = 0;
             o.CompletedRetention = TimeSpan.FromSeconds(-1);
             o.PollInterval = TimeSpan.Zero;
+            o.TimeProvider = null!;
         }));
         Assert.StartsWith("Invalid PostgreSqlWorkQueueOptions for work queue 'payments':", error.Message, StringComparison.Ordinal);
-        foreach (var setting in new[] { "Schema", "LeaseDuration", "ClaimsPerWorker", "CompletedRetention", "PollInterval" })
+        foreach (var setting in new[] { "Schema", "LeaseDuration", "ClaimsPerWorker", "CompletedRetention", "PollInterval", "TimeProvider" })
         {
             Assert.Contains(setting + " must be", error.Message, StringComparison.Ordinal);
         }

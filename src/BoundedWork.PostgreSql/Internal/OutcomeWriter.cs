@@ -10,6 +10,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// one round trip carries every outcome that arrived while the previous one was in flight. A failed write is retried,
 /// the same outcomes, until it succeeds or the node stops; an outcome that is never written leaves its item claimed
 /// until the lease expires, after which it runs again (at least once). Runs on its own thread with synchronous I/O.
+/// Every posted outcome is settled exactly once, through the <c>settled</c> callback: when its batch is written, or
+/// when the writer gives up on it at a stop. The queue counts its item as held until then.
 /// </summary>
 internal sealed class OutcomeWriter : IDisposable
 {
@@ -23,10 +25,9 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly ILogger _logger;
     private readonly StorageHealth _health;
     private readonly TimeSpan _maxDelay;
-    private readonly Action _written;
-    private int _pending;
+    private readonly Action<int> _settled;
 
-    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action written)
+    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled)
     {
         _dataSource = dataSource;
         _sql = sql;
@@ -35,7 +36,7 @@ internal sealed class OutcomeWriter : IDisposable
         _logger = logger;
         _health = health;
         _maxDelay = maxDelay;
-        _written = written;
+        _settled = settled;
     }
 
     public enum Kind
@@ -46,25 +47,21 @@ internal sealed class OutcomeWriter : IDisposable
         Released,
     }
 
-    /// <summary>Gets the number of outcomes not yet written.</summary>
-    public int Pending => Volatile.Read(ref _pending);
-
     public void Post(StoredItem item, Kind kind, TimeSpan retryDelay = default, string? error = null)
     {
-        Interlocked.Increment(ref _pending);
         try
         {
             // Only two outcomes can make an item claimable for another node: a release (the row is ready again) and
             // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
-            // claim loop hears of its freed worker directly, and notifying every node for every batch would make each
-            // of them run an empty claim.
+            // claim loop is woken when the batch is written (the settled callback), and notifying every node for
+            // every batch would make each of them run an empty claim.
             var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
         {
             // The writer has stopped (the node is stopping and its executor gave up at the deadline, or it is disposed).
-            Interlocked.Decrement(ref _pending);
+            _settled(1);
             _logger.OutcomesLostAtStop(_queueName, 1);
         }
     }
@@ -84,16 +81,22 @@ internal sealed class OutcomeWriter : IDisposable
                 }
 
                 WriteWithRetries(batch, abandon);
-                Interlocked.Add(ref _pending, -batch.Count);
+                _settled(batch.Count);
                 batch.Clear();
-                _written();
             }
         }
         catch (OperationCanceledException) when (abandon.IsCancellationRequested)
         {
-            var lost = Pending;
+            // Given up: the batch being written and every outcome still waiting.
+            var lost = batch.Count;
+            while (_outcomes.TryTake(out _))
+            {
+                lost++;
+            }
+
             if (lost > 0)
             {
+                _settled(lost);
                 _logger.OutcomesLostAtStop(_queueName, lost);
             }
         }

@@ -24,26 +24,27 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        try
-        {
-            RunDelivery(item);
-        }
-        finally
-        {
-            Interlocked.Decrement(ref _inFlight);
-            _wake.Set();
-        }
+        // The item stays held (and its worker's claim counted) until the writer has written the outcome posted here.
+        RunDelivery(item);
     }
 
     public void Release(StoredItem item)
     {
         _outcomes.Post(item, OutcomeWriter.Kind.Released);
         StorageMetrics.Released.Add(1, StorageMetrics.QueueTag(Name));
-        Interlocked.Decrement(ref _inFlight);
+    }
+
+    /// <summary>The writer wrote (or, at a stop, gave up on) <paramref name="count"/> outcomes: those items are no longer held, and the claim loop may take more.</summary>
+    private void OnOutcomesSettled(int count)
+    {
+        Interlocked.Add(ref _held, -count);
         _wake.Set();
     }
 
-    /// <summary>How many items this node may hold claimed now: the executor's current workers times the claims per worker, within what the executor can hold.</summary>
+    /// <summary>
+    /// How many items this node may hold now: the executor's current workers times the claims per worker, within what
+    /// the executor can hold. An item is held from its claim until its outcome is written.
+    /// </summary>
     private int ClaimLimit()
     {
         var settings = Executor.Settings;
@@ -54,18 +55,18 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void RunClaims(CancellationToken cancellationToken)
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
-        var nextReap = DateTime.UtcNow;
+        var reap = new LoopSchedule(_options.TimeProvider, ReapInterval(), dueNow: true);
         var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
-            var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _inFlight), MaxClaimBatch);
+            var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
             var claimed = 0;
             try
             {
-                if (DateTime.UtcNow >= nextReap)
+                if (reap.IsDue)
                 {
                     ReapExpiredLeases();
-                    nextReap = DateTime.UtcNow + ReapInterval();
+                    reap.Restart();
                 }
 
                 if (requested > 0)
@@ -133,7 +134,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
         foreach (var item in claimed)
         {
-            Interlocked.Increment(ref _inFlight);
+            Interlocked.Increment(ref _held);
 
             // Refused (the executor is shutting down): the OnRejected hook releases the row at once.
             Executor.TryExecute(s_run, item);
@@ -252,13 +253,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries.</summary>
     private int MaxDeliveries => _queueOptions.MaxRetryAttempts + 1;
 
+    /// <summary>
+    /// Runs one delivery and posts its outcome. The outcome is posted before anything that could throw (a logger, a
+    /// meter listener): an item whose outcome is never posted stays this node's claim, and held, while the node lives.
+    /// </summary>
     private void RunDelivery(StoredItem item)
     {
         var (value, malformed) = TryDeserialize(item.Payload);
         if (malformed is not null)
         {
-            _logger.MalformedPayload(Name, item.Id, typeof(T).Name, malformed);
             DeadLetter(item, new DeadLetter<T>(Name, item.Id, default!, DeadLetterReason.Malformed, null, malformed, item.Attempts - 1, item.Payload));
+            _logger.MalformedPayload(Name, item.Id, typeof(T).Name, malformed);
             return;
         }
 
@@ -284,17 +289,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (failure is null)
         {
-            StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
             _outcomes.Post(item, OutcomeWriter.Kind.Completed);
+            StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
             return;
         }
 
         if (item.Attempts < MaxDeliveries)
         {
             var delay = RetryDelay(item.Attempts);
-            _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
-            StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
             _outcomes.Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
+            StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
+            _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
             return;
         }
 
@@ -304,9 +309,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Delivers the dead letter to the handlers, then records it in the table (a crash between the two delivers it again).</summary>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
-        StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
         Deliver(letter);
         _outcomes.Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
+        StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 
     /// <summary>

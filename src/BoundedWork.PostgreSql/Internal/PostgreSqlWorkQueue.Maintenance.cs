@@ -18,7 +18,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             try
             {
-                if (Volatile.Read(ref _inFlight) > 0 || _outcomes.Pending > 0)
+                if (Volatile.Read(ref _held) > 0)
                 {
                     Execute(_sql.Heartbeat, Name, NodeId, _options.LeaseDuration);
                 }
@@ -45,20 +45,20 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Reads the statistics every <c>StatisticsInterval</c> and cleans up every <c>CleanupInterval</c>, each on its own schedule.</summary>
     private void RunMaintenance(CancellationToken cancellationToken)
     {
-        var nextStatistics = DateTime.UtcNow;
-        var nextCleanup = DateTime.UtcNow + _options.CleanupInterval;
+        var statistics = new LoopSchedule(_options.TimeProvider, _options.StatisticsInterval, dueNow: true);
+        var cleanup = new LoopSchedule(_options.TimeProvider, _options.CleanupInterval, dueNow: false);
         var failureDelay = TimeSpan.FromMilliseconds(100);
         while (!cancellationToken.IsCancellationRequested)
         {
             try
             {
-                if (DateTime.UtcNow >= nextStatistics)
+                if (statistics.IsDue)
                 {
                     Volatile.Write(ref _statistics, ReadStatistics());
-                    nextStatistics = DateTime.UtcNow + _options.StatisticsInterval;
+                    statistics.Restart();
                 }
 
-                if (DateTime.UtcNow >= nextCleanup)
+                if (cleanup.IsDue)
                 {
                     Cleanup(StorageSql.Completed, _options.CompletedRetention, cancellationToken);
                     if (_options.DeadLetterRetention != Timeout.InfiniteTimeSpan)
@@ -66,7 +66,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                         Cleanup(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken);
                     }
 
-                    nextCleanup = DateTime.UtcNow + _options.CleanupInterval;
+                    cleanup.Restart();
                 }
 
                 if (_health.Succeeded(MaintenanceLoop))
@@ -75,8 +75,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 }
 
                 failureDelay = TimeSpan.FromMilliseconds(100);
-                var next = nextStatistics < nextCleanup ? nextStatistics : nextCleanup;
-                var wait = next - DateTime.UtcNow;
+                var (untilStatistics, untilCleanup) = (statistics.Remaining, cleanup.Remaining);
+                var wait = untilStatistics < untilCleanup ? untilStatistics : untilCleanup;
                 if (wait > TimeSpan.Zero)
                 {
                     cancellationToken.WaitHandle.WaitOne(wait);

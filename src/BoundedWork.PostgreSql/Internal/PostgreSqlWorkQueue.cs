@@ -1,3 +1,5 @@
+using System.Buffers;
+using System.Text;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
 using BoundedWork.Hosting;
@@ -19,11 +21,17 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// Loops, each on a dedicated thread with synchronous single-statement I/O (so they go on while the ThreadPool is
 /// starved), and each retrying with backoff when the database is unreachable: claiming
-/// (woken by notifications, local enqueues and freed workers, else every poll interval; it also returns expired
+/// (woken by notifications, local enqueues and written outcomes, else every poll interval; it also returns expired
 /// leases to ready), listening, writing outcomes, renewing this node's leases, and reading statistics plus cleanup.
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
 {
+    /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
+    private const int MaxIdempotencyKeyLength = 256;
+
+    /// <summary>How many times a keyed enqueue runs its statement when another transaction commits or deletes the row that holds its key meanwhile.</summary>
+    private const int MaxIdempotentInserts = 3;
+
     /// <summary>The longest a stopping node waits for its last outcomes to be written, whatever the host's deadline.</summary>
     private static readonly TimeSpan OutcomeFlushGrace = TimeSpan.FromSeconds(5);
 
@@ -51,7 +59,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly List<StorageThread> _backgroundThreads = [];
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
-    private int _inFlight;
+    /// <summary>
+    /// The deliveries this node holds: claimed, and their outcome not yet written (queued on the executor, running, or
+    /// handled with the outcome waiting for the writer). Incremented per claimed row; decremented only when the writer
+    /// has written the outcome (or, at a stop, given up on it). Until then the row is this node's claim in the table,
+    /// which a crash would leave to run again, so it counts against the claim limit.
+    /// </summary>
+    private int _held;
     private int _disposed;
     private WorkQueueStorageStatistics _statistics = new() { IsAvailable = false, LastError = "not started", ReadAt = DateTimeOffset.MinValue };
 
@@ -73,7 +87,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
-        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, _wake.Set);
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled);
     }
 
     public string Name { get; }
@@ -143,6 +157,38 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     {
         ArgumentNullException.ThrowIfNull(connection);
         return InsertAsync(item, connection, transaction: null, cancellationToken);
+    }
+
+    public async Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var result = await InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken).ConfigureAwait(false);
+            if (!result.IsDuplicate)
+            {
+                _wake.Set();
+            }
+
+            return result;
+        }
+    }
+
+    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        ArgumentNullException.ThrowIfNull(transaction);
+        var connection = transaction.Connection
+            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
+        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction, cancellationToken);
+    }
+
+    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken);
     }
 
     public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
@@ -268,7 +314,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private NpgsqlCommand StatisticsCommand(NpgsqlConnection connection) =>
         new(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
 
-    private static WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
+    private WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
     {
         Ready = reader.GetInt64(0),
         Scheduled = reader.GetInt64(1),
@@ -277,7 +323,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         Completed = reader.GetInt64(4),
         OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
         IsAvailable = true,
-        ReadAt = DateTimeOffset.UtcNow,
+        ReadAt = _options.TimeProvider.GetUtcNow(),
     };
 
     /// <summary>
@@ -315,12 +361,71 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
     }
 
-    /// <summary>The insert and the notification in one statement, in the caller's transaction if any (the notification is sent at commit).</summary>
-    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction)
+    /// <summary>
+    /// Inserts the item unless a row of the queue holds the key. The row that holds it may be invisible to the
+    /// statement (another transaction committed it while the insert waited for it, after the statement's snapshot was
+    /// taken): the statement then returns no id and runs again, with a new snapshot that sees the row (or, if cleanup
+    /// deleted it meanwhile, stores the item: the key is free again).
+    /// </summary>
+    private async Task<IdempotentEnqueueResult> InsertIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
+        for (var insert = 1; ; insert++)
+        {
+            var command = CreateEnqueueCommand(item, connection, transaction, idempotencyKey);
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    if (!reader.IsDBNull(0))
+                    {
+                        return new IdempotentEnqueueResult(reader.GetInt64(0), IsDuplicate: !reader.GetBoolean(1));
+                    }
+                }
+            }
+
+            if (insert == MaxIdempotentInserts)
+            {
+                throw new InvalidOperationException(
+                    $"Work queue '{Name}' could not enqueue with idempotency key '{idempotencyKey}': {insert} times, an item that held the key was committed or deleted by another transaction while the insert ran.");
+            }
+        }
+    }
+
+    private static void ValidateIdempotencyKey(string idempotencyKey)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
+        if (idempotencyKey.Length > MaxIdempotencyKeyLength)
+        {
+            throw new ArgumentException($"The idempotency key must be at most {MaxIdempotencyKeyLength} characters (was {idempotencyKey.Length}).", nameof(idempotencyKey));
+        }
+
+        if (idempotencyKey.Contains('\0', StringComparison.Ordinal))
+        {
+            throw new ArgumentException("The idempotency key must not contain a NUL character (PostgreSQL text cannot store it).", nameof(idempotencyKey));
+        }
+
+        for (var index = 0; index < idempotencyKey.Length;)
+        {
+            if (Rune.DecodeFromUtf16(idempotencyKey.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
+            {
+                throw new ArgumentException($"The idempotency key must be valid Unicode text (a lone surrogate at index {index}).", nameof(idempotencyKey));
+            }
+
+            index += consumed;
+        }
+    }
+
+    /// <summary>
+    /// The insert and the notification in one statement, in the caller's transaction if any (the notification is sent
+    /// at commit); with an idempotency key, the insert that stores nothing when the key is taken.
+    /// </summary>
+    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, string? idempotencyKey = null)
     {
         var payload = Serialize(item);
         var key = _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
-        return new NpgsqlCommand(_sql.Enqueue, connection, transaction)
+        var command = new NpgsqlCommand(idempotencyKey is null ? _sql.Enqueue : _sql.EnqueueIdempotent, connection, transaction)
         {
             Parameters =
             {
@@ -330,6 +435,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
                 new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
             },
         };
+        if (idempotencyKey is not null)
+        {
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = idempotencyKey });
+        }
+
+        return command;
     }
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);

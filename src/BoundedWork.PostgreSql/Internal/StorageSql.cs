@@ -3,6 +3,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// Every statement the PostgreSQL storage runs, for one schema. One table holds the items of every queue; a row's
 /// <c>state</c> is its place in the life cycle:
+/// <c>idempotency_key</c>, when a producer gave one, is unique per queue among the rows that exist: a second enqueue
+/// with the key stores nothing until cleanup deletes the first row.
 /// <list type="bullet">
 /// <item><description>0 ready: waits for <c>run_at</c> (now, or a stored retry's backoff);</description></item>
 /// <item><description>1 running: claimed by the node <c>lease_owner</c> until <c>lease_until</c>, which the node's heartbeat extends;</description></item>
@@ -51,6 +53,13 @@ internal sealed class StorageSql
             CREATE INDEX items_ordered ON {Items} (queue, ordering_key, id) WHERE state IN (0, 1) AND ordering_key IS NOT NULL;
             CREATE INDEX items_finished ON {Items} (queue, state, finished_at) WHERE state IN (2, 3);
             """,
+
+            // Version 2: the producers' idempotency keys. A nullable column without a default is added without
+            // rewriting the table; the unique index holds only the rows that have a key.
+            $"""
+            ALTER TABLE {Items} ADD COLUMN idempotency_key text;
+            CREATE UNIQUE INDEX items_idempotency ON {Items} (queue, idempotency_key) WHERE idempotency_key IS NOT NULL;
+            """,
         ];
 
         // The insert and the wake-up in one statement: inside the caller's transaction, the notification is sent when
@@ -58,6 +67,21 @@ internal sealed class StorageSql
         Enqueue = $"""
             WITH inserted AS (INSERT INTO {Items} (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id)
             SELECT id, pg_notify($4, $1) FROM inserted
+            """;
+
+        // The same with an idempotency key ($5): nothing is stored (and no one woken) when a row of the queue holds the
+        // key. Returns the id of the row that holds it and whether this statement inserted it. A row that holds the key
+        // but was committed after this statement's snapshot was taken (another transaction inserted the key; the
+        // insert waited for it to commit) is not visible here: the id is then null, and the statement runs again.
+        EnqueueIdempotent = $"""
+            WITH inserted AS (
+                INSERT INTO {Items} (queue, payload, ordering_key, idempotency_key) VALUES ($1, $2, $3, $5)
+                ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id),
+            notified AS (SELECT pg_notify($4, $1) FROM inserted)
+            SELECT coalesce((SELECT id FROM inserted), (SELECT id FROM {Items} WHERE queue = $1 AND idempotency_key = $5)),
+                   EXISTS (SELECT 1 FROM inserted),
+                   (SELECT count(*) FROM notified)
             """;
 
         // The oldest ready items of the queue, skipping rows another node is claiming right now, and, for ordered
@@ -142,6 +166,8 @@ internal sealed class StorageSql
     public IReadOnlyList<string> Migrations { get; }
 
     public string Enqueue { get; }
+
+    public string EnqueueIdempotent { get; }
 
     public string Claim { get; }
 
