@@ -26,14 +26,13 @@ public sealed class DashboardBrowserTests
     {
         await using var server = await AdminServer.StartAsync(executors: services =>
             services.AddBoundedExecutor("payments", o => { o.WorkerCount = 2; o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); }));
-        using var release = new ManualResetEventSlim();
-        server.Payments.Execute(() => release.Wait(TestKit.Safety));
+        using var release = new ReleasedOnDispose();
+        server.Payments.Execute(release.Wait);
         Assert.True(SpinWait.SpinUntil(() => server.Payments.GetStatistics().SlowWorkerCount == 1, TestKit.Safety), "The item never became slow.");
         await using var browser = await LaunchAsync();
         var page = await OpenDashboardAsync(browser, server);
 
         await Assertions.Expect(page.Locator("tr[data-executor='payments'] span.slow")).ToContainTextAsync("1 slow", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
-        release.Set();
     }
 
     [Fact]
@@ -141,6 +140,96 @@ public sealed class DashboardBrowserTests
         await page.ScreenshotAsync(new() { Path = Path.Combine(ArtifactsDirectory, "dashboard-50.png") });
     }
 
+    /// <summary>
+    /// At a laptop's 1280 x 800 (and at 1400 x 900) every column and every row's controls (the worker count box,
+    /// <b>Set</b>, <b>More</b>) are inside the window, and the page does not scroll sideways, with counters in the
+    /// millions, a durable queue's storage line and a slow worker on screen.
+    /// </summary>
+    [Theory]
+    [InlineData(1280, 800)]
+    [InlineData(1400, 900)]
+    public async Task Dashboard_AtLaptopWidths_EveryColumnAndControlIsInsideTheWindow(int width, int height)
+    {
+        var storage = new StandInStorage
+        {
+            QueueName = "notifications-email",
+            Statistics = new WorkQueueStorageStatistics { Ready = 1_234_567, Running = 16, Scheduled = 2_345, DeadLettered = 12_345, OldestReadyAge = TimeSpan.FromSeconds(754.3), IsAvailable = true, ReadAt = DateTimeOffset.UtcNow },
+        };
+        await using var server = await AdminServer.StartAsync(executors: services =>
+        {
+            services.AddBoundedExecutor("payments", o => { o.WorkerCount = 4; o.MaxWorkerCount = 64; o.QueueCapacity = 10_000; o.RejectionPolicy = RejectionPolicy.Wait; o.WaitTimeout = TimeSpan.FromSeconds(30); });
+            services.AddBoundedExecutor("notifications-email", o => { o.WorkerCount = 1; o.MaxWorkerCount = 16; o.QueueCapacity = 10; o.RejectionPolicy = RejectionPolicy.Abort; });
+            services.AddBoundedExecutor("reports-nightly", o => { o.WorkerCount = 1; o.MaxWorkerCount = 4; o.QueueCapacity = 100; o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); });
+            services.AddSingleton<IWorkQueueStorage>(storage);
+        });
+
+        // Counters in the millions and the hundred thousands, and a worker past its slow-item threshold.
+        for (var i = 0; i < 1_234_567; i++)
+        {
+            await server.Payments.ExecuteAsync(static () => { });
+        }
+
+        using var release = new ReleasedOnDispose();
+        var mail = server.Executor("notifications-email");
+        for (var i = 0; i < 123_456; i++)
+        {
+            mail.TryExecute(release.Wait);
+        }
+
+        var reports = server.Executor("reports-nightly");
+        reports.Execute(release.Wait);
+        Assert.True(SpinWait.SpinUntil(() => reports.GetStatistics().SlowWorkerCount == 1, TestKit.Safety), "The item never became slow.");
+
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server, width, height);
+        var patience = new LocatorAssertionsToContainTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
+        await Assertions.Expect(page.Locator("tr[data-executor='payments'] td.completed")).ToContainTextAsync("1,234,567", patience);
+        await Assertions.Expect(page.Locator("tr[data-executor='notifications-email'] span.storage")).ToContainTextAsync("1,234,567 ready", patience);
+        await Assertions.Expect(page.Locator("tr[data-executor='reports-nightly'] span.slow")).ToContainTextAsync("1 slow", patience);
+
+        // Nothing is cut off: no cell reaches past the right edge and the page does not scroll sideways.
+        var outside = await page.EvaluateAsync<string[]>("""
+            () => {
+              const width = document.documentElement.clientWidth;
+              const outside = [...document.querySelectorAll("thead th, tr[data-executor] td, section.pool > *")]
+                .filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > width + 0.5; })
+                .map(e => (e.textContent || e.tagName).trim().slice(0, 40) + " at " + Math.round(e.getBoundingClientRect().left) + ".." + Math.round(e.getBoundingClientRect().right));
+              if (document.documentElement.scrollWidth > width) outside.push("the page is " + document.documentElement.scrollWidth + " px wide");
+              return outside;
+            }
+            """);
+        var columns = await page.EvaluateAsync<string[]>("""() => [...document.querySelectorAll("thead th")].map(th => th.textContent + " " + Math.round(th.getBoundingClientRect().width))""");
+        Assert.True(outside.Length == 0, $"Outside the {width} px window: {string.Join("; ", outside)}. Column widths: {string.Join(", ", columns)}.");
+
+        foreach (var name in new[] { "payments", "notifications-email", "reports-nightly" })
+        {
+            var row = page.Locator($"tr[data-executor='{name}']");
+            foreach (var control in new[] { "input.workers-input", "button.workers-set", "button.more-toggle" })
+            {
+                AssertInsideWindow(await row.Locator(control).BoundingBoxAsync(), $"{name}: {control}", width, height);
+            }
+        }
+
+        // The "More" panel of a row wraps inside the window too.
+        await page.Locator("tr[data-executor='payments'] button.more-toggle").ClickAsync();
+        var more = page.Locator("tr[data-executor='payments'] + tr.more-row");
+        foreach (var control in new[] { "input.capacity-input", "select.policy-input", "input.timeout-input", "button.apply" })
+        {
+            AssertInsideWindow(await more.Locator(control).BoundingBoxAsync(), $"More: {control}", width, height);
+        }
+
+        Directory.CreateDirectory(ArtifactsDirectory);
+        await page.ScreenshotAsync(new() { Path = Path.Combine(ArtifactsDirectory, $"dashboard-{width}x{height}.png") });
+    }
+
+    private static void AssertInsideWindow(LocatorBoundingBoxResult? box, string what, int width, int height)
+    {
+        Assert.NotNull(box);
+        Assert.True(
+            box.X >= 0 && box.Y >= 0 && box.X + box.Width <= width && box.Y + box.Height <= height,
+            $"{what} is not inside the {width} x {height} window: x {box.X:0}..{box.X + box.Width:0}, y {box.Y:0}..{box.Y + box.Height:0}.");
+    }
+
     private static async Task<IBrowser> LaunchAsync()
     {
         Assert.True(File.Exists(Chromium), $"{Chromium} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.");
@@ -150,11 +239,11 @@ public sealed class DashboardBrowserTests
         return browser;
     }
 
-    private static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server)
+    private static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server, int width = 1480, int height = 900)
     {
         var context = await browser.NewContextAsync(new()
         {
-            ViewportSize = new() { Width = 1480, Height = 900 },
+            ViewportSize = new() { Width = width, Height = height },
             ExtraHTTPHeaders = new Dictionary<string, string> { ["X-Test-User"] = "alice", ["X-Test-Roles"] = "ops" },
         });
         var page = await context.NewPageAsync();
@@ -216,10 +305,23 @@ public sealed class DashboardBrowserTests
         }
     }
 
+    /// <summary>
+    /// Holds the items that wait on it until it is disposed, so a failing assertion still lets the server shut down
+    /// at once (it is disposed before the server, which is declared earlier).
+    /// </summary>
+    private sealed class ReleasedOnDispose : IDisposable
+    {
+        private readonly ManualResetEventSlim _release = new();
+
+        public void Wait() => _release.Wait(TestKit.Safety);
+
+        public void Dispose() => _release.Set();
+    }
+
     /// <summary>A queue storage whose statistics the test sets, to check how the page shows them.</summary>
     private sealed class StandInStorage : IWorkQueueStorage
     {
-        public string QueueName => "payments";
+        public string QueueName { get; init; } = "payments";
 
         public string StorageKind => "PostgreSql";
 
