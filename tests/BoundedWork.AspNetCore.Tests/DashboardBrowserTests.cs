@@ -1,5 +1,8 @@
 using System.Globalization;
+using System.Text.RegularExpressions;
 using BoundedWork.Hosting;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Playwright;
 
 namespace BoundedWork.AspNetCore.Tests;
@@ -56,7 +59,7 @@ public sealed class DashboardBrowserTests
 
         storage.Statistics = storage.Statistics with { IsAvailable = false, LastError = "connection refused" };
         await Assertions.Expect(line).ToContainTextAsync("PostgreSql unreachable: connection refused", patience);
-        await Assertions.Expect(line).ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
+        await Assertions.Expect(line).ToHaveClassAsync(new Regex("hot"));
     }
 
     [Fact]
@@ -141,6 +144,77 @@ public sealed class DashboardBrowserTests
     }
 
     /// <summary>
+    /// The server stops answering the console (its data requests are held at a gate, as a starved ThreadPool holds
+    /// them): by 3 s after the last answer, on the page's own clock, the page says so, shows how old its numbers
+    /// are, no longer calls the pool healthy, and tells the operator what to do: the local socket's commands when one
+    /// is configured, how to configure one otherwise. When the server answers again, the page is live again.
+    /// </summary>
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task Dashboard_ServerStopsAnswering_SaysSoWithinThreeSeconds_WithTheDataAgeAndWhatToDo(bool localSocket)
+    {
+        var gate = new ConsoleGate();
+        var socketPath = localSocket ? Path.Combine(Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock") : null;
+        await using var server = await AdminServer.StartAsync(configure: builder =>
+        {
+            builder.Services.AddSingleton<IStartupFilter>(gate);
+            if (socketPath is not null)
+            {
+                builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
+            }
+        });
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server, beforeLoad: p => p.Clock.InstallAsync());
+        var banner = page.Locator("#banner");
+        var status = page.Locator("#pool-status");
+        var patience = new LocatorAssertionsToHaveTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
+        await Assertions.Expect(status).ToHaveTextAsync("healthy", patience);
+        await Assertions.Expect(banner).ToBeHiddenAsync();
+
+        // Stop answering. Once a request is held, no refresh can complete, so the page's last answer is final.
+        gate.Close();
+        await gate.Held.WaitAsync(TestKit.Safety);
+
+        // Stop the page's clock, then run it to 3 s after the last answer (unless it is already past that).
+        await PauseClockAsync(page);
+        var pausedAt = await page.EvaluateAsync<long>("Date.now()");
+        var answeredAtText = await page.Locator("#updated").GetAttributeAsync("data-answered-at"); // the page's clock at the last answer
+        var answeredAt = answeredAtText is null ? pausedAt : long.Parse(answeredAtText, CultureInfo.InvariantCulture);
+        if (answeredAt + 3000 > pausedAt)
+        {
+            await page.Clock.RunForAsync(answeredAt + 3000 - pausedAt);
+        }
+
+        var contains = new LocatorAssertionsToContainTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
+        await Assertions.Expect(banner).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(banner).ToContainTextAsync("The server has not answered for", contains);
+        await Assertions.Expect(banner).ToContainTextAsync(new Regex(@"The numbers below are from \d{1,2}:\d{2}:\d{2}.*, \d+\.\d s old"), contains);
+        await Assertions.Expect(status).ToHaveTextAsync("no answer", patience);
+        await Assertions.Expect(page.Locator("#updated")).ToContainTextAsync(new Regex(@"last answer .*\d+\.\d s ago"), contains);
+        Assert.NotNull(answeredAtText);
+        if (socketPath is not null)
+        {
+            await Assertions.Expect(banner).ToContainTextAsync($"curl -s --unix-socket {socketPath} http://localhost/executors", contains);
+            await Assertions.Expect(banner).ToContainTextAsync($"curl -s --unix-socket {socketPath} -X PUT http://localhost/executors/", contains);
+        }
+        else
+        {
+            await Assertions.Expect(banner).ToContainTextAsync("o.LocalSocketPath", contains);
+        }
+
+        Directory.CreateDirectory(ArtifactsDirectory);
+        await page.ScreenshotAsync(new() { Path = Path.Combine(ArtifactsDirectory, $"dashboard-no-answer{(localSocket ? "-socket" : "")}.png") });
+
+        // The server answers again: the page is live again.
+        gate.Open();
+        await page.Clock.ResumeAsync();
+        await Assertions.Expect(banner).ToBeHiddenAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(status).ToHaveTextAsync("healthy", patience);
+        await Assertions.Expect(page.Locator("#updated")).ToContainTextAsync("updated ", contains);
+    }
+
+    /// <summary>
     /// At a laptop's 1280 x 800 (and at 1400 x 900) every column and every row's controls (the worker count box,
     /// <b>Set</b>, <b>More</b>) are inside the window, and the page does not scroll sideways, with counters in the
     /// millions, a durable queue's storage line and a slow worker on screen.
@@ -222,6 +296,22 @@ public sealed class DashboardBrowserTests
         await page.ScreenshotAsync(new() { Path = Path.Combine(ArtifactsDirectory, $"dashboard-{width}x{height}.png") });
     }
 
+    /// <summary>Stops the page's clock about now: from then on, only <c>Clock.RunForAsync</c> fires the page's timers.</summary>
+    private static async Task PauseClockAsync(IPage page)
+    {
+        var now = await page.EvaluateAsync<long>("Date.now()");
+        try
+        {
+            await page.Clock.PauseAtAsync(DateTimeOffset.FromUnixTimeMilliseconds(now + 500).UtcDateTime);
+        }
+        catch (PlaywrightException ex) when (ex.Message.Contains("to the past", StringComparison.Ordinal))
+        {
+            // The page's clock ran past that time before the call reached it; it is stopped now, so pause where it stands.
+            now = await page.EvaluateAsync<long>("Date.now()");
+            await page.Clock.PauseAtAsync(DateTimeOffset.FromUnixTimeMilliseconds(now).UtcDateTime);
+        }
+    }
+
     private static void AssertInsideWindow(LocatorBoundingBoxResult? box, string what, int width, int height)
     {
         Assert.NotNull(box);
@@ -239,7 +329,7 @@ public sealed class DashboardBrowserTests
         return browser;
     }
 
-    private static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server, int width = 1480, int height = 900)
+    private static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server, int width = 1480, int height = 900, Func<IPage, Task>? beforeLoad = null)
     {
         var context = await browser.NewContextAsync(new()
         {
@@ -255,6 +345,11 @@ public sealed class DashboardBrowserTests
                 errors.Add(message.Text);
             }
         };
+        if (beforeLoad is not null)
+        {
+            await beforeLoad(page);
+        }
+
         var response = await page.GotoAsync(new Uri(server.BaseAddress, "/bounded-work/").ToString());
         Assert.Equal(200, response!.Status);
         await Assertions.Expect(page.Locator("tr[data-executor]").First).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
@@ -303,6 +398,85 @@ public sealed class DashboardBrowserTests
             _thread.Join(TestKit.Safety);
             _stop.Dispose();
         }
+    }
+
+    /// <summary>
+    /// Makes the console stop answering on demand, the way a starved ThreadPool does, without starving anything: while
+    /// the gate is closed, every request for the executors or the ThreadPool waits (asynchronously, holding no thread)
+    /// until the gate opens or the client gives up. The page itself is still served.
+    /// </summary>
+    private sealed class ConsoleGate : IStartupFilter
+    {
+        private readonly Lock _sync = new();
+        private TaskCompletionSource? _closed;
+        private TaskCompletionSource _held = NewSignal();
+
+        /// <summary>Gets a task that completes when a request has been held since the gate last closed.</summary>
+        public Task Held
+        {
+            get
+            {
+                lock (_sync)
+                {
+                    return _held.Task;
+                }
+            }
+        }
+
+        public void Close()
+        {
+            lock (_sync)
+            {
+                _closed ??= NewSignal();
+                _held = NewSignal();
+            }
+        }
+
+        public void Open()
+        {
+            TaskCompletionSource? closed;
+            lock (_sync)
+            {
+                closed = _closed;
+                _closed = null;
+            }
+
+            closed?.TrySetResult();
+        }
+
+        public Action<IApplicationBuilder> Configure(Action<IApplicationBuilder> next) => app =>
+        {
+            app.Use(async (context, nextMiddleware) =>
+            {
+                var path = context.Request.Path.Value ?? string.Empty;
+                Task? wait = null;
+                lock (_sync)
+                {
+                    if (_closed is not null && (path.EndsWith("/executors", StringComparison.Ordinal) || path.EndsWith("/threadpool", StringComparison.Ordinal)))
+                    {
+                        wait = _closed.Task;
+                        _held.TrySetResult();
+                    }
+                }
+
+                if (wait is not null)
+                {
+                    try
+                    {
+                        await wait.WaitAsync(context.RequestAborted);
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        return; // the page gave up on this request
+                    }
+                }
+
+                await nextMiddleware(context);
+            });
+            next(app);
+        };
+
+        private static TaskCompletionSource NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
     }
 
     /// <summary>
