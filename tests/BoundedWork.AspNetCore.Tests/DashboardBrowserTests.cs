@@ -322,7 +322,7 @@ public sealed class DashboardBrowserTests
 
     private static async Task<IBrowser> LaunchAsync()
     {
-        Assert.True(File.Exists(Chromium), $"{Chromium} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.");
+        Assert.True(File.Exists(Chromium), $"{Chromium} is missing: run the tests with ./test.sh, which installs Debian's chromium (apt-get install -y chromium).");
         var playwright = await Playwright.CreateAsync();
         var browser = await playwright.Chromium.LaunchAsync(new() { ExecutablePath = Chromium, Headless = true, Args = s_chromiumArgs });
         browser.Disconnected += (_, _) => playwright.Dispose();

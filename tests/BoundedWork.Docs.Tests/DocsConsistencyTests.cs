@@ -138,6 +138,38 @@ public sealed partial class DocsConsistencyTests
         Assert.All(packages, package => Assert.True(section.Contains($"`{package}`", StringComparison.Ordinal), $"The Repository section does not name `{package}`."));
     }
 
+    /// <summary>
+    /// The README's second set-up command is <c>./test.sh</c>, which installs what the tests need (each package named in
+    /// the README's Set up section) and runs the README's <c>dotnet test</c> command; CI runs the same script and
+    /// names the same command.
+    /// </summary>
+    [Fact]
+    public void SetUp_TestCommand_IsTestSh_WhichInstallsWhatTheReadmeSays_AndCiRunsIt()
+    {
+        var readme = Read("README.md");
+        var setUp = readme[readme.IndexOf("## Set up", StringComparison.Ordinal)..readme.IndexOf("\n## Quick start", StringComparison.Ordinal)];
+        var commands = FirstBashBlock().Match(setUp).Groups["code"].Value.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.Equal(2, commands.Length);
+        Assert.StartsWith("./test.sh ", commands[1], StringComparison.Ordinal);
+        var testCommand = DotnetTest().Match(readme).Value.Trim();
+        Assert.Equal("dotnet test BoundedWork.sln", testCommand);
+
+        var script = Read("test.sh");
+        Assert.Contains("exec " + testCommand + " \"$@\"", script, StringComparison.Ordinal);
+        if (!OperatingSystem.IsWindows())
+        {
+            Assert.True((File.GetUnixFileMode(Path.Combine(ReadmeSnippets.RepositoryRoot, "test.sh")) & UnixFileMode.UserExecute) != 0, "test.sh is not executable.");
+        }
+
+        var installs = InstalledPackage().Matches(script).Select(m => m.Groups["package"].Value).Distinct().ToList();
+        Assert.Equal(["chromium", "postgresql"], installs);
+        Assert.All(installs, package => Assert.Contains($"`{package}`", setUp, StringComparison.Ordinal));
+
+        var ci = Read(".ci/run");
+        Assert.Matches(new Regex(@"^\./test\.sh$", RegexOptions.Multiline), ci);
+        Assert.Contains(testCommand, ci, StringComparison.Ordinal);
+    }
+
     /// <summary>The settings fields of a real console on Kestrel: the keys of an executor's <c>settings</c> object.</summary>
     private static async Task<IReadOnlyList<string>> ConsoleSettingsFieldsAsync()
     {
@@ -237,6 +269,15 @@ public sealed partial class DocsConsistencyTests
 
     private static string Read(string document) =>
         File.ReadAllText(Path.Combine(ReadmeSnippets.RepositoryRoot, document)).ReplaceLineEndings("\n");
+
+    [GeneratedRegex(@"```bash\n(?<code>.*?)```", RegexOptions.Singleline)]
+    private static partial Regex FirstBashBlock();
+
+    [GeneratedRegex(@"dotnet test[^\n`#]*")]
+    private static partial Regex DotnetTest();
+
+    [GeneratedRegex(@"missing\+=\((?<package>[a-z0-9-]+)\)")]
+    private static partial Regex InstalledPackage();
 
     [GeneratedRegex(@"`(?<name>[^`]+)`")]
     private static partial Regex BackquotedName();
