@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Throughput of BoundedExecutor against the raw channel (.NET) and Java's ThreadPoolExecutor, same shapes, item
-# counts and method on both sides (see README.md, "Java ThreadPoolExecutor comparison"). Builds both, runs the
-# Java harness, then the .NET one, and prints one markdown table on stdout (progress and raw lines go to stderr).
+# Throughput of BoundedExecutor (its default configuration, the ExecutionContext flowing to each item, and with the
+# flow off) against the raw channel (.NET) and Java's ThreadPoolExecutor, same shapes, items (one increment of a
+# shared counter), item counts and method on both sides (see README.md, "Java ThreadPoolExecutor comparison").
+# Builds both, runs the Java harness, then the .NET one, and prints one markdown table on stdout (progress and raw
+# lines go to stderr).
 #
 #   benchmarks/compare-java.sh            # 2,000,000 items/round, 3 warm-up + 7 measured rounds, 5 shapes
 #   benchmarks/compare-java.sh --quick    # a few seconds: checks that everything runs, measures nothing
 #   benchmarks/compare-java.sh --shapes 1/1,4/8 --items 5000000 --rounds 9
 #   benchmarks/compare-java.sh --processes 5   # 5 Java and 5 .NET processes, alternating; the table aggregates them
 #
-# Options (passed to both harnesses): --quick, --items N, --warmup K, --rounds R, --shapes P/W,P/W,...
+#   benchmarks/compare-java.sh --item empty     # no-op items: the hand-off alone
+#
+# Options (passed to both harnesses): --quick, --items N, --warmup K, --rounds R, --shapes P/W,P/W,...,
+# --item counter|empty (default counter)
 # --processes N (this script's own, default 1) runs each harness N times, Java and .NET alternating, and reports the
 # median of the processes' medians, with BoundedExecutor's median in each process in a last column.
 # JAVA_OPTS adds JVM options (default: none, so the JVM's defaults).

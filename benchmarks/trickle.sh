@@ -7,8 +7,8 @@
 #   benchmarks/trickle.sh --quick         # ~8 s: checks that everything runs, measures nothing
 #   benchmarks/trickle.sh --rates 2500 --seconds 10 --contenders executor-2,threadpool
 #
-# Options: --quick, --seconds S, --warmup S, --rates R,R,..., --contenders NAME,... (executor-2, executor-1,
-# threadpool, channel-2, channel-1; the idle baseline always runs).
+# Options: --quick, --seconds S, --warmup S, --rates R,R,..., --contenders NAME,... (executor-2, executor-2-flow-off,
+# executor-1, threadpool, channel-2, channel-1; the idle baseline always runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

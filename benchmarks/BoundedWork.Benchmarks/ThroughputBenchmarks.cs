@@ -6,15 +6,20 @@ using BoundedWork.Benchmarks.Infrastructure;
 namespace BoundedWork.Benchmarks;
 
 /// <summary>
-/// Throughput of tiny items: each operation pushes <see cref="Items"/> items (one interlocked decrement each)
-/// from <see cref="Producers"/> dedicated producer threads through a contender with <see cref="Workers"/>
-/// consumers and a queue of <see cref="Capacity"/>, and ends when the last item has run. Times, allocations,
-/// ThreadPool work items and lock contentions are reported per item (<c>OperationsPerInvoke</c>).
+/// Throughput of tiny items: each operation pushes <see cref="Items"/> items (one interlocked decrement each, on one
+/// counter shared by every consumer) from <see cref="Producers"/> dedicated producer threads through a contender with
+/// <see cref="Workers"/> consumers and a queue of <see cref="Capacity"/>, and ends when the last item has run. Times,
+/// allocations, ThreadPool work items and lock contentions are reported per item (<c>OperationsPerInvoke</c>).
 /// </summary>
 /// <remarks>
 /// <para>
 /// Shapes (producers/workers): 1/1, 1/2, 1/4, 2/1, 2/2, 2/4 and 4/8 (<see cref="ShapeFilterAttribute"/> drops the
 /// other combinations of the two parameters).
+/// </para>
+/// <para>
+/// BoundedExecutor runs in its default configuration (<c>FlowExecutionContext = true</c>) unless the method's name
+/// ends in <c>FlowOff</c>, and the producer threads carry a request's ExecutionContext (<see cref="RequestContext"/>),
+/// so the default cases measure what request code gets.
 /// </para>
 /// <para>
 /// Executors, threads, blocks and limiters are built once per benchmark case in a GlobalSetup and torn down in
@@ -67,9 +72,14 @@ public class ThroughputBenchmarks
     }
 
     [GlobalSetup(Target = nameof(Executor_Execute))]
-    public void SetupExecutorExecute()
+    public void SetupExecutorExecute() => SetupExecute(flowExecutionContext: true);
+
+    [GlobalSetup(Target = nameof(Executor_Execute_FlowOff))]
+    public void SetupExecutorExecuteFlowOff() => SetupExecute(flowExecutionContext: false);
+
+    private void SetupExecute(bool flowExecutionContext)
     {
-        _executor = CreateExecutor(flowExecutionContext: false);
+        _executor = CreateExecutor(flowExecutionContext);
         var work = _counter.Work;
         var executor = _executor;
         StartProducers((_, count) =>
@@ -84,7 +94,7 @@ public class ThroughputBenchmarks
     [GlobalSetup(Target = nameof(Executor_ExecuteWithState))]
     public void SetupExecutorExecuteWithState()
     {
-        _executor = CreateExecutor(flowExecutionContext: false);
+        _executor = CreateExecutor(flowExecutionContext: true);
         var counter = _counter;
         var executor = _executor;
         StartProducers((_, count) =>
@@ -96,25 +106,10 @@ public class ThroughputBenchmarks
         });
     }
 
-    [GlobalSetup(Target = nameof(Executor_Execute_FlowContext))]
-    public void SetupExecutorExecuteFlowContext()
-    {
-        _executor = CreateExecutor(flowExecutionContext: true);
-        var work = _counter.Work;
-        var executor = _executor;
-        StartProducers((_, count) =>
-        {
-            for (var i = 0; i < count; i++)
-            {
-                executor.Execute(work);
-            }
-        });
-    }
-
     [GlobalSetup(Target = nameof(Executor_RunAsync))]
     public void SetupExecutorRunAsync()
     {
-        _executor = CreateExecutor(flowExecutionContext: false);
+        _executor = CreateExecutor(flowExecutionContext: true);
         var work = _counter.Work;
         var executor = _executor;
         StartWindowedProducers(() => executor.RunAsync(work));
@@ -123,7 +118,7 @@ public class ThroughputBenchmarks
     [GlobalSetup(Target = nameof(Executor_RunAsyncResult))]
     public void SetupExecutorRunAsyncResult()
     {
-        _executor = CreateExecutor(flowExecutionContext: false);
+        _executor = CreateExecutor(flowExecutionContext: true);
         var work = _counter.Work;
         var executor = _executor;
 
@@ -252,17 +247,17 @@ public class ThroughputBenchmarks
     [Benchmark(Baseline = true, OperationsPerInvoke = Items)]
     public void RawChannel() => RunOperation();
 
-    /// <summary><c>BoundedExecutor.Execute(Action)</c>, Wait policy, no ExecutionContext flow.</summary>
+    /// <summary><c>BoundedExecutor.Execute(Action)</c>, Wait policy, the default configuration: the producer's ExecutionContext flows to the item.</summary>
     [Benchmark(OperationsPerInvoke = Items)]
     public void Executor_Execute() => RunOperation();
 
-    /// <summary><c>BoundedExecutor.Execute&lt;TState&gt;(static lambda, state)</c>, Wait policy, no ExecutionContext flow.</summary>
+    /// <summary><c>BoundedExecutor.Execute(Action)</c>, Wait policy, <c>FlowExecutionContext = false</c>.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_Execute_FlowOff() => RunOperation();
+
+    /// <summary><c>BoundedExecutor.Execute&lt;TState&gt;(static lambda, state)</c>, Wait policy, default configuration.</summary>
     [Benchmark(OperationsPerInvoke = Items)]
     public void Executor_ExecuteWithState() => RunOperation();
-
-    /// <summary><c>BoundedExecutor.Execute(Action)</c> with the default ExecutionContext flow on.</summary>
-    [Benchmark(OperationsPerInvoke = Items)]
-    public void Executor_Execute_FlowContext() => RunOperation();
 
     /// <summary><c>BoundedExecutor.RunAsync(Action)</c>: the task-returning path, each task waited for.</summary>
     [Benchmark(OperationsPerInvoke = Items)]

@@ -10,6 +10,7 @@ import java.util.concurrent.RejectedExecutionHandler;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Java side of the BoundedExecutor comparison: time per item of a fixed-size {@link ThreadPoolExecutor} fed by
@@ -19,10 +20,13 @@ import java.util.concurrent.TimeoutException;
  * <p>Method, per producers/workers shape:
  * <ul>
  *   <li>{@code new ThreadPoolExecutor(w, w, 0, ms, new LinkedBlockingQueue<>(1024), factory, BLOCK)} with every
- *       core thread started up front. Producers call {@code execute(EMPTY)}; when the queue is full the pool
+ *       core thread started up front. Producers call {@code execute(item)}; when the queue is full the pool
  *       hands the task to the {@code BLOCK} handler, which waits for room with {@code queue.put} (the usual
  *       "caller blocks" idiom for a bounded queue: the executor has no waiting policy of its own).</li>
- *   <li>The item is one shared no-op {@link Runnable} (no allocation, no shared counter).</li>
+ *   <li>The item is one shared {@link Runnable} (nothing allocated per item). {@code --item counter}, the default:
+ *       it increments one {@link AtomicLong} that every worker shares, a little real work with the cache-line
+ *       traffic of real shared state, and each round checks that the counter rose by exactly N.
+ *       {@code --item empty}: a no-op.</li>
  *   <li>One round: the clock starts, P producers submit N items between them, then the main thread submits W
  *       fence tasks that each wait on a barrier of W + 1 parties and joins that barrier. The queue is FIFO and
  *       there are exactly W workers, so when all W are inside a fence task every earlier item has run; the
@@ -37,6 +41,8 @@ import java.util.concurrent.TimeoutException;
 public final class TpeCompare {
     private static final int CAPACITY = 1024;
     private static final Runnable EMPTY = () -> { };
+    private static final AtomicLong COUNT = new AtomicLong();
+    private static final Runnable INCREMENT = COUNT::incrementAndGet;
 
     /** Blocks the submitting thread until the queue has room (the shutdown check keeps a dead pool from hanging it). */
     private static final RejectedExecutionHandler BLOCK = (task, executor) -> {
@@ -56,9 +62,9 @@ public final class TpeCompare {
 
     public static void main(String[] args) throws Exception {
         Options options = Options.parse(args);
-        System.out.printf(Locale.ROOT, "# Java %s (%s), %d logical CPUs; %d items/round, %d warm-up + %d measured rounds per shape%n",
+        System.out.printf(Locale.ROOT, "# Java %s (%s), %d logical CPUs; %d items/round (item: %s), %d warm-up + %d measured rounds per shape%n",
             System.getProperty("java.version"), System.getProperty("java.vm.name"),
-            Runtime.getRuntime().availableProcessors(), options.items, options.warmup, options.rounds);
+            Runtime.getRuntime().availableProcessors(), options.items, options.item, options.warmup, options.rounds);
         for (int[] shape : options.shapes) {
             double[] perItem = runShape(shape[0], shape[1], options);
             double[] sorted = perItem.clone();
@@ -77,13 +83,15 @@ public final class TpeCompare {
                 return thread;
             }, BLOCK);
         pool.prestartAllCoreThreads();
-        ProducerGang gang = new ProducerGang(producers, options.items, pool);
+        Runnable item = options.item.equals("counter") ? INCREMENT : EMPTY;
+        ProducerGang gang = new ProducerGang(producers, options.items, pool, item);
         CyclicBarrier fence = new CyclicBarrier(workers + 1);
         Runnable fenceTask = () -> await(fence);
         double[] results = new double[options.rounds];
         try {
             for (int round = -options.warmup; round < options.rounds; round++) {
                 long completedBefore = pool.getCompletedTaskCount();
+                long countBefore = COUNT.get();
                 long start = System.nanoTime();
                 gang.runRound();
                 for (int i = 0; i < workers; i++) {
@@ -94,6 +102,10 @@ public final class TpeCompare {
                 if (!queue.isEmpty()) {
                     throw new IllegalStateException(String.format(Locale.ROOT,
                         "shape %d/%d: %d task(s) still queued at the fence", producers, workers, queue.size()));
+                }
+                if (item == INCREMENT && COUNT.get() != countBefore + options.items) {
+                    throw new IllegalStateException(String.format(Locale.ROOT,
+                        "shape %d/%d: %d counter items ran in a round of %d", producers, workers, COUNT.get() - countBefore, options.items));
                 }
                 check(pool, queue, completedBefore + options.items + workers, producers, workers);
                 if (round >= 0) {
@@ -152,7 +164,7 @@ public final class TpeCompare {
         private volatile boolean stopping;
         private volatile Throwable failure;
 
-        ProducerGang(int producers, int items, ThreadPoolExecutor pool) {
+        ProducerGang(int producers, int items, ThreadPoolExecutor pool, Runnable item) {
             threads = new Thread[producers];
             start = new CyclicBarrier(producers + 1);
             done = new CyclicBarrier(producers + 1);
@@ -166,7 +178,7 @@ public final class TpeCompare {
                         }
                         try {
                             for (int i = 0; i < share; i++) {
-                                pool.execute(EMPTY);
+                                pool.execute(item);
                             }
                         } catch (RuntimeException e) {
                             failure = e;
@@ -198,9 +210,10 @@ public final class TpeCompare {
         }
     }
 
-    /** Command line: [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...]. */
+    /** Command line: [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--item counter|empty]. */
     private static final class Options {
         int items = 2_000_000;
+        String item = "counter";
         int warmup = 3;
         int rounds = 7;
         List<int[]> shapes = parseShapes("1/1,2/2,4/8,1/4,4/2");
@@ -218,8 +231,14 @@ public final class TpeCompare {
                     case "--warmup" -> options.warmup = Integer.parseInt(value(args, i++));
                     case "--rounds" -> options.rounds = positive(args, ++i);
                     case "--shapes" -> options.shapes = parseShapes(value(args, i++));
+                    case "--item" -> {
+                        options.item = value(args, i++);
+                        if (!options.item.equals("counter") && !options.item.equals("empty")) {
+                            throw new IllegalArgumentException("--item: '" + options.item + "' is not one of counter, empty.");
+                        }
+                    }
                     default -> throw new IllegalArgumentException("Unknown argument '" + args[i]
-                        + "'. Usage: [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...]");
+                        + "'. Usage: [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--item counter|empty]");
                 }
             }
             if (options.warmup < 0) {

@@ -48,9 +48,22 @@ public sealed class ReadmeSnippetTests
             executor.Execute(static o => mailer.SendReceipt(o), order);
             """;
 
-        var errors = SnippetCompiler.Compile(broken, []);
+        var errors = SnippetCompiler.Compile(broken, ReadmeSnippets.In("README.md").Select(s => s.Code).Where(code => !SnippetCompiler.IsProgram(code)));
 
         Assert.Contains(errors, error => error.Contains("CS8820", StringComparison.Ordinal)); // a static lambda cannot capture mailer
+    }
+
+    [Fact]
+    public void Compile_SnippetUsingATypeNoSnippetDefines_ReportsTheError()
+    {
+        const string undefined = """
+            var payments = new LegacyPayments();
+            var ledger = new SomeoneElsesLedger();
+            """;
+
+        var errors = SnippetCompiler.Compile(undefined, ReadmeSnippets.In("README.md").Select(s => s.Code).Where(code => !SnippetCompiler.IsProgram(code)));
+
+        Assert.Equal("SomeoneElsesLedger", Assert.Single(errors, error => error.Contains("CS0246", StringComparison.Ordinal)).Split('\'')[1]);
     }
 
     [Fact]

@@ -8,7 +8,8 @@ namespace BoundedWork.Docs.Tests;
 /// <summary>
 /// Compiles README snippets as a reader's project would: C# latest, nullable on, the implicit usings of a plain
 /// SDK project (so a snippet shows every other using it needs), against the assemblies this test process runs on
-/// (the .NET and ASP.NET Core shared frameworks, BoundedWork and BoundedWork.Hosting).
+/// (the .NET and ASP.NET Core shared frameworks and the BoundedWork packages), with the type declarations of the same
+/// document and nothing else: every type an example uses is defined where the reader can see it.
 /// </summary>
 internal static class SnippetCompiler
 {
@@ -31,21 +32,17 @@ internal static class SnippetCompiler
             .Select(path => (MetadataReference)MetadataReference.CreateFromFile(path)),
     ]);
 
-    private static readonly Lazy<string> ReaderTypes = new(() =>
-        File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SnippetContext", "ReaderTypes.cs")));
-
     /// <summary>Whether a snippet is a program (top-level statements) rather than type declarations.</summary>
     public static bool IsProgram(string code) =>
         CSharpSyntaxTree.ParseText(code, ParseOptions).GetCompilationUnitRoot().Members.OfType<GlobalStatementSyntax>().Any();
 
-    /// <summary>Compiles <paramref name="snippet"/> with the declaration snippets of its document and the reader's types; returns the errors.</summary>
+    /// <summary>Compiles <paramref name="snippet"/> with the declaration snippets of its document; returns the errors.</summary>
     public static IReadOnlyList<string> Compile(string snippet, IEnumerable<string> declarationSnippets)
     {
         var trees = new List<SyntaxTree>
         {
             CSharpSyntaxTree.ParseText(snippet, ParseOptions, path: "Snippet.cs"),
             CSharpSyntaxTree.ParseText(ImplicitUsings, ParseOptions, path: "GlobalUsings.cs"),
-            CSharpSyntaxTree.ParseText(ReaderTypes.Value, ParseOptions, path: "ReaderTypes.cs"),
         };
         var i = 0;
         trees.AddRange(declarationSnippets.Where(other => other != snippet)

@@ -6,12 +6,14 @@ using BoundedWork.Benchmarks.Infrastructure;
 namespace BoundedWork.Benchmarks.Compare;
 
 /// <summary>
-/// <c>-- compare</c>: time per item of <see cref="BoundedExecutor"/> and of the raw channel with dedicated threads,
-/// with the method of the Java harness (<c>benchmarks/java/TpeCompare.java</c>): empty items, capacity 1024,
-/// producers that block while the queue is full, P dedicated producers and W workers, N items per round, warm-up
-/// rounds, then measured rounds; the median and minimum ns/item per shape. The two .NET contenders alternate round
-/// by round, so a slow spell of the machine hits both. With <c>--java FILE</c> (the Java harness's output) it
-/// prints one table with all three; <c>benchmarks/compare-java.sh</c> runs the whole thing. With
+/// <c>-- compare</c>: time per item of <see cref="BoundedExecutor"/> in its default configuration (the producer's
+/// ExecutionContext flows to each item), of BoundedExecutor with the flow off, and of the raw channel with dedicated
+/// threads, with the method of the Java harness (<c>benchmarks/java/TpeCompare.java</c>): items that increment one
+/// shared counter (<see cref="CompareItem"/>; <c>--item empty</c> for no-ops), capacity 1024, producers that block
+/// while the queue is full, P dedicated producers (each carrying a request's ExecutionContext) and W workers, N items
+/// per round, warm-up rounds, then measured rounds; the median and minimum ns/item per shape. The .NET contenders
+/// alternate round by round, so a slow spell of the machine hits all of them. With <c>--java FILE</c> (the Java
+/// harness's output) it prints one table with all four; <c>benchmarks/compare-java.sh</c> runs the whole thing. With
 /// <c>--report FILE</c> it measures nothing and prints the table for the <c>RESULT</c> lines of several runs (one
 /// process each) collected in FILE, and in the <c>--java</c> file: a process's speed can depend on the process
 /// itself (where the runtime put its objects, what its JIT decided), which more rounds in one process cannot average
@@ -20,8 +22,11 @@ namespace BoundedWork.Benchmarks.Compare;
 internal static class CompareHarness
 {
     public const int Capacity = 1024;
-    public const string Usage = "compare [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--java FILE] | compare --report FILE [--java FILE]";
+    public const string Usage = "compare [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--item counter|empty] [--java FILE] | compare --report FILE [--java FILE]";
     private const string DefaultShapes = "1/1,2/2,4/8,1/4,4/2";
+    private const string Default = "executor";
+    private const string FlowOff = "executor-flow-off";
+    private const string RawChannel = "raw-channel";
 
     public static int Run(ReadOnlySpan<string> args)
     {
@@ -36,20 +41,23 @@ internal static class CompareHarness
         var warmup = arguments.Int("--warmup", quick ? 1 : 3, 0);
         var rounds = arguments.Int("--rounds", quick ? 3 : 7, 1);
         var shapes = ParseShapes(arguments.Text("--shapes") ?? DefaultShapes);
+        var item = arguments.Text("--item") ?? CompareItem.Kinds[0];
+        _ = new CompareItem(item); // validates the name
         var javaFile = arguments.Text("--java");
         arguments.EnsureAllUsed();
 
         var java = javaFile is null ? [] : Aggregate(ReadResults(javaFile, "--java"));
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"# .NET {Environment.Version} ({RuntimeInformation.OSDescription.Trim()}, {RuntimeInformation.ProcessArchitecture}), {Environment.ProcessorCount} logical CPUs; {items} items/round, {warmup} warm-up + {rounds} measured rounds per shape"));
+            $"# .NET {Environment.Version} ({RuntimeInformation.OSDescription.Trim()}, {RuntimeInformation.ProcessArchitecture}), {Environment.ProcessorCount} logical CPUs; {items} items/round (item: {item}), {warmup} warm-up + {rounds} measured rounds per shape"));
 
         var results = new Dictionary<(string Contender, string Shape), Summary>();
         foreach (var (producers, workers) in shapes)
         {
             var shape = $"{producers}/{workers}";
-            using var executor = new ExecutorContender(producers, workers, items);
-            using var channel = new RawChannelContender(producers, workers, items);
-            ICompareContender[] contenders = [executor, channel];
+            using var executor = new ExecutorContender(producers, workers, items, flowExecutionContext: true, item);
+            using var flowOff = new ExecutorContender(producers, workers, items, flowExecutionContext: false, item);
+            using var channel = new RawChannelContender(producers, workers, items, item);
+            ICompareContender[] contenders = [executor, flowOff, channel];
             var measured = contenders.Select(_ => new RoundResult[rounds]).ToArray();
             for (var round = -warmup; round < rounds; round++)
             {
@@ -83,11 +91,11 @@ internal static class CompareHarness
         var javaFile = arguments.Text("--java");
         arguments.EnsureAllUsed();
         var runs = ReadResults(reportFile, "--report");
-        var shapes = runs.Keys.Where(k => k.Contender == "executor").Select(k => ParseShapes(k.Shape)[0]).ToList();
+        var shapes = runs.Keys.Where(k => k.Contender == Default).Select(k => ParseShapes(k.Shape)[0]).ToList();
         var results = Aggregate(runs);
         foreach (var shape in shapes.Select(s => $"{s.Producers}/{s.Workers}"))
         {
-            if (!results.ContainsKey(("raw-channel", shape)))
+            if (!results.ContainsKey((RawChannel, shape)))
             {
                 throw new ArgumentException($"--report: '{reportFile}' has executor results for {shape} but no raw-channel ones.");
             }
@@ -101,7 +109,7 @@ internal static class CompareHarness
             $"# {processes} .NET process(es){javaProcesses}; each cell aggregates the processes' medians"));
         Console.WriteLine();
         var perProcess = processes > 1
-            ? runs.Where(kv => kv.Key.Contender == "executor").ToDictionary(kv => kv.Key.Shape, kv => kv.Value)
+            ? runs.Where(kv => kv.Key.Contender == Default).ToDictionary(kv => kv.Key.Shape, kv => kv.Value)
             : [];
         Console.Write(FormatTable(shapes, results, java.ToDictionary(kv => kv.Key.Shape, kv => kv.Value), javaFile is not null, perProcess));
         return 0;
@@ -115,62 +123,96 @@ internal static class CompareHarness
         Dictionary<string, List<Summary>> executorPerProcess)
     {
         var table = new StringBuilder();
-        var perProcessHeader = executorPerProcess.Count > 0 ? " BoundedExecutor median per process |" : string.Empty;
-        var perProcessRule = executorPerProcess.Count > 0 ? " ---: |" : string.Empty;
-        table.AppendLine(withJava
-            ? "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | Java TPE ns/item | vs raw channel | vs Java TPE | BoundedExecutor B/item | BoundedExecutor pool items/item |" + perProcessHeader
-            : "| producers/workers | BoundedExecutor ns/item | raw channel ns/item | vs raw channel | BoundedExecutor B/item | BoundedExecutor pool items/item |" + perProcessHeader);
-        table.AppendLine((withJava ? "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" : "| --- | ---: | ---: | ---: | ---: | ---: |") + perProcessRule);
+        var columns = new List<(string Header, string Align)>
+        {
+            ("producers/workers", "---"),
+            ("BoundedExecutor (default) ns/item", "---:"),
+            ("BoundedExecutor, flow off ns/item", "---:"),
+            ("raw channel ns/item", "---:"),
+        };
+        if (withJava)
+        {
+            columns.Add(("Java TPE ns/item", "---:"));
+        }
+
+        columns.Add(("default vs raw channel", "---:"));
+        if (withJava)
+        {
+            columns.Add(("default vs Java TPE", "---:"));
+        }
+
+        columns.Add(("flow off vs raw channel", "---:"));
+        if (withJava)
+        {
+            columns.Add(("flow off vs Java TPE", "---:"));
+        }
+
+        columns.Add(("default B/item", "---:"));
+        columns.Add(("default pool items/item", "---:"));
+        if (executorPerProcess.Count > 0)
+        {
+            columns.Add(("default median per process", "---:"));
+        }
+
+        table.AppendLine("| " + string.Join(" | ", columns.Select(c => c.Header)) + " |");
+        table.AppendLine("| " + string.Join(" | ", columns.Select(c => c.Align)) + " |");
         foreach (var (producers, workers) in shapes)
         {
             var shape = $"{producers}/{workers}";
-            var executor = results[("executor", shape)];
-            var channel = results[("raw-channel", shape)];
-            table.Append(CultureInfo.InvariantCulture, $"| {shape} | {Cell(executor)} | {Cell(channel)} | ");
+            var executor = results[(Default, shape)];
+            Summary? flowOff = results.TryGetValue((FlowOff, shape), out var f) ? f : null;
+            var channel = results[(RawChannel, shape)];
+            Summary? tpe = java.TryGetValue(shape, out var t) ? t : null;
+            var cells = new List<string> { shape, Cell(executor), Cell(flowOff), Cell(channel) };
             if (withJava)
             {
-                if (java.TryGetValue(shape, out var tpe))
-                {
-                    table.Append(CultureInfo.InvariantCulture, $"{Cell(tpe)} | {Ratio(channel, executor)} | {Ratio(tpe, executor)} |");
-                }
-                else
-                {
-                    table.Append(CultureInfo.InvariantCulture, $"not run | {Ratio(channel, executor)} | – |");
-                }
-            }
-            else
-            {
-                table.Append(CultureInfo.InvariantCulture, $"{Ratio(channel, executor)} |");
+                cells.Add(tpe is null ? "not run" : Cell(tpe));
             }
 
-            table.Append(CultureInfo.InvariantCulture, $" {executor.MaxAllocatedBytes:0.00} | {executor.MaxThreadPoolItems:0.0000} |");
-            if (executorPerProcess.TryGetValue(shape, out var processes))
+            cells.Add(Ratio(channel, executor));
+            if (withJava)
             {
-                table.Append(' ').Append(string.Join(", ", processes.Select(p => p.Median.ToString("0.0", CultureInfo.InvariantCulture)))).Append(" |");
+                cells.Add(Ratio(tpe, executor));
             }
 
-            table.AppendLine();
+            cells.Add(Ratio(channel, flowOff));
+            if (withJava)
+            {
+                cells.Add(Ratio(tpe, flowOff));
+            }
+
+            cells.Add(executor.MaxAllocatedBytes.ToString("0.00", CultureInfo.InvariantCulture));
+            cells.Add(executor.MaxThreadPoolItems.ToString("0.0000", CultureInfo.InvariantCulture));
+            if (executorPerProcess.Count > 0)
+            {
+                cells.Add(executorPerProcess.TryGetValue(shape, out var processes)
+                    ? string.Join(", ", processes.Select(p => p.Median.ToString("0.0", CultureInfo.InvariantCulture)))
+                    : "–");
+            }
+
+            table.AppendLine("| " + string.Join(" | ", cells) + " |");
         }
 
         table.AppendLine();
         if (executorPerProcess.Count > 0)
         {
             table.AppendLine("Several processes: each time cell is the median of the processes' medians (and the lowest minimum of any process);");
-            table.AppendLine("the last column lists BoundedExecutor's median in each process, in the order they ran.");
+            table.AppendLine("the last column lists the default BoundedExecutor's median in each process, in the order they ran.");
         }
 
+        table.AppendLine("Default: FlowExecutionContext = true, the producer's ExecutionContext (a request's) flows to each item; flow off: false.");
         table.AppendLine("Cells: median (minimum) ns per item over the measured rounds; lower is better. \"vs\" columns: the other contender's");
         table.AppendLine("median time divided by BoundedExecutor's, i.e. BoundedExecutor's throughput relative to it (above 1.00x: BoundedExecutor is faster).");
         table.AppendLine("B/item and pool items/item: the most bytes allocated and ThreadPool work items completed per item (process-wide) in any");
-        table.AppendLine("measured BoundedExecutor round (0.00 B: no allocation per item, blocking waits for room included).");
+        table.AppendLine("measured round of the default BoundedExecutor (0.00 B: no allocation per item, blocking waits for room included).");
         return table.ToString();
     }
 
-    private static string Cell(Summary value) =>
-        string.Create(CultureInfo.InvariantCulture, $"{value.Median:0.0} ({value.Min:0.0})");
+    private static string Cell(Summary? value) =>
+        value is { } v ? string.Create(CultureInfo.InvariantCulture, $"{v.Median:0.0} ({v.Min:0.0})") : "not run";
 
-    private static string Ratio(Summary other, Summary executor) =>
-        string.Create(CultureInfo.InvariantCulture, $"{other.Median / executor.Median:0.00}x");
+    private static string Ratio(Summary? other, Summary? executor) =>
+        other is { } o && executor is { } e ? string.Create(CultureInfo.InvariantCulture, $"{o.Median / e.Median:0.00}x") : "–";
 
     /// <summary>
     /// Reads <c>RESULT</c> lines (this harness's or the Java harness's): per contender and shape, one summary per

@@ -2,21 +2,25 @@ namespace BoundedWork.Benchmarks.Compare;
 
 /// <summary>
 /// <see cref="BoundedExecutor.Execute(Action, CancellationToken)"/> with W workers, capacity 1024 and the Wait policy
-/// with no timeout (a producer blocks until there is room, as Java's <c>queue.put</c> does), without
-/// ExecutionContext flow (Java's pool carries no context either).
+/// with no timeout (a producer blocks until there is room, as Java's <c>queue.put</c> does). <c>executor</c> is the
+/// default configuration, <c>FlowExecutionContext = true</c>: each item captures its producer's ExecutionContext (a
+/// request's, see <see cref="Infrastructure.RequestContext"/>) and runs in it, which is what users get.
+/// <c>executor-flow-off</c> sets <c>FlowExecutionContext = false</c>, as Java's pool, which carries no context.
 /// </summary>
 internal sealed class ExecutorContender : ICompareContender
 {
-    private static readonly Action s_empty = static () => { };
     private static readonly TimeSpan s_settleTimeout = TimeSpan.FromSeconds(10);
 
     private readonly BoundedExecutor _executor;
     private readonly FencedRounds _rounds;
+    private readonly CompareItem _item;
     private readonly int _items;
 
-    public ExecutorContender(int producers, int workers, int items)
+    public ExecutorContender(int producers, int workers, int items, bool flowExecutionContext, string item)
     {
         _items = items;
+        _item = new CompareItem(item);
+        Name = flowExecutionContext ? "executor" : "executor-flow-off";
         _executor = new BoundedExecutor(new BoundedExecutorOptions
         {
             Name = "compare",
@@ -25,9 +29,10 @@ internal sealed class ExecutorContender : ICompareContender
             QueueCapacity = CompareHarness.Capacity,
             RejectionPolicy = RejectionPolicy.Wait,
             WaitTimeout = Timeout.InfiniteTimeSpan,
-            FlowExecutionContext = false,
+            FlowExecutionContext = flowExecutionContext,
         });
         var executor = _executor;
+        var work = _item.Work;
         _rounds = new FencedRounds(
             producers,
             workers,
@@ -36,19 +41,21 @@ internal sealed class ExecutorContender : ICompareContender
             {
                 for (var i = 0; i < count; i++)
                 {
-                    executor.Execute(s_empty);
+                    executor.Execute(work);
                 }
             },
             fence => executor.Execute(fence),
             () => executor.GetStatistics().ToString());
     }
 
-    public string Name => "executor";
+    public string Name { get; }
 
     public RoundResult RunRound()
     {
         var before = _executor.GetStatistics().Completed;
+        var countBefore = _item.Count;
         var result = _rounds.Run();
+        _item.CheckRound(countBefore, _items, Name);
 
         // Outside the clock. At the fence every worker is running a fence item, so the queue is empty and every item
         // of the round has completed (this also proves the fence is sound: no item was still queued behind it).

@@ -7,8 +7,8 @@ namespace BoundedWork.Benchmarks.Compare;
 /// The timed part of a <c>compare</c> round, the same as the Java harness's: start the clock, let the producers
 /// submit their items, then submit one fence item per worker. Each fence item waits on a barrier of workers + 1
 /// parties and the harness joins it. The queue is FIFO and there are exactly <c>workers</c> consumers, so once
-/// every consumer is inside a fence item, every earlier item has finished: the clock stops there. This lets the
-/// items be empty (no shared counter to decrement, so no extra cache-line traffic between workers).
+/// every consumer is inside a fence item, every earlier item has finished: the clock stops there. So the items need
+/// no "items left" countdown of the harness's own: they do only what <see cref="CompareItem"/> says.
 /// </summary>
 internal sealed class FencedRounds : IDisposable
 {

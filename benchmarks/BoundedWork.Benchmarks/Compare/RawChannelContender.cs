@@ -9,15 +9,18 @@ namespace BoundedWork.Benchmarks.Compare;
 /// </summary>
 internal sealed class RawChannelContender : ICompareContender
 {
-    private static readonly Action s_empty = static () => { };
-
     private readonly ChannelWorkerPool _pool;
     private readonly FencedRounds _rounds;
+    private readonly CompareItem _item;
+    private readonly int _items;
 
-    public RawChannelContender(int producers, int workers, int items)
+    public RawChannelContender(int producers, int workers, int items, string item)
     {
+        _items = items;
+        _item = new CompareItem(item);
         _pool = new ChannelWorkerPool(workers, CompareHarness.Capacity);
         var pool = _pool;
+        var work = _item.Work;
         _rounds = new FencedRounds(
             producers,
             workers,
@@ -26,7 +29,7 @@ internal sealed class RawChannelContender : ICompareContender
             {
                 for (var i = 0; i < count; i++)
                 {
-                    pool.Submit(s_empty);
+                    pool.Submit(work);
                 }
             },
             pool.Submit,
@@ -37,7 +40,9 @@ internal sealed class RawChannelContender : ICompareContender
 
     public RoundResult RunRound()
     {
+        var countBefore = _item.Count;
         var result = _rounds.Run();
+        _item.CheckRound(countBefore, _items, Name);
         if (_pool.Count != 0)
         {
             throw new InvalidOperationException($"The channel still holds {_pool.Count} item(s) after the fence.");

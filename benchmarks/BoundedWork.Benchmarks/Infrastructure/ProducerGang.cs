@@ -4,6 +4,7 @@ namespace BoundedWork.Benchmarks.Infrastructure;
 /// A fixed set of dedicated producer threads, created once (in a benchmark's GlobalSetup) and reused by every
 /// operation, so thread creation is never part of a measurement. <see cref="Run"/> releases all producers at once,
 /// each submits its share of the items through the contender's submit loop, and returns when all have finished.
+/// Each producer thread carries a request's ExecutionContext (<see cref="RequestContext"/>), as request code does.
 /// </summary>
 public sealed class ProducerGang : IDisposable
 {
@@ -90,6 +91,7 @@ public sealed class ProducerGang : IDisposable
 
     private void ProducerMain(int index)
     {
+        RequestContext.Enter();
         while (true)
         {
             _start[index].Wait();

@@ -1,4 +1,5 @@
 using System.Globalization;
+using BoundedWork.Benchmarks.Infrastructure;
 
 namespace BoundedWork.Benchmarks.Trickle;
 
@@ -40,6 +41,7 @@ internal static class TrickleChild
         {
             try
             {
+                RequestContext.Enter(); // the pacer submits as request code would, with a request's ExecutionContext
                 measurement = Pace(contender, recorder, rate, warmupItems, total);
             }
             catch (Exception ex)

@@ -18,7 +18,7 @@ internal sealed class TrickleContender : IDisposable
     }
 
     /// <summary>Gets the contender names the command line accepts, in table order (the idle baseline first).</summary>
-    public static IReadOnlyList<string> Names { get; } = ["idle", "executor-2", "executor-1", "threadpool", "channel-2", "channel-1"];
+    public static IReadOnlyList<string> Names { get; } = ["idle", "executor-2", "executor-2-flow-off", "executor-1", "threadpool", "channel-2", "channel-1"];
 
     public string Name { get; }
 
@@ -30,6 +30,7 @@ internal sealed class TrickleContender : IDisposable
     {
         "idle" => "idle baseline (pacer only, items run inline)",
         "executor-2" => "BoundedExecutor, 2 workers",
+        "executor-2-flow-off" => "BoundedExecutor, 2 workers, flow off",
         "executor-1" => "BoundedExecutor, 1 worker",
         "threadpool" => "ThreadPool.UnsafeQueueUserWorkItem",
         "channel-2" => "raw channel, 2 dedicated threads",
@@ -45,14 +46,17 @@ internal sealed class TrickleContender : IDisposable
             case "idle":
                 return new TrickleContender(name, static item => item.Run(), static () => "inline");
             case "executor-2":
+            case "executor-2-flow-off":
             case "executor-1":
+                // The default configuration (the pacer's ExecutionContext, a request's, flows to each item) unless the
+                // name says flow off.
                 var executor = new BoundedExecutor(new BoundedExecutorOptions
                 {
                     Name = "trickle",
-                    WorkerCount = name == "executor-2" ? 2 : 1,
+                    WorkerCount = name == "executor-1" ? 1 : 2,
                     QueueCapacity = 1024,
                     RejectionPolicy = RejectionPolicy.Wait,
-                    FlowExecutionContext = false,
+                    FlowExecutionContext = name != "executor-2-flow-off",
                 });
                 return new TrickleContender(
                     name,

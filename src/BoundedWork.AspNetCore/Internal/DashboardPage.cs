@@ -1,12 +1,15 @@
 using System.Security.Cryptography;
 using System.Text.Encodings.Web;
 using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Options;
 
 namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
 /// Serves the dashboard: one self-contained HTML page (an embedded resource, no external scripts), with the
-/// console's base path filled in and its inline script and style allowed by a per-response nonce.
+/// console's base path and local socket path filled in and its inline script and style allowed by a per-response
+/// nonce.
 /// </summary>
 internal static class DashboardPage
 {
@@ -16,9 +19,11 @@ internal static class DashboardPage
     {
         var nonce = Convert.ToBase64String(RandomNumberGenerator.GetBytes(16));
         var basePath = (context.Request.PathBase + new PathString(prefix.TrimEnd('/'))).ToString();
+        var localSocket = context.RequestServices.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.LocalSocketPath;
         var html = s_template.Value
             .Replace("__NONCE__", nonce, StringComparison.Ordinal)
-            .Replace("\"__BASE_PATH__\"", "\"" + JavaScriptEncoder.Default.Encode(basePath) + "\"", StringComparison.Ordinal);
+            .Replace("\"__BASE_PATH__\"", JavaScriptString(basePath), StringComparison.Ordinal)
+            .Replace("\"__LOCAL_SOCKET__\"", string.IsNullOrEmpty(localSocket) ? "null" : JavaScriptString(localSocket), StringComparison.Ordinal);
 
         var headers = context.Response.Headers;
         headers.ContentSecurityPolicy =
@@ -28,6 +33,9 @@ internal static class DashboardPage
         context.Response.ContentType = "text/html; charset=utf-8";
         return context.Response.WriteAsync(html, context.RequestAborted);
     }
+
+    /// <summary>A JavaScript string literal of <paramref name="value"/>, safe inside an inline script.</summary>
+    private static string JavaScriptString(string value) => "\"" + JavaScriptEncoder.Default.Encode(value) + "\"";
 
     private static string Load()
     {
