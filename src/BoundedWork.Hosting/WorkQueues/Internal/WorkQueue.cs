@@ -46,9 +46,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private readonly CancellationToken _stoppedToken;
     private readonly object _keysLock = new();
     private readonly Dictionary<object, Queue<WorkQueueEntry<T>>?> _busyKeys = [];
+    private readonly InFlightCount _inFlight = new();
     private int _heldBack;
-    private int _inFlight;
-    private TaskCompletionSource? _idle;
     private BoundedExecutor? _executor;
     private long _lastItemId;
 
@@ -68,7 +67,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     public string Name { get; }
 
     /// <summary>Gets the number of accepted items not yet handled or dead-lettered.</summary>
-    public int InFlightCount => Volatile.Read(ref _inFlight);
+    public int InFlightCount => _inFlight.Value;
 
     private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
 
@@ -125,16 +124,9 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private async Task WaitIdleAsync(CancellationToken cancellationToken)
     {
-        var idle = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        Volatile.Write(ref _idle, idle);
-        if (Volatile.Read(ref _inFlight) == 0)
-        {
-            idle.TrySetResult();
-        }
-
         try
         {
-            await idle.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+            await _inFlight.WhenIdle().WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
         {
@@ -162,7 +154,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private WorkQueueEntry<T> Accept(T item)
     {
         var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId));
-        Interlocked.Increment(ref _inFlight);
+        _inFlight.Increment();
         return entry;
     }
 
@@ -393,11 +385,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private Task Done()
     {
-        if (Interlocked.Decrement(ref _inFlight) == 0 && Volatile.Read(ref _idle) is { } idle)
-        {
-            idle.TrySetResult();
-        }
-
+        _inFlight.Decrement();
         return Task.CompletedTask;
     }
 
