@@ -22,6 +22,8 @@ namespace BoundedWork.Hosting.Internal;
 /// <para>
 /// Ordering: the first item of a key owns the key; later items of that key wait, in order, in the key's backlog
 /// (not in the executor's queue, bounded by the executor's queue capacity) until the owner ends, retries included.
+/// Once the executor has shut down, no item joins a backlog (it is refused), and when the queue stops, the items
+/// still waiting in backlogs (behind an owner that is still running past the shutdown deadline) become dead letters.
 /// </para>
 /// </remarks>
 internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
@@ -48,6 +50,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private readonly Dictionary<object, Queue<WorkQueueEntry<T>>?> _busyKeys = [];
     private readonly InFlightCount _inFlight = new();
     private int _heldBack;
+    private bool _backlogsClosed;
     private BoundedExecutor? _executor;
     private long _lastItemId;
 
@@ -77,7 +80,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         return Admit(entry) switch
         {
             KeyAdmission.HeldBack => true,
-            KeyAdmission.BacklogFull => false,
+            KeyAdmission.Refused => false,
             _ => Executor.TryExecute(s_runFirstAttempt, entry), // refused: the OnRejected hook dead-letters it
         };
     }
@@ -89,8 +92,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         {
             case KeyAdmission.HeldBack:
                 return ValueTask.CompletedTask;
-            case KeyAdmission.BacklogFull:
-                return ValueTask.FromException(new RejectedExecutionException(Name, RejectionReason.QueueFull));
+            case KeyAdmission.Refused:
+                return ValueTask.FromException(new RejectedExecutionException(Name, entry.NotRun!.Value));
         }
 
         var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
@@ -110,12 +113,13 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     /// <summary>
     /// Called after every executor has shut down: ends the retry waits of items still waiting (each becomes a dead
-    /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires.
+    /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires;
+    /// then the items still held behind their key become dead letters.
     /// </summary>
     public Task StopAsync(CancellationToken cancellationToken)
     {
-        // Synchronous: the cancelled retry waits end, and their dead letters are delivered, on this thread rather
-        // than on the ThreadPool.
+        // An item whose retry wait ends releases its key to the next item of its backlog, which the shut-down executor
+        // refuses (a dead letter), and so on down the backlog, in order.
         _stopped.Cancel();
         return WaitIdleAsync(cancellationToken);
     }
@@ -130,10 +134,13 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         }
         catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
         {
-            if (InFlightCount is var left and > 0)
-            {
-                _logger.StoppedWithItemsInFlight(Name, left);
-            }
+            // The shutdown deadline: an item still running past it holds its key, and the items behind it never run.
+        }
+
+        AbandonBacklogs();
+        if (cancellationToken.IsCancellationRequested && InFlightCount is var left and > 0)
+        {
+            _logger.StoppedWithItemsInFlight(Name, left);
         }
     }
 
@@ -172,7 +179,10 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         }
     }
 
-    /// <summary>Decides whether the entry runs now (owning its key), waits behind its key, or is refused.</summary>
+    /// <summary>
+    /// Decides whether the entry runs now (owning its key), waits behind its key, or is refused (then it has been
+    /// dead-lettered, and <see cref="WorkQueueEntry{T}.NotRun"/> says why).
+    /// </summary>
     private KeyAdmission Admit(WorkQueueEntry<T> entry)
     {
         if (entry.Key is not { } key)
@@ -180,16 +190,24 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
             return KeyAdmission.Run;
         }
 
+        RejectionReason refusal;
         lock (_keysLock)
         {
             if (!_busyKeys.TryGetValue(key, out var backlog))
             {
+                // A free key: the executor itself refuses the entry if it has shut down.
                 _busyKeys.Add(key, null);
                 entry.OwnsKey = true;
                 return KeyAdmission.Run;
             }
 
-            if (_heldBack < Executor.QueueCapacity)
+            // Checked under the lock that AbandonBacklogs takes: an entry either joins a backlog before the backlogs
+            // are emptied at stop, or is refused here; none is left behind.
+            if (_backlogsClosed || Executor.IsShutdown)
+            {
+                refusal = RejectionReason.ShutDown;
+            }
+            else if (_heldBack < Executor.QueueCapacity)
             {
                 if (backlog is null)
                 {
@@ -201,11 +219,50 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
                 _heldBack++;
                 return KeyAdmission.HeldBack;
             }
+            else
+            {
+                refusal = RejectionReason.QueueFull;
+            }
         }
 
-        entry.NotRun = RejectionReason.QueueFull;
+        entry.NotRun = refusal;
         _ = Finish(entry, Outcome.FromResult<object?>(null));
-        return KeyAdmission.BacklogFull;
+        return KeyAdmission.Refused;
+    }
+
+    /// <summary>
+    /// Empties every key's backlog for good (the queue is stopping): the items still waiting behind an owner that runs
+    /// past the shutdown deadline never run, and become dead letters in submission order. Later items of a busy key
+    /// are refused by <see cref="Admit"/>.
+    /// </summary>
+    private void AbandonBacklogs()
+    {
+        List<WorkQueueEntry<T>>? abandoned = null;
+        lock (_keysLock)
+        {
+            _backlogsClosed = true;
+            foreach (var backlog in _busyKeys.Values)
+            {
+                if (backlog is { Count: > 0 })
+                {
+                    (abandoned ??= []).AddRange(backlog);
+                    _heldBack -= backlog.Count;
+                    backlog.Clear();
+                }
+            }
+        }
+
+        if (abandoned is null)
+        {
+            return;
+        }
+
+        abandoned.Sort(static (x, y) => x.Id.CompareTo(y.Id));
+        foreach (var entry in abandoned)
+        {
+            entry.NotRun = RejectionReason.Abandoned;
+            _ = Finish(entry, Outcome.FromResult<object?>(null));
+        }
     }
 
     /// <summary>Hands the key to the next entry in its backlog, or frees it.</summary>
@@ -393,6 +450,6 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     {
         Run,
         HeldBack,
-        BacklogFull,
+        Refused,
     }
 }
