@@ -103,10 +103,12 @@ public static class WorkQueueHost
         Action<WorkQueueOptions<Notice>>? queue = null,
         Action<BoundedExecutorOptions>? executor = null,
         CapturingLoggerProvider? logs = null,
-        bool recordDeadLetters = true)
+        bool recordDeadLetters = true,
+        Action<IServiceCollection>? services = null)
         where THandler : class
     {
         var builder = TestHost.CreateBuilder(logs);
+        services?.Invoke(builder.Services);
         var probe = new Probe();
         var deadLetters = new RecordingDeadLetters();
         builder.Services.AddSingleton(probe);
