@@ -17,7 +17,8 @@ namespace BoundedWork.Hosting.Internal;
 /// An item's first attempt is one executor item. When it fails and the pipeline retries, the pipeline awaits its
 /// delay on the retry clock and the item's executor item ends, so the worker is free. When the delay ends, the
 /// attempt is handed back to a worker as a new executor item (<see cref="RetryHandoff"/>); if the executor refuses
-/// it (queue full, shut down) or drops it later, the item becomes a dead letter.
+/// it (queue full, shut down) or drops it later, the item becomes a dead letter. Under the Wait policy a handoff
+/// that finds the queue full waits for room without holding the thread that made it (<see cref="SubmitOffWorker"/>).
 /// </para>
 /// <para>
 /// Ordering: the first item of a key owns the key; later items of that key wait, in order, in the key's backlog
@@ -312,8 +313,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     {
         if (!Executor.IsWorkerThread)
         {
-            // Never block the releasing thread (the retry clock, a shutdown path): refused means dead-lettered.
-            Executor.TryExecute(s_runFirstAttempt, entry);
+            // The releasing thread is the retry clock, a producer's continuation or a shutdown path: never block it.
+            SubmitOffWorker(s_runFirstAttempt, entry);
             return;
         }
 
@@ -368,8 +369,37 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         // refuses it, the OnRejected hook completes the handoff at once (see OnNotRun).
         var retry = new RetryHandoff(context.CancellationToken);
         entry.SetRetry(retry);
-        Executor.TryExecute(s_runRetry, entry);
+        SubmitOffWorker(s_runRetry, entry);
         return retry.Completion;
+    }
+
+    /// <summary>
+    /// Hands an entry to the executor from a thread that is not one of its workers (the retry clock, a producer's
+    /// continuation, a shutdown path) without blocking that thread or running the entry on it. Under the Wait
+    /// policy the entry waits for room as a producer's item would, up to the executor's wait timeout: the executor
+    /// admits it itself when a worker frees a slot, so no thread waits. Under every other policy a full queue refuses
+    /// it at once. Whatever refuses or drops it reports it through the OnRejected hook: a dead letter.
+    /// </summary>
+    private void SubmitOffWorker(Action<WorkQueueEntry<T>> run, WorkQueueEntry<T> entry)
+    {
+        // A policy changed between this read and the submit applies to this one entry as the old one would not
+        // (CallerRuns would run it here); a reconfiguration's race, and never a lost item.
+        if (Executor.RejectionPolicy != RejectionPolicy.Wait)
+        {
+            Executor.TryExecute(run, entry);
+            return;
+        }
+
+        var queued = Executor.ExecuteAsync(run, entry);
+        if (!queued.IsCompletedSuccessfully)
+        {
+            // Its only failures are rejections, already dead-lettered: observe them, on the completing thread.
+            queued.AsTask().ContinueWith(
+                static task => _ = task.Exception,
+                CancellationToken.None,
+                TaskContinuationOptions.ExecuteSynchronously | TaskContinuationOptions.OnlyOnFaulted,
+                TaskScheduler.Default);
+        }
     }
 
     private void RunRetry(WorkQueueEntry<T> entry)

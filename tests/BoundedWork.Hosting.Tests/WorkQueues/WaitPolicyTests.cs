@@ -1,0 +1,112 @@
+using Polly;
+using Polly.Retry;
+
+namespace BoundedWork.Hosting.Tests.WorkQueues;
+
+/// <summary>
+/// Under the Wait policy, an item the queue hands to the executor from outside a worker (a retry that comes due, the
+/// next item of a key) waits for room as the policy promises, holding no thread, instead of being rejected.
+/// </summary>
+public sealed class WaitPolicyTests
+{
+    private static void WaitPolicy(BoundedExecutorOptions o)
+    {
+        o.QueueCapacity = 2;
+        o.RejectionPolicy = RejectionPolicy.Wait;
+        o.WaitTimeout = Timeout.InfiniteTimeSpan;
+    }
+
+    [Fact]
+    public async Task KeyedRetryDueWhileTheQueueIsFull_WaitsForRoom_AndTheItemsBehindItRunInOrder()
+    {
+        var retryDue = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        using var gate = new ManualResetEventSlim(false);
+        using var started = new ManualResetEventSlim(false);
+        using var failedOnce = new ManualResetEventSlim(false);
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
+            o =>
+            {
+                o.OrderingKey = n => n.Key;
+                o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
+                {
+                    MaxRetryAttempts = 1,
+                    DelayGenerator = async _ =>
+                    {
+                        await retryDue.Task;
+                        return TimeSpan.Zero;
+                    },
+                });
+            },
+            executor: WaitPolicy);
+        using var _ = host;
+        probe.Behaviour = (notice, attempt, _) =>
+        {
+            if (notice.Id == 1 && attempt == 1)
+            {
+                failedOnce.Set();
+                throw new InvalidOperationException("a1 fails once");
+            }
+
+            if (notice.Id == 4)
+            {
+                started.Set();
+                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+            }
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1, "a")));
+        Assert.True(failedOnce.Wait(TestHost.Patience));
+        Assert.True(host.Queue().TryEnqueue(new Notice(2, "a"))); // held behind 1, which waits for its retry
+        Assert.True(host.Queue().TryEnqueue(new Notice(3, "a")));
+        Assert.True(host.Queue().TryEnqueue(new Notice(4, "b"))); // takes the only worker
+        Assert.True(started.Wait(TestHost.Patience));
+        Assert.True(host.Queue().TryEnqueue(new Notice(5, "c"))); // these two fill the queue
+        Assert.True(host.Queue().TryEnqueue(new Notice(6, "d")));
+
+        retryDue.SetResult();
+
+        // The retry waits for room as a producer would: nothing is dead-lettered.
+        TestHost.WaitUntil(() => host.Executor().GetStatistics().WaitingProducers == 1 || deadLetters.Letters.Count > 0);
+        Assert.Empty(deadLetters.Letters);
+        gate.Set();
+        probe.WaitHandled(6);
+        Assert.Equal([4, 5, 6, 1, 2, 3], probe.Handled);
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+    }
+
+    [Fact]
+    public async Task NextItemOfAKeyReleasedOffAWorkerWhileTheQueueIsFull_WaitsForRoom()
+    {
+        using var gate = new ManualResetEventSlim(false);
+        using var started = new ManualResetEventSlim(false);
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, executor: WaitPolicy);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                started.Set();
+                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+            }
+        };
+        await host.Queue().EnqueueAsync(new Notice(1, "x")); // takes the only worker
+        Assert.True(started.Wait(TestHost.Patience));
+        await host.Queue().EnqueueAsync(new Notice(2, "y")); // these two fill the queue
+        await host.Queue().EnqueueAsync(new Notice(5, "z"));
+        using var cancel = new CancellationTokenSource();
+        var waiting = host.Queue().EnqueueAsync(new Notice(3, "k"), cancel.Token).AsTask();
+        Assert.True(host.Queue().TryEnqueue(new Notice(4, "k"))); // held behind 3
+
+        // 3's producer gives up: key k passes to 4 on the cancelling thread, not on a worker, while the queue is full.
+        await cancel.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => waiting);
+
+        TestHost.WaitUntil(() => host.Executor().GetStatistics().WaitingProducers == 1 || deadLetters.Letters.Count > 0);
+        Assert.Empty(deadLetters.Letters);
+        gate.Set();
+        probe.WaitHandled(4);
+        Assert.Equal([1, 2, 5, 4], probe.Handled);
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+    }
+}
