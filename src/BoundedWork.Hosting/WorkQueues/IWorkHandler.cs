@@ -9,6 +9,12 @@ namespace BoundedWork.Hosting;
 /// The worker waits for the returned task, so the queue's worker count bounds how many items are handled at once,
 /// asynchronous or not. A handler that blocks anyway is better written as <see cref="IBlockingWorkHandler{T}"/>.
 /// An exception it throws fails the attempt: the queue's resilience pipeline decides whether to retry.
+/// <para>
+/// A handler that awaits <see cref="IWorkQueue{T}.EnqueueAsync"/> into its own queue under the Wait policy never
+/// waits for room there (its worker, waiting for the handler, could be the one that would make room): the item is
+/// submitted on that worker, as a blocking handler's is, so a full queue runs it inline on the worker before the
+/// call completes.
+/// </para>
 /// </remarks>
 public interface IWorkHandler<in T>
 {

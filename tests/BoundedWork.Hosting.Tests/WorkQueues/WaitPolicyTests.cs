@@ -1,3 +1,4 @@
+using Microsoft.Extensions.DependencyInjection;
 using Polly;
 using Polly.Retry;
 
@@ -108,5 +109,67 @@ public sealed class WaitPolicyTests
         Assert.Equal([1, 2, 5, 4], probe.Handled);
         await host.StopAsync();
         Assert.Empty(deadLetters.Letters);
+    }
+
+    [Fact]
+    public async Task AsyncHandlerAwaitingEnqueueIntoItsOwnFullQueue_TheItemRunsInlineOnItsWorker_InsteadOfStallingIt()
+    {
+        var (host, probe, deadLetters) = WorkQueueHost.Start<FanOutHandler>(executor: o =>
+        {
+            WaitPolicy(o);
+            o.QueueCapacity = 1;
+        });
+        using var _ = host;
+
+        // Item 1's handler, off its worker after an await, queues item 2 (room) and then item 3 (the queue is full).
+        await host.Queue().EnqueueAsync(new Notice(1));
+
+        probe.WaitHandled(3);
+        Assert.Equal([3, 1, 2], probe.Handled); // 3 ran inline on the worker that waited for 1
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+        Assert.Equal(1, host.Executor().GetStatistics().CallerRuns);
+    }
+
+    [Fact]
+    public async Task AsyncHandlerEnqueueingWithoutAwaiting_TheItemIsStillQueuedAndHandled()
+    {
+        var (host, probe, deadLetters) = WorkQueueHost.Start<FanOutHandler>(executor: o =>
+        {
+            WaitPolicy(o);
+            o.QueueCapacity = 1;
+        });
+        using var _ = host;
+
+        await host.Queue().EnqueueAsync(new Notice(10));
+
+        probe.WaitHandled(3);
+        Assert.Equal([10, 11, 12], probe.Handled.Order());
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+    }
+
+    /// <summary>
+    /// An asynchronous handler that fans out: item 1 awaits two enqueues into its own queue; item 10 starts two and
+    /// returns without awaiting them.
+    /// </summary>
+    public sealed class FanOutHandler(Probe probe, ScopeMarker scope, IServiceProvider services, IWorkQueue<Notice> queue) : IWorkHandler<Notice>
+    {
+        public async ValueTask HandleAsync(Notice item, CancellationToken cancellationToken)
+        {
+            await Task.Yield();
+            if (item.Id == 1)
+            {
+                await queue.EnqueueAsync(new Notice(2), cancellationToken);
+                await queue.EnqueueAsync(new Notice(3), cancellationToken);
+            }
+            else if (item.Id == 10)
+            {
+                _ = queue.EnqueueAsync(new Notice(11), CancellationToken.None);
+                _ = queue.EnqueueAsync(new Notice(12), CancellationToken.None);
+            }
+
+            probe.Handle(item, services, scope, cancellationToken);
+        }
     }
 }

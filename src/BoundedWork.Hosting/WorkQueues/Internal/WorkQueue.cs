@@ -97,8 +97,14 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
                 return ValueTask.FromException(new RejectedExecutionException(Name, entry.NotRun!.Value));
         }
 
-        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
-        return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
+        if (HandlerWait.Current is { } handlerWait && Executor.RejectionPolicy == RejectionPolicy.Wait && !Executor.IsWorkerThread)
+        {
+            // An asynchronous handler's flow, off its worker, while that worker waits for the handler: waiting here
+            // for room could wait for that very worker. Make the submission on the worker, as a blocking handler's is.
+            return SubmitOnHandlersWorkerAsync(handlerWait, entry, cancellationToken);
+        }
+
+        return SubmitAsync(entry, cancellationToken);
     }
 
     /// <summary>Creates every part the queue needs at host start, so a bad executor setting fails the start.</summary>
@@ -164,6 +170,50 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId));
         _inFlight.Increment();
         return entry;
+    }
+
+    private ValueTask SubmitAsync(WorkQueueEntry<T> entry, CancellationToken cancellationToken)
+    {
+        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
+        return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
+    }
+
+    /// <summary>
+    /// Submits the entry on the worker that waits for the calling handler. There the Wait policy never blocks: a
+    /// full queue runs the entry inline on that worker (as it does for a blocking handler's submission), so the
+    /// handler's wait for room cannot wait for its own worker. The caller's execution context travels with it.
+    /// </summary>
+    private async ValueTask SubmitOnHandlersWorkerAsync(HandlerWait handlerWait, WorkQueueEntry<T> entry, CancellationToken cancellationToken)
+    {
+        var submitted = new TaskCompletionSource<Task>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var context = ExecutionContext.Capture();
+        void Submit() => submitted.SetResult(SubmitAsync(entry, cancellationToken).AsTask());
+        if (!handlerWait.TryPost(() =>
+        {
+            try
+            {
+                if (context is null)
+                {
+                    Submit();
+                }
+                else
+                {
+                    ExecutionContext.Run(context, static submit => ((Action)submit!)(), (Action)Submit);
+                }
+            }
+            catch (Exception ex)
+            {
+                submitted.TrySetException(ex);
+            }
+        }))
+        {
+            // The handler's worker stopped waiting for it meanwhile: nothing here can wait for that worker any more.
+            await SubmitAsync(entry, cancellationToken).ConfigureAwait(false);
+            return;
+        }
+
+        var queued = await submitted.Task.ConfigureAwait(false);
+        await queued.ConfigureAwait(false);
     }
 
     private async ValueTask AwaitQueuedAsync(ValueTask queued, WorkQueueEntry<T> entry)
