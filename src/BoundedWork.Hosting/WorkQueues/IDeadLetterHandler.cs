@@ -8,8 +8,9 @@ namespace BoundedWork.Hosting;
 /// <typeparam name="T">The item type.</typeparam>
 /// <remarks>
 /// A dead letter is delivered on the thread that decided the item's fate (a worker, a producer whose item was
-/// rejected, or the shutdown path), so persist it quickly (for example to an outbox). An exception a handler throws is
-/// logged at Error level with the item and does not stop the other handlers.
+/// rejected, or the shutdown path), so persist it quickly (for example to an outbox). An exception a handler throws,
+/// from <see cref="HandleAsync"/> or from its constructor, is logged at Error level with the item and does not stop
+/// the other handlers.
 /// </remarks>
 public interface IDeadLetterHandler<T>
 {
