@@ -4,6 +4,14 @@ using Microsoft.Extensions.Logging;
 namespace BoundedWork.Hosting.Internal;
 
 /// <summary>Delivers a queue's dead letters to every registered <see cref="IDeadLetterHandler{T}"/>, or logs them when there is none.</summary>
+/// <remarks>
+/// A dead letter that arises inside one of this queue's own deliveries (a handler put its item back into the queue,
+/// which refused it, or evicted another item for it) is logged instead of delivered: handing it back to the handlers
+/// could repeat for ever, recursing until the stack overflows when the handlers run synchronously. "Inside" follows
+/// the delivery's asynchronous flow (<see cref="DeadLetterFlow"/>), so a handler that awaits first is caught too;
+/// the queue runs each item's own processing outside that flow, so an item a handler put back that runs and fails
+/// later is delivered as usual.
+/// </remarks>
 internal sealed class DeadLetters<T>(string queueName, IServiceScopeFactory scopes, ILogger logger)
 {
     /// <summary>
@@ -12,6 +20,14 @@ internal sealed class DeadLetters<T>(string queueName, IServiceScopeFactory scop
     /// </summary>
     public async Task DeliverAsync(DeadLetter<T> letter)
     {
+        if (DeadLetterFlow.IsDelivering(this))
+        {
+            logger.DeadLetterNotRedelivered(queueName, letter.Reason, letter.RejectionReason, letter.Attempts, (object?)letter.Item ?? letter.Payload, letter.Exception);
+            return;
+        }
+
+        // Set in this async method: the flow of its handlers carries it, its caller's does not.
+        DeadLetterFlow.Enter(this);
         try
         {
             var scope = scopes.CreateAsyncScope();

@@ -383,6 +383,9 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private async Task ProcessAsync(WorkQueueEntry<T> entry)
     {
+        // The item's processing is its own, even if a dead-letter handler submitted it: its failure is a new dead
+        // letter, delivered as usual.
+        DeadLetterFlow.Leave();
         Outcome<object?> outcome;
         var context = ResilienceContextPool.Shared.Get(Name, _stoppedToken);
         try
