@@ -20,7 +20,10 @@ public interface IWorkHandler<in T>
 {
     /// <summary>Handles one item.</summary>
     /// <param name="item">The item.</param>
-    /// <param name="cancellationToken">Cancelled when the attempt times out (the default pipeline's per-attempt timeout).</param>
+    /// <param name="cancellationToken">
+    /// Cancelled when the attempt times out (the default pipeline's per-attempt timeout), or when the host's shutdown
+    /// deadline passes while the handler still runs; not when the host begins to drain.
+    /// </param>
     /// <returns>A task that completes when the item is handled.</returns>
     ValueTask HandleAsync(T item, CancellationToken cancellationToken);
 }
@@ -36,6 +39,9 @@ public interface IBlockingWorkHandler<in T>
 {
     /// <summary>Handles one item, blocking the worker thread until done.</summary>
     /// <param name="item">The item.</param>
-    /// <param name="cancellationToken">Cancelled when the attempt times out; the timeout only helps a handler that observes it.</param>
+    /// <param name="cancellationToken">
+    /// Cancelled when the attempt times out, or when the host's shutdown deadline passes while the handler still runs
+    /// (not when the host begins to drain); it only helps a handler that observes it.
+    /// </param>
     void Handle(T item, CancellationToken cancellationToken);
 }
