@@ -1,8 +1,6 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
-using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -75,15 +73,7 @@ public sealed class DeadLetterTests
         using var failedOnce = new ManualResetEventSlim(false);
         var failure = new InvalidOperationException("n1 fails");
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
-            o => o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
-            {
-                MaxRetryAttempts = 1,
-                DelayGenerator = async _ =>
-                {
-                    await retryDue.Task;
-                    return TimeSpan.Zero;
-                },
-            }),
+            o => o.ConfigurePipeline = WorkQueueHost.OneRetryWhen(retryDue.Task),
             executor: o => o.QueueCapacity = 1);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>

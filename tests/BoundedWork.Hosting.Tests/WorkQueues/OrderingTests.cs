@@ -1,8 +1,6 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
-using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -60,15 +58,7 @@ public sealed class OrderingTests
                 o.OrderingKey = n => n.Key;
 
                 // The retry waits for the test, not for a clock.
-                o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
-                {
-                    MaxRetryAttempts = 1,
-                    DelayGenerator = async _ =>
-                    {
-                        await releaseRetry.Task;
-                        return TimeSpan.Zero;
-                    },
-                });
+                o.ConfigurePipeline = WorkQueueHost.OneRetryWhen(releaseRetry.Task);
             },
             executor: o => o.WorkerCount = 2);
         using var _ = host;
@@ -132,8 +122,7 @@ public sealed class OrderingTests
     [Fact]
     public async Task Shutdown_ItemsHeldBehindAKeyWhoseItemHangsPastTheDeadline_AreDeadLettered_AndLaterItemsOfTheKeyRefused()
     {
-        using var hang = new ManualResetEventSlim(false);
-        using var started = new ManualResetEventSlim(false);
+        using var hang = new Gate();
         var logs = new CapturingLoggerProvider();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, logs: logs);
         using var _ = host;
@@ -142,12 +131,11 @@ public sealed class OrderingTests
             if (notice.Id == 1)
             {
                 // A hung dependency that ignores its token.
-                started.Set();
-                Assert.True(hang.Wait(TestHost.Patience, CancellationToken.None));
+                hang.Item();
             }
         };
         Assert.True(host.Queue().TryEnqueue(new Notice(1, "order-1")));
-        Assert.True(started.Wait(TestHost.Patience));
+        hang.WaitStarted();
         Assert.True(host.Queue().TryEnqueue(new Notice(2, "order-1")));
         Assert.True(host.Queue().TryEnqueue(new Notice(3, "order-1")));
 
@@ -169,7 +157,7 @@ public sealed class OrderingTests
         Assert.All(letters.Skip(2), l => Assert.Equal(RejectionReason.ShutDown, l.RejectionReason));
         Assert.Equal(1, Assert.Single(logs.WithEvent("StoppedWithItemsInFlight")).State["InFlightCount"]);
 
-        hang.Set();
+        hang.Open();
         probe.WaitHandled(1);
         Assert.Equal([1], probe.Handled);
         Assert.Equal(4, deadLetters.Letters.Count);
@@ -178,20 +166,18 @@ public sealed class OrderingTests
     [Fact]
     public async Task TryEnqueue_KeyBusyWhileTheExecutorDrains_IsRefusedAsShutDown()
     {
-        using var gate = new ManualResetEventSlim(false);
-        using var started = new ManualResetEventSlim(false);
+        using var gate = new Gate();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
         {
             if (notice.Id == 1)
             {
-                started.Set();
-                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+                gate.Item();
             }
         };
         Assert.True(host.Queue().TryEnqueue(new Notice(1, "order-1")));
-        Assert.True(started.Wait(TestHost.Patience));
+        gate.WaitStarted();
 
         var stopping = host.StopAsync();
         TestHost.WaitUntil(() => host.Executor().IsShutdown);
@@ -202,7 +188,7 @@ public sealed class OrderingTests
         Assert.Equal(DeadLetterReason.ShutDown, letter.Reason);
         Assert.Equal(RejectionReason.ShutDown, letter.RejectionReason);
 
-        gate.Set();
+        gate.Open();
         await stopping.WaitAsync(TestHost.Patience);
         Assert.Equal([1], probe.Handled);
         Assert.Single(deadLetters.Letters);

@@ -1,6 +1,4 @@
 using Microsoft.Extensions.DependencyInjection;
-using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -21,22 +19,13 @@ public sealed class WaitPolicyTests
     public async Task KeyedRetryDueWhileTheQueueIsFull_WaitsForRoom_AndTheItemsBehindItRunInOrder()
     {
         var retryDue = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        using var gate = new ManualResetEventSlim(false);
-        using var started = new ManualResetEventSlim(false);
+        using var gate = new Gate();
         using var failedOnce = new ManualResetEventSlim(false);
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
             o =>
             {
                 o.OrderingKey = n => n.Key;
-                o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
-                {
-                    MaxRetryAttempts = 1,
-                    DelayGenerator = async _ =>
-                    {
-                        await retryDue.Task;
-                        return TimeSpan.Zero;
-                    },
-                });
+                o.ConfigurePipeline = WorkQueueHost.OneRetryWhen(retryDue.Task);
             },
             executor: WaitPolicy);
         using var _ = host;
@@ -50,8 +39,7 @@ public sealed class WaitPolicyTests
 
             if (notice.Id == 4)
             {
-                started.Set();
-                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+                gate.Item();
             }
         };
         Assert.True(host.Queue().TryEnqueue(new Notice(1, "a")));
@@ -59,7 +47,7 @@ public sealed class WaitPolicyTests
         Assert.True(host.Queue().TryEnqueue(new Notice(2, "a"))); // held behind 1, which waits for its retry
         Assert.True(host.Queue().TryEnqueue(new Notice(3, "a")));
         Assert.True(host.Queue().TryEnqueue(new Notice(4, "b"))); // takes the only worker
-        Assert.True(started.Wait(TestHost.Patience));
+        gate.WaitStarted();
         Assert.True(host.Queue().TryEnqueue(new Notice(5, "c"))); // these two fill the queue
         Assert.True(host.Queue().TryEnqueue(new Notice(6, "d")));
 
@@ -68,7 +56,7 @@ public sealed class WaitPolicyTests
         // The retry waits for room as a producer would: nothing is dead-lettered.
         TestHost.WaitUntil(() => host.Executor().GetStatistics().WaitingProducers == 1 || deadLetters.Letters.Count > 0);
         Assert.Empty(deadLetters.Letters);
-        gate.Set();
+        gate.Open();
         probe.WaitHandled(6);
         Assert.Equal([4, 5, 6, 1, 2, 3], probe.Handled);
         await host.StopAsync();
@@ -78,20 +66,18 @@ public sealed class WaitPolicyTests
     [Fact]
     public async Task NextItemOfAKeyReleasedOffAWorkerWhileTheQueueIsFull_WaitsForRoom()
     {
-        using var gate = new ManualResetEventSlim(false);
-        using var started = new ManualResetEventSlim(false);
+        using var gate = new Gate();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, executor: WaitPolicy);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
         {
             if (notice.Id == 1)
             {
-                started.Set();
-                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+                gate.Item();
             }
         };
         await host.Queue().EnqueueAsync(new Notice(1, "x")); // takes the only worker
-        Assert.True(started.Wait(TestHost.Patience));
+        gate.WaitStarted();
         await host.Queue().EnqueueAsync(new Notice(2, "y")); // these two fill the queue
         await host.Queue().EnqueueAsync(new Notice(5, "z"));
         using var cancel = new CancellationTokenSource();
@@ -104,7 +90,7 @@ public sealed class WaitPolicyTests
 
         TestHost.WaitUntil(() => host.Executor().GetStatistics().WaitingProducers == 1 || deadLetters.Letters.Count > 0);
         Assert.Empty(deadLetters.Letters);
-        gate.Set();
+        gate.Open();
         probe.WaitHandled(4);
         Assert.Equal([1, 2, 5, 4], probe.Handled);
         await host.StopAsync();
@@ -114,11 +100,7 @@ public sealed class WaitPolicyTests
     [Fact]
     public async Task AsyncHandlerAwaitingEnqueueIntoItsOwnFullQueue_TheItemRunsInlineOnItsWorker_InsteadOfStallingIt()
     {
-        var (host, probe, deadLetters) = WorkQueueHost.Start<FanOutHandler>(executor: o =>
-        {
-            WaitPolicy(o);
-            o.QueueCapacity = 1;
-        });
+        var (host, probe, deadLetters) = StartFanOut();
         using var _ = host;
 
         // Item 1's handler, off its worker after an await, queues item 2 (room) and then item 3 (the queue is full).
@@ -134,11 +116,7 @@ public sealed class WaitPolicyTests
     [Fact]
     public async Task AsyncHandlerEnqueueingWithoutAwaiting_TheItemIsStillQueuedAndHandled()
     {
-        var (host, probe, deadLetters) = WorkQueueHost.Start<FanOutHandler>(executor: o =>
-        {
-            WaitPolicy(o);
-            o.QueueCapacity = 1;
-        });
+        var (host, probe, deadLetters) = StartFanOut();
         using var _ = host;
 
         await host.Queue().EnqueueAsync(new Notice(10));
@@ -148,6 +126,14 @@ public sealed class WaitPolicyTests
         await host.StopAsync();
         Assert.Empty(deadLetters.Letters);
     }
+
+    /// <summary>One worker, a queue of one, Wait: the handler's second enqueue finds the queue full.</summary>
+    private static (Microsoft.Extensions.Hosting.IHost Host, Probe Probe, RecordingDeadLetters DeadLetters) StartFanOut() =>
+        WorkQueueHost.Start<FanOutHandler>(executor: o =>
+        {
+            WaitPolicy(o);
+            o.QueueCapacity = 1;
+        });
 
     /// <summary>
     /// An asynchronous handler that fans out: item 1 awaits two enqueues into its own queue; item 10 starts two and

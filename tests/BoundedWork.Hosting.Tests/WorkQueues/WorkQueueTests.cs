@@ -266,8 +266,7 @@ public sealed class WorkQueueTests
     [Fact]
     public async Task HandlersToken_IsNotCancelledWhileTheHostDrains_SoRunningAndQueuedItemsFinish()
     {
-        using var gate = new ManualResetEventSlim(false);
-        using var started = new ManualResetEventSlim(false);
+        using var gate = new Gate();
         var tokens = new System.Collections.Concurrent.ConcurrentDictionary<int, CancellationToken>();
         var cancelledWhenRun = new System.Collections.Concurrent.ConcurrentDictionary<int, bool>();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.AttemptTimeout = Timeout.InfiniteTimeSpan);
@@ -278,12 +277,11 @@ public sealed class WorkQueueTests
             cancelledWhenRun[notice.Id] = token.IsCancellationRequested;
             if (notice.Id == 1)
             {
-                started.Set();
-                Assert.True(gate.Wait(TestHost.Patience, CancellationToken.None));
+                gate.Item();
             }
         };
         Assert.True(host.Queue().TryEnqueue(new Notice(1)));
-        Assert.True(started.Wait(TestHost.Patience));
+        gate.WaitStarted();
         Assert.True(host.Queue().TryEnqueue(new Notice(2)));
 
         var stopping = host.StopAsync();
@@ -292,7 +290,7 @@ public sealed class WorkQueueTests
         // The drain has begun: the application's stopping token says so, the running handler's token does not.
         Assert.True(host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.IsCancellationRequested);
         Assert.False(tokens[1].IsCancellationRequested);
-        gate.Set();
+        gate.Open();
         await stopping.WaitAsync(TestHost.Patience);
 
         Assert.Equal([1, 2], probe.Handled);
