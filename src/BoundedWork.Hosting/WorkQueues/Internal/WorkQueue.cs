@@ -435,8 +435,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     /// </summary>
     private void SubmitOffWorker(Action<WorkQueueEntry<T>> run, WorkQueueEntry<T> entry)
     {
-        // A policy changed between this read and the submit applies to this one entry as the old one would not
-        // (CallerRuns would run it here); a reconfiguration's race, and never a lost item.
+        // The executor reads the policy again: a reconfiguration between the two reads makes this one entry meet the
+        // new policy (CallerRuns would run it on this thread). A rare race, and never a lost item.
         if (Executor.RejectionPolicy != RejectionPolicy.Wait)
         {
             Executor.TryExecute(run, entry);
