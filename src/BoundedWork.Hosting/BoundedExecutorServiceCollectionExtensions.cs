@@ -85,6 +85,7 @@ public static class BoundedExecutorServiceCollectionExtensions
     /// <summary>The shared registrations; every call after the first changes nothing.</summary>
     internal static void AddBoundedExecutorCore(IServiceCollection services)
     {
+        RejectionPolicyConverter.Register();
         services.AddOptions();
         services.TryAddSingleton<BoundedExecutorRegistry>();
         services.TryAddSingleton<IBoundedExecutorRegistry>(static provider => provider.GetRequiredService<BoundedExecutorRegistry>());

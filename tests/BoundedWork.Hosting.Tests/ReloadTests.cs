@@ -93,6 +93,27 @@ public sealed class ReloadTests
     }
 
     [Fact]
+    public async Task Reload_RejectionPolicyOfTwoNames_IsIgnoredAndWarns()
+    {
+        var logs = new CapturingLoggerProvider();
+        using var host = BuildHost(logs);
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+
+        host.Reload(($"{Section}:RejectionPolicy", "CallerRuns,Discard"));
+
+        Assert.Equal(RejectionPolicy.Abort, executor.RejectionPolicy);
+        var warning = Assert.Single(logs.WithEvent("InvalidReload"));
+        Assert.Contains("'CallerRuns,Discard'", warning.Message, StringComparison.Ordinal);
+        Assert.Contains("RejectionPolicy must be one of", warning.Message, StringComparison.Ordinal);
+
+        host.Reload(($"{Section}:RejectionPolicy", "wait"));
+
+        Assert.Equal(RejectionPolicy.Wait, executor.RejectionPolicy);
+        await host.StopAsync();
+    }
+
+    [Fact]
     public async Task Reload_EveryRuntimeSettingChanged_AppliesThemAllInOneReconfiguration()
     {
         var logs = new CapturingLoggerProvider();

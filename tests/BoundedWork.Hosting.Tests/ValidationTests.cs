@@ -106,6 +106,76 @@ public sealed class ValidationTests
         Assert.Contains(ex.Failures, f => f.Contains("'soon'", StringComparison.Ordinal) && f.Contains($"{Section}:WaitTimeout", StringComparison.Ordinal));
     }
 
+    [Theory]
+    [InlineData("CallerRuns,Discard")]
+    [InlineData("Wait, Abort")]
+    [InlineData("3")]
+    [InlineData("0")]
+    [InlineData("-1")]
+    [InlineData(" Wait")]
+    [InlineData("")]
+    public async Task StartAsync_RejectionPolicyThatIsNotOneName_FailsNamingTheValueAndThePolicies(string value)
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:WorkerCount"] = "2",
+            [$"{Section}:RejectionPolicy"] = value,
+        });
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        var failure = Assert.Single(ex.Failures);
+        Assert.StartsWith("Executor 'payments': ", failure, StringComparison.Ordinal);
+        Assert.Contains($"'{value}'", failure, StringComparison.Ordinal);
+        Assert.Contains($"{Section}:RejectionPolicy", failure, StringComparison.Ordinal);
+        Assert.Contains("RejectionPolicy must be one of Abort, CallerRuns, Discard, DiscardOldest, Wait.", failure, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("callerruns", RejectionPolicy.CallerRuns)]
+    [InlineData("WAIT", RejectionPolicy.Wait)]
+    [InlineData("discardOldest", RejectionPolicy.DiscardOldest)]
+    [InlineData("Abort", RejectionPolicy.Abort)]
+    public async Task StartAsync_RejectionPolicyNameInAnyCase_Starts(string value, RejectionPolicy expected)
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?> { [$"{Section}:RejectionPolicy"] = value });
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1).BindConfiguration(Section);
+        using var host = builder.Build();
+
+        await host.StartAsync();
+
+        Assert.Equal(expected, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").RejectionPolicy);
+        await host.StopAsync();
+    }
+
+    [Fact]
+    public async Task StartAsync_UnconvertibleWorkerCountBesideOtherBadSettings_NamesEveryBadSetting()
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:WorkerCount"] = "lots",
+            [$"{Section}:MaxWorkerCount"] = "0",
+            [$"{Section}:QueueCapacity"] = "0",
+            [$"{Section}:RejectionPolicy"] = "3",
+            [$"{Section}:WaitTimeout"] = "-00:00:01",
+        });
+        builder.Services.AddBoundedExecutor("payments").BindConfiguration(Section);
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        // One message per bad setting, each naming it; nothing about the default that stands in for "lots".
+        Assert.Equal(5, ex.Failures.Count());
+        Assert.Contains(ex.Failures, f => f.Contains("'lots'", StringComparison.Ordinal) && f.Contains($"{Section}:WorkerCount", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("MaxWorkerCount must be between", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("QueueCapacity must be at least 1", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("'3'", StringComparison.Ordinal) && f.Contains($"{Section}:RejectionPolicy", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("WaitTimeout must be positive", StringComparison.Ordinal));
+        Assert.All(ex.Failures, f => Assert.StartsWith("Executor 'payments': ", f, StringComparison.Ordinal));
+    }
+
     [Fact]
     public async Task StartAsync_OnlyTheBadExecutorIsNamed()
     {

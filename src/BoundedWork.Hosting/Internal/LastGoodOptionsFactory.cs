@@ -132,8 +132,10 @@ internal sealed partial class LastGoodOptionsFactory : IOptionsFactory<BoundedEx
             var result = validation.Validate(name, options);
             if (result.Failed)
             {
-                // A setting that could not be converted keeps its default; do not report that default as well.
-                failures.AddRange(result.Failures.Where(failure => !unconvertible.Any(setting => failure.Contains(setting, StringComparison.Ordinal))));
+                // A setting that could not be converted keeps its default: do not report that default as well. A
+                // failure is left out only when it names such a setting as a word of its own, so the failures of
+                // other settings whose names contain it (MaxWorkerCount beside WorkerCount) are still reported.
+                failures.AddRange(result.Failures.Where(failure => !unconvertible.Any(setting => NamesSetting(failure, setting))));
             }
         }
 
@@ -212,7 +214,7 @@ internal sealed partial class LastGoodOptionsFactory : IOptionsFactory<BoundedEx
 
         static bool TryPolicy(string value, Action<RejectionPolicy> set)
         {
-            var ok = Enum.TryParse<RejectionPolicy>(value, ignoreCase: true, out var parsed) && Enum.IsDefined(parsed);
+            var ok = RejectionPolicyConverter.TryParse(value, out var parsed);
             if (ok)
             {
                 set(parsed);
@@ -220,6 +222,21 @@ internal sealed partial class LastGoodOptionsFactory : IOptionsFactory<BoundedEx
 
             return ok;
         }
+    }
+
+    /// <summary>Whether <paramref name="failure"/> mentions <paramref name="setting"/> as a whole word.</summary>
+    private static bool NamesSetting(string failure, string setting)
+    {
+        for (var at = failure.IndexOf(setting, StringComparison.Ordinal); at >= 0; at = failure.IndexOf(setting, at + 1, StringComparison.Ordinal))
+        {
+            var end = at + setting.Length;
+            if ((at == 0 || !char.IsLetterOrDigit(failure[at - 1])) && (end == failure.Length || !char.IsLetterOrDigit(failure[end])))
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     private static string? FailedPath(InvalidOperationException exception) =>
@@ -234,7 +251,7 @@ internal sealed partial class LastGoodOptionsFactory : IOptionsFactory<BoundedEx
         var message = $"Executor '{name}': {binderMessage}";
         if (binderMessage.Contains(nameof(RejectionPolicy), StringComparison.Ordinal))
         {
-            message += $" RejectionPolicy must be one of {string.Join(", ", Enum.GetNames<RejectionPolicy>())}.";
+            message += $" RejectionPolicy must be one of {RejectionPolicyConverter.Names}.";
         }
 
         return message;

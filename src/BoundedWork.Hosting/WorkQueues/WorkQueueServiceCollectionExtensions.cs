@@ -79,6 +79,8 @@ public static class WorkQueueServiceCollectionExtensions
         services.TryAddScoped<THandler>();
         services.TryAddScoped<WorkItemContext>();
         services.TryAddSingleton<RetryClock>();
+        services.TryAddSingleton<WorkQueueDiagnostics>();
+        services.TryAddSingleton(provider => new DeadLetterHandlerFallback(services, provider));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IAbandonedWorkHandler, WorkQueueAbandonedItems>());
         services.AddKeyedSingleton<IWorkQueueRuntime<T>>(name, (provider, _) =>
             registration.Storage?.Invoke(provider, registration) ?? new WorkQueue<T>(name, options, registration.Handle, provider));

@@ -1,8 +1,6 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
-using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -75,15 +73,7 @@ public sealed class DeadLetterTests
         using var failedOnce = new ManualResetEventSlim(false);
         var failure = new InvalidOperationException("n1 fails");
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
-            o => o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
-            {
-                MaxRetryAttempts = 1,
-                DelayGenerator = async _ =>
-                {
-                    await retryDue.Task;
-                    return TimeSpan.Zero;
-                },
-            }),
+            o => o.ConfigurePipeline = WorkQueueHost.OneRetryWhen(retryDue.Task),
             executor: o => o.QueueCapacity = 1);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
@@ -322,6 +312,106 @@ public sealed class DeadLetterTests
         var failed = Assert.Single(logs.WithEvent("DeadLetterHandlerFailed"));
         Assert.Equal(LogLevel.Error, failed.Level);
         Assert.Equal(new Notice(8), failed.State["Item"]);
+    }
+
+    [Fact]
+    public async Task DeadLetterHandlerWhoseConstructorThrows_IsLoggedWithTheItem_AndEveryOtherHandlerGetsTheLetter()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        var probe = new Probe { Behaviour = (_, _, _) => throw new InvalidOperationException("declined") };
+        var recorder = new RecordingDeadLetters();
+        var sink = new LetterSink();
+        builder.Services.AddSingleton(probe);
+        builder.Services.AddSingleton(sink);
+        builder.Services.AddScoped<ScopeMarker>();
+        builder.Services.AddSingleton<IDeadLetterHandler<Notice>, UnconstructibleDeadLetters>();
+        builder.Services.AddSingleton<IDeadLetterHandler<Notice>, SingletonSinkDeadLetters>();
+        builder.Services.AddScoped<IDeadLetterHandler<Notice>, ScopedSinkDeadLetters>();
+        builder.Services.AddTransient<IDeadLetterHandler<Notice>>(provider => new ScopedSinkDeadLetters(provider.GetRequiredService<LetterSink>(), "factory"));
+        builder.Services.AddTransient(typeof(IDeadLetterHandler<>), typeof(GenericSinkDeadLetters<>));
+        builder.Services.AddSingleton<IDeadLetterHandler<Notice>>(recorder);
+        builder.Services.AddWorkQueue<Notice, BlockingNoticeHandler>("payments", o => o.MaxRetryAttempts = 0).Configure(o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+
+        host.Queue().TryEnqueue(new Notice(8));
+        host.Queue().TryEnqueue(new Notice(9));
+
+        Assert.Equal([8, 9], recorder.WaitFor(2).Select(l => l.Item.Id));
+        await host.StopAsync();
+        Assert.Equal(["singleton 8", "scoped 8", "factory 8", "generic 8", "singleton 9", "scoped 9", "factory 9", "generic 9"], sink.Letters);
+        Assert.Equal(1, sink.SingletonsCreated);
+        Assert.Equal(4, sink.Disposed); // the scoped and transient handlers of both letters
+        var failures = logs.WithEvent("DeadLetterHandlerFailed");
+        Assert.Equal([new Notice(8), new Notice(9)], failures.Select(f => f.State["Item"]));
+        Assert.All(failures, f => Assert.Equal("outbox unreachable", f.Exception?.Message));
+    }
+
+    /// <summary>What the sink handlers saw, in order.</summary>
+    public sealed class LetterSink
+    {
+        private readonly System.Collections.Concurrent.ConcurrentQueue<string> _letters = new();
+        private int _singletonsCreated;
+        private int _disposed;
+
+        public IReadOnlyList<string> Letters => [.. _letters];
+
+        public int SingletonsCreated => Volatile.Read(ref _singletonsCreated);
+
+        public int Disposed => Volatile.Read(ref _disposed);
+
+        public void Add(string handler, DeadLetter<Notice> letter) => Add(handler, letter.Item);
+
+        public void Add(string handler, object? item) => _letters.Enqueue($"{handler} {(item as Notice)?.Id}");
+
+        public void SingletonCreated() => Interlocked.Increment(ref _singletonsCreated);
+
+        public void HandlerDisposed() => Interlocked.Increment(ref _disposed);
+    }
+
+    private sealed class UnconstructibleDeadLetters : IDeadLetterHandler<Notice>
+    {
+        public UnconstructibleDeadLetters() => throw new InvalidOperationException("outbox unreachable");
+
+        public ValueTask HandleAsync(DeadLetter<Notice> deadLetter, CancellationToken cancellationToken) => ValueTask.CompletedTask;
+    }
+
+    private sealed class SingletonSinkDeadLetters : IDeadLetterHandler<Notice>
+    {
+        private readonly LetterSink _sink;
+
+        public SingletonSinkDeadLetters(LetterSink sink)
+        {
+            _sink = sink;
+            sink.SingletonCreated();
+        }
+
+        public ValueTask HandleAsync(DeadLetter<Notice> deadLetter, CancellationToken cancellationToken)
+        {
+            _sink.Add("singleton", deadLetter);
+            return ValueTask.CompletedTask;
+        }
+    }
+
+    private sealed class ScopedSinkDeadLetters(LetterSink sink, string name = "scoped") : IDeadLetterHandler<Notice>, IDisposable
+    {
+        public ValueTask HandleAsync(DeadLetter<Notice> deadLetter, CancellationToken cancellationToken)
+        {
+            sink.Add(name, deadLetter);
+            return ValueTask.CompletedTask;
+        }
+
+        public void Dispose() => sink.HandlerDisposed();
+    }
+
+    private sealed class GenericSinkDeadLetters<T>(LetterSink sink) : IDeadLetterHandler<T>
+    {
+        public ValueTask HandleAsync(DeadLetter<T> deadLetter, CancellationToken cancellationToken)
+        {
+            sink.Add("generic", deadLetter.Item);
+            return ValueTask.CompletedTask;
+        }
     }
 
     private sealed class ThrowingDeadLetters : IDeadLetterHandler<Notice>

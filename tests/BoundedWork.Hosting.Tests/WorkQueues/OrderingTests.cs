@@ -1,8 +1,6 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
-using Polly;
-using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -60,15 +58,7 @@ public sealed class OrderingTests
                 o.OrderingKey = n => n.Key;
 
                 // The retry waits for the test, not for a clock.
-                o.ConfigurePipeline = builder => builder.AddRetry(new RetryStrategyOptions
-                {
-                    MaxRetryAttempts = 1,
-                    DelayGenerator = async _ =>
-                    {
-                        await releaseRetry.Task;
-                        return TimeSpan.Zero;
-                    },
-                });
+                o.ConfigurePipeline = WorkQueueHost.OneRetryWhen(releaseRetry.Task);
             },
             executor: o => o.WorkerCount = 2);
         using var _ = host;
@@ -127,6 +117,81 @@ public sealed class OrderingTests
         Assert.Equal([1, 2, 3], letters.Select(l => l.Item.Id));
         Assert.All(letters, l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
         Assert.Empty(probe.Handled);
+    }
+
+    [Fact]
+    public async Task Shutdown_ItemsHeldBehindAKeyWhoseItemHangsPastTheDeadline_AreDeadLettered_AndLaterItemsOfTheKeyRefused()
+    {
+        using var hang = new Gate();
+        var logs = new CapturingLoggerProvider();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, logs: logs);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                // A hung dependency that ignores its token.
+                hang.Item();
+            }
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1, "order-1")));
+        hang.WaitStarted();
+        Assert.True(host.Queue().TryEnqueue(new Notice(2, "order-1")));
+        Assert.True(host.Queue().TryEnqueue(new Notice(3, "order-1")));
+
+        // A deadline that has already passed: item 1 is still running when the queue stops.
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        var held = deadLetters.WaitFor(2);
+        Assert.Equal([2, 3], held.Select(l => l.Item.Id));
+        Assert.All(held, l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
+        Assert.All(held, l => Assert.Equal(RejectionReason.Abandoned, l.RejectionReason));
+
+        // While item 1 still hangs, later items of its key are refused at once, not held behind it.
+        Assert.False(host.Queue().TryEnqueue(new Notice(4, "order-1")));
+        var refused = await Assert.ThrowsAsync<RejectedExecutionException>(() => host.Queue().EnqueueAsync(new Notice(5, "order-1")).AsTask());
+        Assert.Equal(RejectionReason.ShutDown, refused.Reason);
+        var letters = deadLetters.WaitFor(2);
+        Assert.Equal([2, 3, 4, 5], letters.Select(l => l.Item.Id));
+        Assert.All(letters.Skip(2), l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
+        Assert.All(letters.Skip(2), l => Assert.Equal(RejectionReason.ShutDown, l.RejectionReason));
+        Assert.Equal(1, Assert.Single(logs.WithEvent("StoppedWithItemsInFlight")).State["InFlightCount"]);
+
+        hang.Open();
+        probe.WaitHandled(1);
+        Assert.Equal([1], probe.Handled);
+        Assert.Equal(4, deadLetters.Letters.Count);
+    }
+
+    [Fact]
+    public async Task TryEnqueue_KeyBusyWhileTheExecutorDrains_IsRefusedAsShutDown()
+    {
+        using var gate = new Gate();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key);
+        using var _ = host;
+        probe.Behaviour = (notice, _, _) =>
+        {
+            if (notice.Id == 1)
+            {
+                gate.Item();
+            }
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1, "order-1")));
+        gate.WaitStarted();
+
+        var stopping = host.StopAsync();
+        TestHost.WaitUntil(() => host.Executor().IsShutdown);
+
+        Assert.False(host.Queue().TryEnqueue(new Notice(2, "order-1")));
+        var letter = Assert.Single(deadLetters.WaitFor(1));
+        Assert.Equal(2, letter.Item.Id);
+        Assert.Equal(DeadLetterReason.ShutDown, letter.Reason);
+        Assert.Equal(RejectionReason.ShutDown, letter.RejectionReason);
+
+        gate.Open();
+        await stopping.WaitAsync(TestHost.Patience);
+        Assert.Equal([1], probe.Handled);
+        Assert.Single(deadLetters.Letters);
     }
 
     private static void RunScenario(Scenario scenario)

@@ -1,6 +1,8 @@
 using System.Collections.Concurrent;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
+using Polly;
+using Polly.Retry;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -103,10 +105,12 @@ public static class WorkQueueHost
         Action<WorkQueueOptions<Notice>>? queue = null,
         Action<BoundedExecutorOptions>? executor = null,
         CapturingLoggerProvider? logs = null,
-        bool recordDeadLetters = true)
+        bool recordDeadLetters = true,
+        Action<IServiceCollection>? services = null)
         where THandler : class
     {
         var builder = TestHost.CreateBuilder(logs);
+        services?.Invoke(builder.Services);
         var probe = new Probe();
         var deadLetters = new RecordingDeadLetters();
         builder.Services.AddSingleton(probe);
@@ -129,6 +133,17 @@ public static class WorkQueueHost
     public static IWorkQueue<Notice> Queue(this IHost host) => host.Services.GetRequiredService<IWorkQueue<Notice>>();
 
     public static BoundedExecutor Executor(this IHost host) => host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+
+    /// <summary>A pipeline of one retry whose delay ends when <paramref name="due"/> completes: the test, not a clock, decides.</summary>
+    public static Action<ResiliencePipelineBuilder> OneRetryWhen(Task due) => builder => builder.AddRetry(new RetryStrategyOptions
+    {
+        MaxRetryAttempts = 1,
+        DelayGenerator = async _ =>
+        {
+            await due;
+            return TimeSpan.Zero;
+        },
+    });
 
     /// <summary>Fast retries for tests that only care about order and outcome: no delay, no timeout.</summary>
     public static void NoDelay(WorkQueueOptions<Notice> o)

@@ -264,6 +264,77 @@ public sealed class WorkQueueTests
     }
 
     [Fact]
+    public async Task HandlersToken_IsNotCancelledWhileTheHostDrains_SoRunningAndQueuedItemsFinish()
+    {
+        using var gate = new Gate();
+        var tokens = new System.Collections.Concurrent.ConcurrentDictionary<int, CancellationToken>();
+        var cancelledWhenRun = new System.Collections.Concurrent.ConcurrentDictionary<int, bool>();
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.AttemptTimeout = Timeout.InfiniteTimeSpan);
+        using var _ = host;
+        probe.Behaviour = (notice, _, token) =>
+        {
+            tokens[notice.Id] = token;
+            cancelledWhenRun[notice.Id] = token.IsCancellationRequested;
+            if (notice.Id == 1)
+            {
+                gate.Item();
+            }
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1)));
+        gate.WaitStarted();
+        Assert.True(host.Queue().TryEnqueue(new Notice(2)));
+
+        var stopping = host.StopAsync();
+        TestHost.WaitUntil(() => host.Executor().IsShutdown);
+
+        // The drain has begun: the application's stopping token says so, the running handler's token does not.
+        Assert.True(host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.IsCancellationRequested);
+        Assert.False(tokens[1].IsCancellationRequested);
+        gate.Open();
+        await stopping.WaitAsync(TestHost.Patience);
+
+        Assert.Equal([1, 2], probe.Handled);
+        Assert.False(cancelledWhenRun[2]); // the queued item ran during the drain with a live token
+        Assert.Empty(deadLetters.Letters);
+    }
+
+    [Fact]
+    public async Task HandlersToken_IsCancelledAtTheShutdownDeadline_AndTheItemIsDeadLetteredAsShutDown()
+    {
+        using var started = new ManualResetEventSlim(false);
+        var handlerToken = new CancellationToken(canceled: true);
+        var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o =>
+        {
+            o.AttemptTimeout = Timeout.InfiniteTimeSpan;
+            o.MaxRetryAttempts = 0;
+        });
+        using var _ = host;
+        using var deadline = new CancellationTokenSource();
+        probe.Behaviour = (notice, _, token) =>
+        {
+            handlerToken = token;
+            started.Set();
+
+            // A handler that honours its token: only the deadline ends this wait.
+            Assert.True(token.WaitHandle.WaitOne(TestHost.Patience), "The shutdown deadline never cancelled the handler's token.");
+            token.ThrowIfCancellationRequested();
+        };
+        Assert.True(host.Queue().TryEnqueue(new Notice(1)));
+        Assert.True(started.Wait(TestHost.Patience));
+
+        var stopping = host.StopAsync(deadline.Token);
+        TestHost.WaitUntil(() => host.Executor().IsShutdown);
+        Assert.False(handlerToken.IsCancellationRequested);
+        await deadline.CancelAsync();
+        await stopping.WaitAsync(TestHost.Patience);
+
+        var letter = Assert.Single(deadLetters.WaitFor(1));
+        Assert.Equal(DeadLetterReason.ShutDown, letter.Reason);
+        Assert.IsAssignableFrom<OperationCanceledException>(letter.Exception);
+        Assert.Empty(probe.Handled);
+    }
+
+    [Fact]
     public void AddWorkQueue_InvalidSettings_ThrowsNamingEachSetting()
     {
         var services = new ServiceCollection();

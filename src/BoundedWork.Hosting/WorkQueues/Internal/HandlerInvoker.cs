@@ -15,14 +15,9 @@ internal static class HandlerInvoker<T, THandler>
         typeof(IBlockingWorkHandler<T>).IsAssignableFrom(typeof(THandler))
             ? static (services, item, cancellationToken) => ((IBlockingWorkHandler<T>)services.GetRequiredService<THandler>()).Handle(item, cancellationToken)
             : static (services, item, cancellationToken) =>
-            {
-                var handling = ((IWorkHandler<T>)services.GetRequiredService<THandler>()).HandleAsync(item, cancellationToken);
-                if (!handling.IsCompletedSuccessfully)
-                {
-                    // A dedicated worker, not a ThreadPool thread, waits here.
-                    handling.AsTask().GetAwaiter().GetResult();
-                }
-            };
+                // A dedicated worker, not a ThreadPool thread, waits here; meanwhile it makes the submissions the
+                // handler's flow makes to its own full queue (see HandlerWait).
+                HandlerWait.Run((IWorkHandler<T>)services.GetRequiredService<THandler>(), item, cancellationToken);
 
     public static bool IsHandler => typeof(IBlockingWorkHandler<T>).IsAssignableFrom(typeof(THandler))
         || typeof(IWorkHandler<T>).IsAssignableFrom(typeof(THandler));

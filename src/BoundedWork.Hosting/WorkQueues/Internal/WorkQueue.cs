@@ -17,11 +17,14 @@ namespace BoundedWork.Hosting.Internal;
 /// An item's first attempt is one executor item. When it fails and the pipeline retries, the pipeline awaits its
 /// delay on the retry clock and the item's executor item ends, so the worker is free. When the delay ends, the
 /// attempt is handed back to a worker as a new executor item (<see cref="RetryHandoff"/>); if the executor refuses
-/// it (queue full, shut down) or drops it later, the item becomes a dead letter.
+/// it (queue full, shut down) or drops it later, the item becomes a dead letter. Under the Wait policy a handoff
+/// that finds the queue full waits for room without holding the thread that made it (<see cref="SubmitOffWorker"/>).
 /// </para>
 /// <para>
 /// Ordering: the first item of a key owns the key; later items of that key wait, in order, in the key's backlog
 /// (not in the executor's queue, bounded by the executor's queue capacity) until the owner ends, retries included.
+/// Once the executor has shut down, no item joins a backlog (it is refused), and when the queue stops, the items
+/// still waiting in backlogs (behind an owner that is still running past the shutdown deadline) become dead letters.
 /// </para>
 /// </remarks>
 internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
@@ -46,9 +49,9 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private readonly CancellationToken _stoppedToken;
     private readonly object _keysLock = new();
     private readonly Dictionary<object, Queue<WorkQueueEntry<T>>?> _busyKeys = [];
+    private readonly InFlightCount _inFlight = new();
     private int _heldBack;
-    private int _inFlight;
-    private TaskCompletionSource? _idle;
+    private bool _backlogsClosed;
     private BoundedExecutor? _executor;
     private long _lastItemId;
 
@@ -68,7 +71,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     public string Name { get; }
 
     /// <summary>Gets the number of accepted items not yet handled or dead-lettered.</summary>
-    public int InFlightCount => Volatile.Read(ref _inFlight);
+    public int InFlightCount => _inFlight.Value;
 
     private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
 
@@ -78,7 +81,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         return Admit(entry) switch
         {
             KeyAdmission.HeldBack => true,
-            KeyAdmission.BacklogFull => false,
+            KeyAdmission.Refused => false,
             _ => Executor.TryExecute(s_runFirstAttempt, entry), // refused: the OnRejected hook dead-letters it
         };
     }
@@ -90,12 +93,18 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         {
             case KeyAdmission.HeldBack:
                 return ValueTask.CompletedTask;
-            case KeyAdmission.BacklogFull:
-                return ValueTask.FromException(new RejectedExecutionException(Name, RejectionReason.QueueFull));
+            case KeyAdmission.Refused:
+                return ValueTask.FromException(new RejectedExecutionException(Name, entry.NotRun!.Value));
         }
 
-        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
-        return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
+        if (HandlerWait.Current is { } handlerWait && Executor.RejectionPolicy == RejectionPolicy.Wait && !Executor.IsWorkerThread)
+        {
+            // An asynchronous handler's flow, off its worker, while that worker waits for the handler: waiting here
+            // for room could wait for that very worker. Make the submission on the worker, as a blocking handler's is.
+            return SubmitOnHandlersWorkerAsync(handlerWait, entry, cancellationToken);
+        }
+
+        return SubmitAsync(entry, cancellationToken);
     }
 
     /// <summary>Creates every part the queue needs at host start, so a bad executor setting fails the start.</summary>
@@ -111,12 +120,13 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     /// <summary>
     /// Called after every executor has shut down: ends the retry waits of items still waiting (each becomes a dead
-    /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires.
+    /// letter), then waits until every accepted item has an outcome, or <paramref name="cancellationToken"/> fires;
+    /// then the items still held behind their key become dead letters.
     /// </summary>
     public Task StopAsync(CancellationToken cancellationToken)
     {
-        // Synchronous: the cancelled retry waits end, and their dead letters are delivered, on this thread rather
-        // than on the ThreadPool.
+        // An item whose retry wait ends releases its key to the next item of its backlog, which the shut-down executor
+        // refuses (a dead letter), and so on down the backlog, in order.
         _stopped.Cancel();
         return WaitIdleAsync(cancellationToken);
     }
@@ -125,23 +135,19 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private async Task WaitIdleAsync(CancellationToken cancellationToken)
     {
-        var idle = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        Volatile.Write(ref _idle, idle);
-        if (Volatile.Read(ref _inFlight) == 0)
-        {
-            idle.TrySetResult();
-        }
-
         try
         {
-            await idle.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+            await _inFlight.WhenIdle().WaitAsync(cancellationToken).ConfigureAwait(false);
         }
         catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
         {
-            if (InFlightCount is var left and > 0)
-            {
-                _logger.StoppedWithItemsInFlight(Name, left);
-            }
+            // The shutdown deadline: an item still running past it holds its key, and the items behind it never run.
+        }
+
+        AbandonBacklogs();
+        if (cancellationToken.IsCancellationRequested && InFlightCount is var left and > 0)
+        {
+            _logger.StoppedWithItemsInFlight(Name, left);
         }
     }
 
@@ -162,8 +168,52 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private WorkQueueEntry<T> Accept(T item)
     {
         var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId));
-        Interlocked.Increment(ref _inFlight);
+        _inFlight.Increment();
         return entry;
+    }
+
+    private ValueTask SubmitAsync(WorkQueueEntry<T> entry, CancellationToken cancellationToken)
+    {
+        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
+        return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
+    }
+
+    /// <summary>
+    /// Submits the entry on the worker that waits for the calling handler. There the Wait policy never blocks: a
+    /// full queue runs the entry inline on that worker (as it does for a blocking handler's submission), so the
+    /// handler's wait for room cannot wait for its own worker. The caller's execution context travels with it.
+    /// </summary>
+    private async ValueTask SubmitOnHandlersWorkerAsync(HandlerWait handlerWait, WorkQueueEntry<T> entry, CancellationToken cancellationToken)
+    {
+        var submitted = new TaskCompletionSource<Task>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var context = ExecutionContext.Capture();
+        void Submit() => submitted.SetResult(SubmitAsync(entry, cancellationToken).AsTask());
+        if (!handlerWait.TryPost(() =>
+        {
+            try
+            {
+                if (context is null)
+                {
+                    Submit();
+                }
+                else
+                {
+                    ExecutionContext.Run(context, static submit => ((Action)submit!)(), (Action)Submit);
+                }
+            }
+            catch (Exception ex)
+            {
+                submitted.TrySetException(ex);
+            }
+        }))
+        {
+            // The handler's worker stopped waiting for it meanwhile: nothing here can wait for that worker any more.
+            await SubmitAsync(entry, cancellationToken).ConfigureAwait(false);
+            return;
+        }
+
+        var queued = await submitted.Task.ConfigureAwait(false);
+        await queued.ConfigureAwait(false);
     }
 
     private async ValueTask AwaitQueuedAsync(ValueTask queued, WorkQueueEntry<T> entry)
@@ -180,7 +230,10 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         }
     }
 
-    /// <summary>Decides whether the entry runs now (owning its key), waits behind its key, or is refused.</summary>
+    /// <summary>
+    /// Decides whether the entry runs now (owning its key), waits behind its key, or is refused (then it has been
+    /// dead-lettered, and <see cref="WorkQueueEntry{T}.NotRun"/> says why).
+    /// </summary>
     private KeyAdmission Admit(WorkQueueEntry<T> entry)
     {
         if (entry.Key is not { } key)
@@ -188,16 +241,24 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
             return KeyAdmission.Run;
         }
 
+        RejectionReason refusal;
         lock (_keysLock)
         {
             if (!_busyKeys.TryGetValue(key, out var backlog))
             {
+                // A free key: the executor itself refuses the entry if it has shut down.
                 _busyKeys.Add(key, null);
                 entry.OwnsKey = true;
                 return KeyAdmission.Run;
             }
 
-            if (_heldBack < Executor.QueueCapacity)
+            // Checked under the lock that AbandonBacklogs takes: an entry either joins a backlog before the backlogs
+            // are emptied at stop, or is refused here; none is left behind.
+            if (_backlogsClosed || Executor.IsShutdown)
+            {
+                refusal = RejectionReason.ShutDown;
+            }
+            else if (_heldBack < Executor.QueueCapacity)
             {
                 if (backlog is null)
                 {
@@ -209,11 +270,50 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
                 _heldBack++;
                 return KeyAdmission.HeldBack;
             }
+            else
+            {
+                refusal = RejectionReason.QueueFull;
+            }
         }
 
-        entry.NotRun = RejectionReason.QueueFull;
+        entry.NotRun = refusal;
         _ = Finish(entry, Outcome.FromResult<object?>(null));
-        return KeyAdmission.BacklogFull;
+        return KeyAdmission.Refused;
+    }
+
+    /// <summary>
+    /// Empties every key's backlog for good (the queue is stopping): the items still waiting behind an owner that runs
+    /// past the shutdown deadline never run, and become dead letters in submission order. Later items of a busy key
+    /// are refused by <see cref="Admit"/>.
+    /// </summary>
+    private void AbandonBacklogs()
+    {
+        List<WorkQueueEntry<T>>? abandoned = null;
+        lock (_keysLock)
+        {
+            _backlogsClosed = true;
+            foreach (var backlog in _busyKeys.Values)
+            {
+                if (backlog is { Count: > 0 })
+                {
+                    (abandoned ??= []).AddRange(backlog);
+                    _heldBack -= backlog.Count;
+                    backlog.Clear();
+                }
+            }
+        }
+
+        if (abandoned is null)
+        {
+            return;
+        }
+
+        abandoned.Sort(static (x, y) => x.Id.CompareTo(y.Id));
+        foreach (var entry in abandoned)
+        {
+            entry.NotRun = RejectionReason.Abandoned;
+            _ = Finish(entry, Outcome.FromResult<object?>(null));
+        }
     }
 
     /// <summary>Hands the key to the next entry in its backlog, or frees it.</summary>
@@ -263,8 +363,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     {
         if (!Executor.IsWorkerThread)
         {
-            // Never block the releasing thread (the retry clock, a shutdown path): refused means dead-lettered.
-            Executor.TryExecute(s_runFirstAttempt, entry);
+            // The releasing thread is the retry clock, a producer's continuation or a shutdown path: never block it.
+            SubmitOffWorker(s_runFirstAttempt, entry);
             return;
         }
 
@@ -283,6 +383,9 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private async Task ProcessAsync(WorkQueueEntry<T> entry)
     {
+        // The item's processing is its own, even if a dead-letter handler submitted it: its failure is a new dead
+        // letter, delivered as usual.
+        DeadLetterFlow.Leave();
         Outcome<object?> outcome;
         var context = ResilienceContextPool.Shared.Get(Name, _stoppedToken);
         try
@@ -319,8 +422,37 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         // refuses it, the OnRejected hook completes the handoff at once (see OnNotRun).
         var retry = new RetryHandoff(context.CancellationToken);
         entry.SetRetry(retry);
-        Executor.TryExecute(s_runRetry, entry);
+        SubmitOffWorker(s_runRetry, entry);
         return retry.Completion;
+    }
+
+    /// <summary>
+    /// Hands an entry to the executor from a thread that is not one of its workers (the retry clock, a producer's
+    /// continuation, a shutdown path) without blocking that thread or running the entry on it. Under the Wait
+    /// policy the entry waits for room as a producer's item would, up to the executor's wait timeout: the executor
+    /// admits it itself when a worker frees a slot, so no thread waits. Under every other policy a full queue refuses
+    /// it at once. Whatever refuses or drops it reports it through the OnRejected hook: a dead letter.
+    /// </summary>
+    private void SubmitOffWorker(Action<WorkQueueEntry<T>> run, WorkQueueEntry<T> entry)
+    {
+        // The executor reads the policy again: a reconfiguration between the two reads makes this one entry meet the
+        // new policy (CallerRuns would run it on this thread). A rare race, and never a lost item.
+        if (Executor.RejectionPolicy != RejectionPolicy.Wait)
+        {
+            Executor.TryExecute(run, entry);
+            return;
+        }
+
+        var queued = Executor.ExecuteAsync(run, entry);
+        if (!queued.IsCompletedSuccessfully)
+        {
+            // Its only failures are rejections, already dead-lettered: observe them, on the completing thread.
+            queued.AsTask().ContinueWith(
+                static task => _ = task.Exception,
+                CancellationToken.None,
+                TaskContinuationOptions.ExecuteSynchronously | TaskContinuationOptions.OnlyOnFaulted,
+                TaskScheduler.Default);
+        }
     }
 
     private void RunRetry(WorkQueueEntry<T> entry)
@@ -393,11 +525,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
 
     private Task Done()
     {
-        if (Interlocked.Decrement(ref _inFlight) == 0 && Volatile.Read(ref _idle) is { } idle)
-        {
-            idle.TrySetResult();
-        }
-
+        _inFlight.Decrement();
         return Task.CompletedTask;
     }
 
@@ -405,6 +533,6 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     {
         Run,
         HeldBack,
-        BacklogFull,
+        Refused,
     }
 }

@@ -33,4 +33,12 @@ internal static partial class WorkQueueLog
     [LoggerMessage(EventId = 105, EventName = "UnexpectedFailure", Level = LogLevel.Error,
         Message = "Work queue '{QueueName}' failed unexpectedly while processing an item: {Item}")]
     public static partial void UnexpectedFailure(this ILogger logger, string queueName, object? item, Exception exception);
+
+    [LoggerMessage(EventId = 106, EventName = "ScopeDisposeFailed", Level = LogLevel.Error,
+        Message = "Work queue '{QueueName}': disposing the services of item {ItemId}'s attempt {Attempt} failed; the attempt's outcome is its handler's.")]
+    public static partial void ScopeDisposeFailed(this ILogger logger, string queueName, long itemId, int attempt, Exception exception);
+
+    [LoggerMessage(EventId = 107, EventName = "DeadLetterNotRedelivered", Level = LogLevel.Error,
+        Message = "Work queue '{QueueName}' refused or dropped an item inside one of its own dead-letter handlers ({Reason}, rejection {RejectionReason}, {Attempts} attempts); it is not handed to the dead-letter handlers again, which could repeat for ever: {Item}")]
+    public static partial void DeadLetterNotRedelivered(this ILogger logger, string queueName, DeadLetterReason reason, RejectionReason? rejectionReason, int attempts, object? item, Exception? exception);
 }
