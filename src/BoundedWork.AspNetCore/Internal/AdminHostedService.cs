@@ -49,7 +49,12 @@ internal sealed class AdminHostedService(
         _sampler.Start();
         if (options.Value.LocalSocketPath is { Length: > 0 } path)
         {
-            _socket = new LocalSocketListener(services.GetRequiredService<AdminApi>(), path, logger);
+            _socket = new LocalSocketListener(
+                services.GetRequiredService<AdminApi>(),
+                services.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
+                path,
+                logger,
+                options.Value.LocalSocketLimits);
         }
     }
 
