@@ -47,4 +47,7 @@ public sealed class BoundedWorkAdminOptions
 
     /// <summary>Gets or sets the local socket's limits (connections at once, the whole-request deadline).</summary>
     internal BoundedWork.AspNetCore.Internal.LocalSocketLimits LocalSocketLimits { get; set; } = BoundedWork.AspNetCore.Internal.LocalSocketLimits.Default;
+
+    /// <summary>Gets or sets a value indicating whether the socket goes to the per-process path when <see cref="LocalSocketPath"/> is unset.</summary>
+    internal bool DiagnosticsSocket { get; set; }
 }
