@@ -1,0 +1,216 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Text;
+
+namespace BoundedWork.Cli.Tests;
+
+/// <summary>Generous limits that only a hung run reaches; never a pass condition.</summary>
+public static class Limits
+{
+    public static readonly TimeSpan Safety = TimeSpan.FromSeconds(90);
+}
+
+/// <summary>What a run of the tool printed and returned.</summary>
+public sealed record BwResult(int ExitCode, string Out, string Error, TimeSpan Took)
+{
+    public override string ToString() => $"exit {ExitCode} after {Took.TotalMilliseconds:0} ms{Environment.NewLine}--- stdout:{Environment.NewLine}{Out}{Environment.NewLine}--- stderr:{Environment.NewLine}{Error}";
+}
+
+/// <summary>Runs <c>bw</c> as a user does: its own process (output redirected), from this test's output folder.</summary>
+public static class Bw
+{
+    public static BwResult Run(params string[] args) => RunAsync(args).GetAwaiter().GetResult();
+
+    public static async Task<BwResult> RunAsync(params string[] args)
+    {
+        var start = new ProcessStartInfo(DotnetHost())
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            RedirectStandardInput = true,
+            UseShellExecute = false,
+        };
+        start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "bw.dll"));
+        foreach (var arg in args)
+        {
+            start.ArgumentList.Add(arg);
+        }
+
+        var watch = Stopwatch.StartNew();
+        using var process = Process.Start(start)!;
+        try
+        {
+            var stdout = process.StandardOutput.ReadToEndAsync();
+            var stderr = process.StandardError.ReadToEndAsync();
+            await process.WaitForExitAsync().WaitAsync(Limits.Safety);
+            return new BwResult(process.ExitCode, await stdout, await stderr, watch.Elapsed);
+        }
+        finally
+        {
+            if (!process.HasExited)
+            {
+                process.Kill(entireProcessTree: true);
+            }
+        }
+    }
+
+    public static string DotnetHost()
+    {
+        var current = Environment.ProcessPath;
+        if (current is not null && Path.GetFileNameWithoutExtension(current).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
+        {
+            return current;
+        }
+
+        return Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") is { Length: > 0 } host ? host : "dotnet";
+    }
+}
+
+/// <summary>
+/// The payment-callback sample as a child process on 127.0.0.1 and a free port, with its diagnostics socket on. It stops
+/// by itself when its stdin closes (so it cannot outlive the test host); <see cref="DisposeAsync"/> stops the load and
+/// kills it if it still runs.
+/// </summary>
+public sealed class SampleApp : IAsyncDisposable
+{
+    private readonly Process _process;
+    private readonly ConcurrentQueue<string> _output = new();
+    private readonly TaskCompletionSource<Uri> _listening = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private readonly CancellationTokenSource _load = new();
+    private readonly List<Task> _loaders = [];
+    private HttpClient? _loadClient;
+
+    private SampleApp(Process process) => _process = process;
+
+    public int ProcessId => _process.Id;
+
+    public Uri BaseUrl { get; private set; } = null!;
+
+    public string Output => string.Join(Environment.NewLine, _output);
+
+    /// <summary>Starts the sample whose blocking side effect takes <paramref name="sideEffectMs"/> per callback.</summary>
+    public static async Task<SampleApp> StartAsync(int sideEffectMs = 1000)
+    {
+        var start = new ProcessStartInfo(Bw.DotnetHost())
+        {
+            RedirectStandardInput = true,
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        foreach (var argument in (string[])[
+            Path.Combine(AppContext.BaseDirectory, "PaymentCallbacks.dll"), "serve", "--port", "0", "--environment", "Development",
+            "--stop-on-stdin-eof", "true", "--ShutdownTimeoutSeconds", "1",
+            $"--SideEffect:MinDelayMs={sideEffectMs}", $"--SideEffect:MaxDelayMs={sideEffectMs}", "--SideEffect:CpuIterations=0"])
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        var app = new SampleApp(new Process { StartInfo = start, EnableRaisingEvents = true });
+        app._process.OutputDataReceived += (_, e) => app.OnOutput(e.Data);
+        app._process.ErrorDataReceived += (_, e) => app.OnOutput(e.Data);
+        app._process.Exited += (_, _) => app._listening.TrySetException(new InvalidOperationException("The sample exited before it listened:" + Environment.NewLine + app.Output));
+        app._process.Start();
+        app._process.BeginOutputReadLine();
+        app._process.BeginErrorReadLine();
+        try
+        {
+            app.BaseUrl = await app._listening.Task.WaitAsync(Limits.Safety);
+            return app;
+        }
+        catch
+        {
+            await app.DisposeAsync();
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// Keeps <paramref name="concurrency"/> callbacks in flight on <paramref name="endpoint"/> (naive-sync or bounded):
+    /// each sender posts again as soon as its last answer (or failure) arrives, until the app is disposed.
+    /// </summary>
+    public void StartLoad(string endpoint, int concurrency)
+    {
+        _loadClient ??= new HttpClient(new SocketsHttpHandler { MaxConnectionsPerServer = concurrency + 8 }) { BaseAddress = BaseUrl, Timeout = Limits.Safety };
+        for (var i = 0; i < concurrency; i++)
+        {
+            var order = i * 1_000_000L;
+            _loaders.Add(Task.Run(async () =>
+            {
+                while (!_load.IsCancellationRequested)
+                {
+                    try
+                    {
+                        using var body = new StringContent($$"""{"orderId":{{order++}},"amount":10}""", Encoding.UTF8, "application/json");
+                        using var response = await _loadClient.PostAsync("callbacks/" + endpoint, body, _load.Token);
+                    }
+                    catch (Exception e) when (e is HttpRequestException or OperationCanceledException)
+                    {
+                        // Refused, timed out or stopping: the next one goes out as the loop allows.
+                    }
+                }
+            }));
+        }
+    }
+
+    /// <summary>Starts a request to the HTTP admin console, not awaited: whether it has answered is read later.</summary>
+    public Task<HttpResponseMessage> StartHttpConsoleRequest()
+    {
+        var client = new HttpClient { BaseAddress = BaseUrl, Timeout = Limits.Safety };
+        return client.GetAsync("bounded-work/executors");
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await _load.CancelAsync();
+        try
+        {
+            // Gracefully first, so the app deletes its socket; killed if it has not stopped in time.
+            _process.StandardInput.Close();
+            await _process.WaitForExitAsync().WaitAsync(TimeSpan.FromSeconds(20));
+        }
+        catch (Exception e) when (e is TimeoutException or InvalidOperationException or IOException)
+        {
+            // Killed below.
+        }
+
+        try
+        {
+            if (!_process.HasExited)
+            {
+                _process.Kill(entireProcessTree: true);
+                await _process.WaitForExitAsync().WaitAsync(Limits.Safety);
+            }
+        }
+        catch (InvalidOperationException)
+        {
+            // Never started or already gone.
+        }
+
+        await Task.WhenAll(_loaders).WaitAsync(Limits.Safety);
+        _loadClient?.Dispose();
+        _process.Dispose();
+        _load.Dispose();
+    }
+
+    private void OnOutput(string? line)
+    {
+        if (line is null)
+        {
+            return;
+        }
+
+        if (line.StartsWith("LISTENING ", StringComparison.Ordinal))
+        {
+            var address = line["LISTENING ".Length..].Trim();
+            _listening.TrySetResult(new Uri(address.EndsWith('/') ? address : address + "/"));
+            return;
+        }
+
+        _output.Enqueue(line);
+        while (_output.Count > 60)
+        {
+            _output.TryDequeue(out _);
+        }
+    }
+}
