@@ -10,7 +10,7 @@ public sealed class DoctorTests(ITestOutputHelper output)
     [Fact]
     public async Task Doctor_NaiveSyncLoad_SaysStarvedAndNamesTheBlockingSideEffect()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 1000);
+        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(CultureInfo.InvariantCulture);
         app.StartLoad("naive-sync", concurrency: 200);
         await IncidentTests.StarvedAsync(pid);
@@ -37,7 +37,7 @@ public sealed class DoctorTests(ITestOutputHelper output)
     [Fact]
     public async Task Doctor_BoundedLoad_SaysNotStarved()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 1000);
+        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(CultureInfo.InvariantCulture);
         app.StartLoad("bounded", concurrency: 200);
 
@@ -64,6 +64,19 @@ public sealed class DoctorTests(ITestOutputHelper output)
         var report = JsonDocument.Parse(json.Out).RootElement;
         Assert.True(report.GetProperty("poolThreadCounts").GetArrayLength() > 0, "No ThreadPool counter reading arrived.");
         Assert.Empty(report.GetProperty("executors").EnumerateArray());
+    }
+
+    [Fact]
+    public async Task Top_ProcessWithoutSocket_ReadOnlyViewFromTheRuntimeCounters()
+    {
+        // This test host has no BoundedWork socket: top reads the runtime's counters instead.
+        var top = await Bw.RunAsync("top", "-p", Environment.ProcessId.ToString(CultureInfo.InvariantCulture), "-n", "3");
+        output.WriteLine(top.ToString());
+
+        Assert.True(top.ExitCode == 0, top.ToString());
+        const string Frame = "read-only from the runtime's counters";
+        Assert.Equal(3, (top.Out.Length - top.Out.Replace(Frame, "", StringComparison.Ordinal).Length) / Frame.Length);
+        Assert.Contains("queue length", top.Out, StringComparison.Ordinal);
     }
 
     private static async Task QueueFilledAsync(string pid)

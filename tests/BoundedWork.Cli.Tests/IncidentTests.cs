@@ -9,7 +9,7 @@ public sealed class IncidentTests(ITestOutputHelper output)
     [Fact]
     public async Task ListResizeShowTop_PoolStarved_AnswerWhileTheHttpConsoleDoesNot()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 1000);
+        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture);
         app.StartLoad("naive-sync", concurrency: 200);
         await StarvedAsync(pid);

@@ -88,8 +88,13 @@ public sealed class SampleApp : IAsyncDisposable
 
     public string Output => string.Join(Environment.NewLine, _output);
 
-    /// <summary>Starts the sample whose blocking side effect takes <paramref name="sideEffectMs"/> per callback.</summary>
-    public static async Task<SampleApp> StartAsync(int sideEffectMs = 1000)
+    /// <summary>
+    /// Starts the sample whose blocking side effect takes <paramref name="sideEffectMs"/> per callback. With
+    /// <paramref name="maxPoolThreads"/>, its ThreadPool may not grow past that many threads (the runtime's
+    /// <c>System.Threading.ThreadPool.MaxThreads</c> setting), so a blocking load keeps it starved for as long as it
+    /// lasts instead of until the pool has grown enough: what the tests' claims about starvation rest on.
+    /// </summary>
+    public static async Task<SampleApp> StartAsync(int sideEffectMs = 1000, int? maxPoolThreads = null)
     {
         var start = new ProcessStartInfo(Bw.DotnetHost())
         {
@@ -98,8 +103,16 @@ public sealed class SampleApp : IAsyncDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
+        var dll = Path.Combine(AppContext.BaseDirectory, "PaymentCallbacks.dll");
+        if (maxPoolThreads is { } max)
+        {
+            start.ArgumentList.Add("exec");
+            start.ArgumentList.Add("--runtimeconfig");
+            start.ArgumentList.Add(CappedRuntimeConfig(max));
+        }
+
         foreach (var argument in (string[])[
-            Path.Combine(AppContext.BaseDirectory, "PaymentCallbacks.dll"), "serve", "--port", "0", "--environment", "Development",
+            dll, "serve", "--port", "0", "--environment", "Development",
             "--stop-on-stdin-eof", "true", "--ShutdownTimeoutSeconds", "1",
             $"--SideEffect:MinDelayMs={sideEffectMs}", $"--SideEffect:MaxDelayMs={sideEffectMs}", "--SideEffect:CpuIterations=0"])
         {
@@ -165,9 +178,10 @@ public sealed class SampleApp : IAsyncDisposable
         await _load.CancelAsync();
         try
         {
-            // Gracefully first, so the app deletes its socket; killed if it has not stopped in time.
+            // Gracefully first, so the app deletes its socket; killed if it has not stopped in time (a starved app
+            // may not), and then its stale socket is removed here.
             _process.StandardInput.Close();
-            await _process.WaitForExitAsync().WaitAsync(TimeSpan.FromSeconds(20));
+            await _process.WaitForExitAsync().WaitAsync(TimeSpan.FromSeconds(5));
         }
         catch (Exception e) when (e is TimeoutException or InvalidOperationException or IOException)
         {
@@ -187,10 +201,30 @@ public sealed class SampleApp : IAsyncDisposable
             // Never started or already gone.
         }
 
+        foreach (var folder in Directory.GetDirectories(Path.GetTempPath(), "boundedwork-*"))
+        {
+            File.Delete(Path.Combine(folder, $"{_process.Id}.sock"));
+        }
+
         await Task.WhenAll(_loaders).WaitAsync(Limits.Safety);
         _loadClient?.Dispose();
         _process.Dispose();
         _load.Dispose();
+    }
+
+    private static string CappedRuntimeConfig(int maxPoolThreads)
+    {
+        var config = System.Text.Json.Nodes.JsonNode.Parse(File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "PaymentCallbacks.runtimeconfig.json")))!;
+        var options = config["runtimeOptions"]!.AsObject();
+        if (options["configProperties"] is not System.Text.Json.Nodes.JsonObject properties)
+        {
+            options["configProperties"] = properties = [];
+        }
+
+        properties["System.Threading.ThreadPool.MaxThreads"] = maxPoolThreads;
+        var path = Path.Combine(AppContext.BaseDirectory, $"PaymentCallbacks.max{maxPoolThreads}.runtimeconfig.json");
+        File.WriteAllText(path, config.ToJsonString());
+        return path;
     }
 
     private void OnOutput(string? line)

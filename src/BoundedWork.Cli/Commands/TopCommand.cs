@@ -109,7 +109,7 @@ internal static class TopCommand
 
         return new Rows(
             new Markup($"[grey]bw top — process {pid}, read-only from the runtime's counters (the app has no BoundedWork socket) — Ctrl-C to quit[/]"),
-            new Panel(grid).Header("shared ThreadPool (System.Runtime counters)").Border(BoxBorder.Rounded),
+            new Panel(grid).Header("shared ThreadPool").Border(BoxBorder.Rounded).Expand(),
             table);
     }
 
