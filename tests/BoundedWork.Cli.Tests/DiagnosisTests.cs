@@ -60,6 +60,16 @@ public sealed class DiagnosisTests
     }
 
     [Fact]
+    public void Diagnose_QueueWhileThePoolParksMostThreads_StarvedJudgedOnTheThreadsRunningWork()
+    {
+        // Seen on the sample: 22 pool threads, 19 parked by the pool, 3 blocked, 140+ items queued in every reading.
+        var report = Diagnosis.Diagnose(42, Pool(queue: [142, 146, 144], threads: [22, 22, 22]), Threads((s_blocked, 3), (s_idle, 19)));
+
+        Assert.True(report.Starved, report.Verdict);
+        Assert.Contains(report.Evidence, e => e.StartsWith("Idle pool threads while work was queued: 19", StringComparison.Ordinal));
+    }
+
+    [Fact]
     public void Diagnose_QueueButThreadsComputing_BusyNotStarved()
     {
         var report = Diagnosis.Diagnose(42, Pool(queue: [40, 80, 120], threads: [2, 2, 2]), Threads((s_computing, 2), (s_blocked, 0)));

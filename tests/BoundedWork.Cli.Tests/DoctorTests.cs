@@ -79,19 +79,9 @@ public sealed class DoctorTests(ITestOutputHelper output)
         Assert.Contains("queue length", top.Out, StringComparison.Ordinal);
     }
 
-    private static async Task QueueFilledAsync(string pid)
-    {
-        var deadline = DateTime.UtcNow + Limits.Safety;
-        while (true)
-        {
-            var show = await Bw.RunAsync("show", "payments", "-p", pid, "--json");
-            if (show.ExitCode == 0 && JsonDocument.Parse(show.Out).RootElement.GetProperty("counters").GetProperty("rejected").GetInt64() > 0)
-            {
-                return;
-            }
-
-            Assert.True(DateTime.UtcNow < deadline, "The load never filled the executor's queue: " + show);
-            await Task.Delay(500);
-        }
-    }
+    private static Task QueueFilledAsync(string pid) =>
+        Bw.UntilAsync(
+            "The load filling the executor's queue",
+            payments => payments.GetProperty("counters").GetProperty("rejected").GetInt64() > 0,
+            "show", "payments", "-p", pid);
 }

@@ -30,6 +30,7 @@ public static class Bw
             RedirectStandardInput = true,
             UseShellExecute = false,
         };
+        start.Environment["COLUMNS"] = "250"; // wide enough that no line the tests read is wrapped
         start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "bw.dll"));
         foreach (var arg in args)
         {
@@ -51,6 +52,23 @@ public static class Bw
             {
                 process.Kill(entireProcessTree: true);
             }
+        }
+    }
+
+    /// <summary>Runs a read command every half second until <paramref name="done"/> holds for its JSON, within the safety limit.</summary>
+    public static async Task UntilAsync(string what, Func<System.Text.Json.JsonElement, bool> done, params string[] args)
+    {
+        var deadline = DateTime.UtcNow + Limits.Safety;
+        while (true)
+        {
+            var run = await RunAsync([.. args, "--json"]);
+            if (run.ExitCode == 0 && done(System.Text.Json.JsonDocument.Parse(run.Out).RootElement))
+            {
+                return;
+            }
+
+            Assert.True(DateTime.UtcNow < deadline, $"{what} never happened: {run}");
+            await Task.Delay(500);
         }
     }
 

@@ -84,19 +84,12 @@ internal static class DoctorCommand
             : $"[green bold]{Markup.Escape(report.Verdict)}[/]");
         console.WriteLine();
         console.MarkupLine("[bold]Evidence[/]");
-        foreach (var line in report.Evidence)
-        {
-            console.MarkupLine($"  - {Markup.Escape(line)}");
-        }
-
+        console.Write(Bullets(report.Evidence));
         if (report.Executors.Count > 0)
         {
             console.WriteLine();
             console.MarkupLine("[bold]BoundedWork executors[/]");
-            foreach (var e in report.Executors)
-            {
-                console.MarkupLine($"  - {Markup.Escape(e.Name)}: {e.Busy:0} of {e.Workers:0} workers busy, {e.QueueLength:0} items queued");
-            }
+            console.Write(Bullets(report.Executors.Select(e => $"{e.Name}: {e.Busy:0} of {e.Workers:0} workers busy, {e.QueueLength:0} items queued")));
         }
 
         if (stacks)
@@ -116,8 +109,27 @@ internal static class DoctorCommand
         console.MarkupLine("[bold]What to do[/]");
         foreach (var line in report.Advice)
         {
-            console.MarkupLine($"  {Markup.Escape(line)}");
+            if (line.StartsWith("    ", StringComparison.Ordinal))
+            {
+                Console.Out.WriteLine("  " + line); // code: never wrapped
+            }
+            else
+            {
+                console.Write(Bullets([line], bullet: " "));
+            }
         }
+    }
+
+    /// <summary>One line per item, wrapped lines indented under their item.</summary>
+    private static Grid Bullets(IEnumerable<string> lines, string bullet = "-")
+    {
+        var grid = new Grid().AddColumn(new GridColumn().NoWrap().PadLeft(2).PadRight(1)).AddColumn();
+        foreach (var line in lines)
+        {
+            grid.AddRow(new Text(bullet), new Text(line));
+        }
+
+        return grid;
     }
 }
 

@@ -112,7 +112,7 @@ internal static class ReadCommands
         }
 
         var table = new Table().Border(TableBorder.Simple);
-        foreach (var column in (string[])["PID", "NAME", "APP", "STARTED", "EXECUTORS", "STATUS", "SOCKET"])
+        foreach (var column in (string[])["PID", "APP", "STARTED", "EXECUTORS", "STATUS", "SOCKET"])
         {
             table.AddColumn(column);
         }
@@ -122,8 +122,7 @@ internal static class ReadCommands
             var status = row.Status == "ok" ? "[green]ok[/]" : $"[yellow]{Markup.Escape(row.Status)}[/]";
             table.AddRow(
                 row.ProcessId.ToString(CultureInfo.InvariantCulture),
-                Markup.Escape(row.Name ?? "?"),
-                Markup.Escape(row.Application ?? ""),
+                Markup.Escape(row.Application ?? row.Name ?? "?"),
                 row.StartedAt?.ToLocalTime().ToString("yyyy-MM-dd HH:mm:ss", CultureInfo.InvariantCulture) ?? "",
                 Markup.Escape(string.Join(", ", row.Executors)),
                 status,

@@ -45,9 +45,11 @@ internal sealed record PoolStack(int Threads, string State, IReadOnlyList<string
 
 /// <summary>
 /// Turns counters and stack samples into a verdict. <b>Starved</b> means both: work waited for a pool thread in every
-/// counter reading (the pool's queue length was above zero each time), and at least half of the pool's threads that
-/// were seen sat blocked in a wait while running a work item. Either alone is not starvation: a busy pool with a
-/// queue whose threads compute is CPU-bound; blocked threads with an empty queue are waste, not yet starvation.
+/// counter reading (the pool's queue length was above zero each time), and at least half of the pool threads that
+/// were running work items sat blocked in a wait. Either alone is not starvation: a busy pool with a queue whose
+/// threads compute is CPU-bound; blocked threads with an empty queue are waste, not yet starvation. Idle pool
+/// threads do not count either way: the pool's thread-count controller can keep some parked while work is queued,
+/// and that work waits all the same.
 /// </summary>
 internal static partial class Diagnosis
 {
@@ -56,9 +58,9 @@ internal static partial class Diagnosis
         "Thread.Sleep", "Thread.SleepInternal", "Thread.Join", "Monitor.Wait", "Monitor.Enter", "Monitor.ReliableEnter", "Lock.Enter",
         "WaitHandle.Wait", "WaitHandle.WaitOne", "WaitHandle.WaitAny", "WaitHandle.WaitAll", "ManualResetEventSlim.Wait", "SemaphoreSlim.Wait",
         "Task.Wait", "Task.InternalWait", "Task.SpinThenBlockingWait", "Task.InternalWaitCore", "TaskAwaiter.GetResult", "Task`1.get_Result",
-        "SpinWait.SpinOnce", "CountdownEvent.Wait", "Barrier.SignalAndWait", "ReaderWriterLockSlim.Enter", "Socket.Receive", "Socket.Send",
+        "CountdownEvent.Wait", "Barrier.SignalAndWait", "ReaderWriterLockSlim.Enter", "Socket.Receive", "Socket.Send",
         "Socket.Connect", "Socket.Accept", "Stream.Read", "Stream.Write", "FileStream.Read", "Process.WaitForExit", "Console.ReadLine",
-        "LowLevelLifoSemaphore.Wait", "WaitSubsystem",
+        "Lock.TryEnterSlow", "Lock.EnterScope", "WaitSubsystem.Wait", "LowLevelMonitor.Wait",
     ];
 
     public static DoctorReport Diagnose(int processId, IReadOnlyList<CounterSample> counters, IReadOnlyList<ThreadSample> samples)
@@ -104,7 +106,7 @@ internal static partial class Diagnosis
             .OrderByDescending(s => s.Threads).ToList();
 
         var queuedAlways = queueLengths.Count >= 2 && queueLengths.All(q => q > 0);
-        var mostlyBlocked = pool > 0 && blocked * 2 >= pool;
+        var mostlyBlocked = blocked > 0 && blocked * 2 >= blocked + running;
         var starved = queuedAlways && mostlyBlocked;
 
         var evidence = new List<string>();
@@ -126,7 +128,11 @@ internal static partial class Diagnosis
 
         evidence.Add(pool == 0
             ? "No pool thread was seen in the stack samples."
-            : $"{blocked} of {pool} pool threads were blocked in a wait while running a work item, {running} were running on the CPU, {idle} were idle.");
+            : $"{blocked} of {pool} pool threads were blocked in a wait while running a work item (running on the CPU: {running}, idle: {idle}).");
+        if (queuedAlways && idle > 0)
+        {
+            evidence.Add($"Idle pool threads while work was queued: {idle} (the pool keeps some parked; the queued work waits all the same).");
+        }
         foreach (var site in blockingSites.Take(3))
         {
             evidence.Add($"{site.Threads} of {pool} pool threads are blocked in {site.Method}{(site.CalledFrom is null ? "" : $", called from {site.CalledFrom}")} (waiting in {site.Wait}).");
@@ -142,7 +148,7 @@ internal static partial class Diagnosis
                 : $"STARVED: {blocked} of {pool} pool threads are blocked, and work is queuing behind them."
             : !queuedAlways
                 ? "Not starved: work items found a pool thread."
-                : $"Not starved: work queued, but only {blocked} of {pool} pool threads were blocked; the pool is busy rather than blocked.";
+                : $"Not starved: work queued, but only {blocked} of the {blocked + running} pool threads running work were blocked; the pool is busy rather than blocked.";
         return new DoctorReport(processId, starved, verdict, evidence, pool, blocked, running, idle, threadCounts, queueLengths, completed, blockingSites, executors, Advise(starved, blockingSites, executors),
             [.. stacks.Values.OrderByDescending(s => s.Threads).Select(s => new PoolStack(s.Threads, s.State.ToString().ToLowerInvariant(), s.Frames))]);
     }
@@ -221,7 +227,8 @@ internal static partial class Diagnosis
         };
     }
 
-    private static bool IsWait(string method) => s_waits.Any(w => method.Contains(w, StringComparison.Ordinal));
+    /// <summary>Whether a frame is one of the blocking calls (by type and method name, so <c>ReadAsync</c> is not <c>Read</c>).</summary>
+    private static bool IsWait(string method) => s_waits.Any(w => method.Contains(w + "(", StringComparison.Ordinal));
 
     /// <summary>The runtime, ASP.NET Core and Microsoft.Extensions: code the app did not write.</summary>
     private static bool IsFramework(Frame frame)
@@ -242,10 +249,10 @@ internal static partial class Diagnosis
         if (starved)
         {
             var site = sites.Count > 0 ? sites[0].Method : "the blocking call";
-            advice.Add($"Move {site} off the shared pool onto a BoundedExecutor, which runs it on its own threads and bounds its queue:");
-            advice.Add("    builder.Services.AddBoundedExecutor(\"legacy\", o => { o.WorkerCount = 16; o.QueueCapacity = 1000; });");
-            advice.Add($"    await executor.RunAsync(() => /* {site}(...) */);   // or executor.TryExecute(...) for fire-and-forget");
-            advice.Add("Until then the pool only grows by a thread or two a second; raising ThreadPool.SetMinThreads hides the cause and buys time at best.");
+            advice.Add($"Move {site} off the shared pool onto a BoundedExecutor (threads of its own, a bounded queue):");
+            advice.Add("    builder.Services.AddBoundedExecutor(\"legacy\", o => o.WorkerCount = 16);");
+            advice.Add($"    await executor.RunAsync(() => {site}(...));");
+            advice.Add("For a fire-and-forget side effect, executor.TryExecute(...) instead. Until then the pool grows by a thread or two a second; raising ThreadPool.SetMinThreads hides the cause and buys time at best.");
         }
 
         foreach (var executor in executors.Where(e => e.Busy >= e.Workers && e.Workers > 0 && e.QueueLength > 0))

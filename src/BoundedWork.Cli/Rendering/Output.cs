@@ -11,7 +11,8 @@ internal static class Output
         var console = AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(Console.Out) });
         if (Console.IsOutputRedirected)
         {
-            console.Profile.Width = 160; // a file or a pipe: no terminal width to fit, so do not wrap
+            // A file or a pipe has no width: COLUMNS if set, else wide enough not to wrap the tables.
+            console.Profile.Width = int.TryParse(Environment.GetEnvironmentVariable("COLUMNS"), out var columns) && columns >= 40 ? columns : 160;
         }
 
         return console;

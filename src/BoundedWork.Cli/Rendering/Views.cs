@@ -31,42 +31,68 @@ internal static class Views
     public static Table Executors(JsonElement list, bool withHistory)
     {
         var table = new Table().Border(TableBorder.Simple);
-        table.AddColumn("EXECUTOR");
-        table.AddColumn(new TableColumn("WORKERS busy/live/target (max)").RightAligned());
-        table.AddColumn(new TableColumn("QUEUE").RightAligned());
+        table.AddColumn(new TableColumn("EXECUTOR").NoWrap());
+        foreach (var column in withHistory ? (string[])["BUSY", "LIVE", "TARGET", "QUEUE"] : ["BUSY", "LIVE", "TARGET", "MAX", "QUEUE"])
+        {
+            table.AddColumn(new TableColumn(column).RightAligned().NoWrap());
+        }
+
         if (withHistory)
         {
-            table.AddColumn("QUEUE, LAST 60 s");
+            table.AddColumn(new TableColumn("LAST 20 s").NoWrap());
         }
 
         table.AddColumn(new TableColumn("OLDEST").RightAligned());
-        table.AddColumn("POLICY");
+        if (!withHistory)
+        {
+            table.AddColumn("POLICY");
+        }
+
         table.AddColumn(new TableColumn("DONE/s").RightAligned());
         table.AddColumn(new TableColumn("REFUSED/s").RightAligned());
-        table.AddColumn(new TableColumn("FAILED").RightAligned());
-        table.AddColumn("HEALTH");
+        if (!withHistory)
+        {
+            table.AddColumn(new TableColumn("FAILED").RightAligned());
+        }
+
+        table.AddColumn(new TableColumn("HEALTH").NoWrap());
         foreach (var e in list.Items("executors"))
         {
             var (word, colour) = Health(e);
             var queue = $"{e.Long("queue", "length")}/{e.Long("queue", "capacity")}";
             var cells = new List<IRenderable>
             {
-                new Markup(Markup.Escape(e.Text("name")), new Style(decoration: Decoration.Bold)),
-                new Text($"{e.Long("workers", "busy")}/{e.Long("workers", "live")}/{e.Long("workers", "target")} ({e.Long("workers", "max")})"),
+                new Text(e.Text("name"), new Style(decoration: Decoration.Bold)),
+                new Text(e.Long("workers", "busy").ToString(CultureInfo.InvariantCulture)),
+                new Text(e.Long("workers", "live").ToString(CultureInfo.InvariantCulture)),
+                new Text(e.Long("workers", "target").ToString(CultureInfo.InvariantCulture)),
                 new Markup(colour == "green" || colour == "grey" ? Markup.Escape(queue) : $"[{colour}]{Markup.Escape(queue)}[/]"),
             };
+            if (!withHistory)
+            {
+                cells.Insert(4, new Text(e.Long("workers", "max").ToString(CultureInfo.InvariantCulture)));
+            }
+
             if (withHistory)
             {
                 var history = e.Items("history", "queueLength").Select(v => v.GetDouble()).ToList();
-                cells.Add(new Markup($"[{colour}]{Markup.Escape(Sparkline.Of(history, 30, e.Long("queue", "capacity")))}[/]"));
+                cells.Add(new Markup($"[{colour}]{Markup.Escape(Sparkline.Of(history, 20, e.Long("queue", "capacity")))}[/]"));
             }
 
             var refused = (e.Number("rates", "rejected") ?? 0) + (e.Number("rates", "discarded") ?? 0);
             cells.Add(new Text(Doc.Duration(e.Number("queue", "oldestItemAgeMs"))));
-            cells.Add(new Text(e.Text("settings", "rejectionPolicy")));
+            if (!withHistory)
+            {
+                cells.Add(new Text(e.Text("settings", "rejectionPolicy")));
+            }
+
             cells.Add(new Text(Doc.Rate(e.Number("rates", "completed"))));
             cells.Add(refused > 0 ? new Markup($"[red]{Doc.Rate(refused)}[/]") : new Text(Doc.Rate(e.Number("rates", "rejected") is null ? null : 0)));
-            cells.Add(new Text(e.Long("counters", "failed").ToString(CultureInfo.InvariantCulture)));
+            if (!withHistory)
+            {
+                cells.Add(new Text(e.Long("counters", "failed").ToString(CultureInfo.InvariantCulture)));
+            }
+
             cells.Add(new Markup($"[{colour}]{Markup.Escape(word)}[/]"));
             table.AddRow(cells);
         }
@@ -118,7 +144,7 @@ internal static class Views
         if (withHistory)
         {
             var pending = pool.Items("history", "pendingWorkItemCount").Select(v => v.GetDouble()).ToList();
-            Row("pending, last 60 s", $"[{(starved ? "red" : "blue")}]{Markup.Escape(Sparkline.Of(pending, 60))}[/]");
+            Row("pending, last 60 s", $"[{(starved ? "red" : "blue")}]{Markup.Escape(Sparkline.Of(pending, 60, Math.Max(pending.DefaultIfEmpty(0).Max(), 10)))}[/]");
         }
 
         return new Panel(grid).Header("shared ThreadPool").Border(BoxBorder.Rounded).BorderColor(starved ? Color.Red : Color.Grey);
