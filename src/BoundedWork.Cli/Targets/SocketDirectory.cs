@@ -15,9 +15,14 @@ internal static class SocketDirectory
 {
     public static string Root => Path.GetTempPath();
 
+    /// <summary>Gets the socket folders of other users that this user may not read, as of the last <see cref="FindAll"/>.</summary>
+    public static IReadOnlyList<string> Unreadable { get; private set; } = [];
+
     public static IReadOnlyList<SocketEntry> FindAll()
     {
         var found = new List<SocketEntry>();
+        var unreadable = new List<string>();
+        Unreadable = unreadable;
         string[] folders;
         try
         {
@@ -42,7 +47,7 @@ internal static class SocketDirectory
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
-                // Another user's folder: not ours to read.
+                unreadable.Add(folder); // another user's folder: not ours to read
             }
         }
 

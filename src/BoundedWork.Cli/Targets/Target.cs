@@ -24,6 +24,7 @@ internal static class Target
                 0 => throw ToolException.Unreachable(
                     $"Process {pid} has no BoundedWork diagnostics socket under {Path.Combine(SocketDirectory.Root, "boundedwork-*")}. " +
                     "The app turns it on with builder.Services.AddBoundedWorkDiagnosticsSocket() (or names one with --socket PATH). " +
+                    Unreadable() +
                     $"Without it, 'bw doctor -p {pid}' and 'bw top -p {pid}' still read the runtime's counters and stacks."),
                 _ => throw ToolException.Unreachable(
                     $"Process {pid} has {mine.Count} BoundedWork sockets (one per host): pick one with --socket:{Environment.NewLine}" +
@@ -37,12 +38,16 @@ internal static class Target
             1 => new AdminSocketClient(live[0].Path, timeout),
             0 => throw ToolException.Unreachable(
                 $"No process on this machine exposes a BoundedWork diagnostics socket (looked in {Path.Combine(SocketDirectory.Root, "boundedwork-*")}). " +
-                "The app turns it on with builder.Services.AddBoundedWorkDiagnosticsSocket(); 'bw ps --all' lists every .NET process."),
+                "The app turns it on with builder.Services.AddBoundedWorkDiagnosticsSocket(); 'bw ps --all' lists every .NET process. " +
+                Unreadable()),
             _ => throw ToolException.Unreachable(
                 $"{live.Count} processes expose BoundedWork; pick one with -p PID (see 'bw ps'): " +
                 string.Join(", ", live.Select(e => e.ProcessId.ToString(CultureInfo.InvariantCulture)).Distinct())),
         };
     }
+
+    private static string Unreadable() => SocketDirectory.Unreadable.Count == 0 ? ""
+        : $"This user may not read {string.Join(", ", SocketDirectory.Unreadable)} (another user's sockets): run bw as the app's user, or root. ";
 
     public static bool IsRunning(int processId)
     {
