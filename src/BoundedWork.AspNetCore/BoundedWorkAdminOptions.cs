@@ -36,9 +36,18 @@ public sealed class BoundedWorkAdminOptions
     /// <c>curl --unix-socket /run/myapp/bounded-work.sock http://localhost/executors</c>. The socket file is created
     /// readable and writable by the app's user only; whoever can open it is allowed in (the app's authorization
     /// policy does not apply), and changes still need a JSON content type and the
-    /// <see cref="RequestHeaderName"/> header. A stale socket file at the path is replaced; start-up fails if another
-    /// process is listening on it.
+    /// <see cref="RequestHeaderName"/> header. Start-up fails, naming the path, when its folder does not exist, when
+    /// another process listens on it, or when anything but a stale socket is there (a file, a directory or a link is
+    /// never replaced). Each connection is served by a thread of its own, at most 16 at once (more get 503 at once),
+    /// and its one request must arrive and be answered within 5 seconds of connecting. At stop, open connections are
+    /// closed, and the socket file is deleted if it is still the one the app created.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: no socket.</value>
     public string? LocalSocketPath { get; set; }
+
+    /// <summary>Gets or sets the local socket's limits (connections at once, the whole-request deadline).</summary>
+    internal BoundedWork.AspNetCore.Internal.LocalSocketLimits LocalSocketLimits { get; set; } = BoundedWork.AspNetCore.Internal.LocalSocketLimits.Default;
+
+    /// <summary>Gets or sets a value indicating whether the socket goes to the per-process path when <see cref="LocalSocketPath"/> is unset.</summary>
+    internal bool DiagnosticsSocket { get; set; }
 }

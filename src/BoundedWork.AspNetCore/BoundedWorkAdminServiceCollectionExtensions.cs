@@ -51,4 +51,24 @@ public static class BoundedWorkAdminServiceCollectionExtensions
         AdminAuthorizationResultHandler.Register(services);
         return services;
     }
+
+    /// <summary>
+    /// Serves the console's JSON API on a Unix domain socket at a per-process path, for the <c>bw</c> incident tool
+    /// (<c>dotnet tool install -g BoundedWork.Cli</c>) and <c>curl --unix-socket</c>: it answers on dedicated threads
+    /// while the shared ThreadPool is starved and Kestrel cannot. The socket is
+    /// <c>$TMPDIR/boundedwork-{uid}/{pid}.sock</c> (<c>/tmp</c> when <c>TMPDIR</c> is unset; <c>{pid}-{n}.sock</c> for a
+    /// further host in the same process; <c>%TEMP%\boundedwork</c> on Windows), in a folder created readable by the
+    /// app's user only; the socket file is the user's only too, and is deleted when the host stops. Start-up fails with
+    /// a message naming the folder when it is not private to the user. Calls <see cref="AddBoundedWorkAdmin"/> (no
+    /// HTTP endpoint is mapped unless the app also calls <c>MapBoundedWorkAdmin</c>); an explicit
+    /// <see cref="BoundedWorkAdminOptions.LocalSocketPath"/> takes precedence over the per-process path.
+    /// </summary>
+    /// <param name="services">The service collection.</param>
+    /// <returns>The service collection, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddBoundedWorkDiagnosticsSocket(this IServiceCollection services)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        return services.AddBoundedWorkAdmin(static o => o.DiagnosticsSocket = true);
+    }
 }

@@ -102,6 +102,10 @@ internal static partial class CallbackServer
         builder.Services.AddHostedService(_ => sampler);
 
         builder.Services.AddBoundedWorkAdmin();
+
+        // The incident tool's way in: the console's JSON API on a per-process Unix socket, answered on dedicated
+        // threads while the ThreadPool is starved (bw ps, bw top, bw resize payments 16).
+        builder.Services.AddBoundedWorkDiagnosticsSocket();
         configureServices?.Invoke(builder.Services);
 
         var app = builder.Build();

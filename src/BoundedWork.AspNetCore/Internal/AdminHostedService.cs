@@ -48,9 +48,17 @@ internal sealed class AdminHostedService(
 
         _sampler = services.GetRequiredService<AdminSampler>();
         _sampler.Start();
-        if (options.Value.LocalSocketPath is { Length: > 0 } path)
+        var path = options.Value.LocalSocketPath is { Length: > 0 } configured ? configured
+            : options.Value.DiagnosticsSocket ? DiagnosticsSocketPath.Allocate()
+            : null;
+        if (path is not null)
         {
-            _socket = new LocalSocketListener(services.GetRequiredService<AdminApi>(), path, logger);
+            _socket = new LocalSocketListener(
+                services.GetRequiredService<AdminApi>(),
+                services.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
+                path,
+                logger,
+                options.Value.LocalSocketLimits);
         }
     }
 

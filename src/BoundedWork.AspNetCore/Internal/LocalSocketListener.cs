@@ -1,65 +1,75 @@
 using System.Buffers;
+using System.Diagnostics;
 using System.Globalization;
 using System.Net.Sockets;
 using System.Text;
+using BoundedWork.Hosting;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
-/// Serves the console's JSON API on a Unix domain socket from one dedicated thread, with blocking socket calls only,
-/// so it answers while the shared ThreadPool is starved and Kestrel cannot. Access is the socket file's: it is
-/// created readable and writable by the app's own user only. One request per connection (<c>Connection: close</c>),
-/// connections served one at a time, each with a 5-second read and write timeout.
+/// Serves the console's JSON API on a Unix domain socket with dedicated threads and blocking socket calls only, so it
+/// answers while the shared ThreadPool is starved and Kestrel cannot.
+/// <para>
+/// One accept thread takes every connection at once, so the listen backlog never fills, and hands each to a thread of
+/// its own, up to <see cref="LocalSocketLimits.MaxClients"/> at a time; past that a connection gets a 503 at once and
+/// is closed. Each connection carries one request (<c>Connection: close</c>) that must arrive and be answered within
+/// <see cref="LocalSocketLimits.RequestTimeout"/> from its accept, however its bytes trickle in; a client that is too
+/// slow is cut off, and never delays another. Stopping closes every open connection and waits for no client.
+/// </para>
+/// <para>
+/// Access is the socket file's: it is created readable and writable by the app's own user only. Only a stale socket
+/// (one nobody listens on) is ever replaced, never a file, a directory or a link; at stop, the socket file is deleted
+/// only if it is still the one this listener created.
+/// </para>
 /// </summary>
 internal sealed class LocalSocketListener : IDisposable
 {
     private const int MaxHeaderBytes = 8 * 1024;
-    private static readonly TimeSpan s_ioTimeout = TimeSpan.FromSeconds(5);
+    private const int ClientThreadStackBytes = 256 * 1024;
+    private const int MaxLingering = 64;
+    private static readonly TimeSpan s_linger = TimeSpan.FromSeconds(1);
 
     private readonly AdminApi _api;
-    private readonly string _path;
+    private readonly IBoundedExecutorRegistry _registry;
     private readonly ILogger _logger;
+    private readonly LocalSocketLimits _limits;
     private readonly Socket _listener;
-    private readonly Thread _thread;
+    private readonly Thread _acceptThread;
+    private readonly Lock _sync = new();
+    private readonly HashSet<Socket> _clients = [];
+    private readonly Queue<(Socket Client, long CloseAt)> _lingering = new(); // accept thread only
+    private readonly SocketFile _created;
     private volatile bool _stopping;
 
-    public LocalSocketListener(AdminApi api, string path, ILogger logger)
+    public LocalSocketListener(AdminApi api, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits)
     {
         _api = api;
-        _path = Path.GetFullPath(path);
+        _registry = registry;
         _logger = logger;
-        if (File.Exists(_path))
+        _limits = limits;
+        Path = System.IO.Path.GetFullPath(path);
+        _listener = Bind(Path);
+        _created = SocketFile.Inspect(Path);
+        _acceptThread = new Thread(static state => ((LocalSocketListener)state!).AcceptLoop()) { IsBackground = true, Name = "BoundedWork admin socket" };
+        _acceptThread.UnsafeStart(this);
+        _logger.LocalSocketListening(Path);
+    }
+
+    /// <summary>Gets the full path of the socket file.</summary>
+    public string Path { get; }
+
+    /// <summary>Gets how many connections are being served now.</summary>
+    public int ActiveClients
+    {
+        get
         {
-            if (IsListening(_path))
+            lock (_sync)
             {
-                throw new InvalidOperationException(
-                    $"The admin console's local socket '{_path}' is in use by another process; set BoundedWorkAdminOptions.LocalSocketPath to a path of this instance's own.");
+                return _clients.Count;
             }
-
-            File.Delete(_path); // a stale socket file left by a process that did not stop cleanly
         }
-
-        _listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-        try
-        {
-            _listener.Bind(new UnixDomainSocketEndPoint(_path));
-            if (!OperatingSystem.IsWindows())
-            {
-                File.SetUnixFileMode(_path, UnixFileMode.UserRead | UnixFileMode.UserWrite);
-            }
-
-            _listener.Listen(16);
-        }
-        catch
-        {
-            _listener.Dispose();
-            throw;
-        }
-
-        _thread = new Thread(static state => ((LocalSocketListener)state!).Run()) { IsBackground = true, Name = "BoundedWork admin socket" };
-        _thread.UnsafeStart(this);
-        _logger.LocalSocketListening(_path);
     }
 
     public void Dispose()
@@ -70,26 +80,78 @@ internal sealed class LocalSocketListener : IDisposable
         }
 
         _stopping = true;
-        try
+        WakeAccept();
+        _listener.Dispose(); // also ends a blocking Accept where the wake-up connection could not reach it
+        Socket[] clients;
+        lock (_sync)
         {
-            // Wake the blocking Accept: closing a listening socket does not interrupt it on every platform.
-            using var wake = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-            wake.Connect(new UnixDomainSocketEndPoint(_path));
-        }
-        catch (SocketException)
-        {
-            // Already closed.
+            clients = [.. _clients];
+            _clients.Clear();
         }
 
-        _thread.Join(s_ioTimeout * 2);
-        _listener.Dispose();
+        foreach (var client in clients)
+        {
+            Abort(client); // their threads see the connection end at once and exit; nobody waits for them
+        }
+
+        _acceptThread.Join(TimeSpan.FromSeconds(2));
+        DeleteIfOurs();
+    }
+
+    private static Socket Bind(string path)
+    {
+        var folder = System.IO.Path.GetDirectoryName(path);
+        if (folder is not null && !Directory.Exists(folder))
+        {
+            throw new InvalidOperationException(
+                $"The admin console's local socket '{path}' cannot be created: the folder '{folder}' does not exist. Create it (readable by the app's user only), or set BoundedWorkAdminOptions.LocalSocketPath to a path in an existing folder.");
+        }
+
+        var existing = SocketFile.Inspect(path);
+        if (existing.Kind == SocketFileKind.Socket)
+        {
+            if (IsListening(path))
+            {
+                throw new InvalidOperationException(
+                    $"The admin console's local socket '{path}' is in use by another process; set BoundedWorkAdminOptions.LocalSocketPath to a path of this instance's own.");
+            }
+
+            File.Delete(path); // a stale socket left by a process that did not stop cleanly
+        }
+        else if (existing.Kind != SocketFileKind.None)
+        {
+            throw new InvalidOperationException(
+                $"The admin console's local socket '{path}' cannot be created: {existing.Describe()} is already there, and only a stale socket is ever replaced. Remove it, or set BoundedWorkAdminOptions.LocalSocketPath to another path.");
+        }
+
+        UnixDomainSocketEndPoint endPoint;
         try
         {
-            File.Delete(_path);
+            endPoint = new UnixDomainSocketEndPoint(path);
         }
-        catch (IOException)
+        catch (ArgumentException e)
         {
-            // Best effort: a stale file is replaced at the next start.
+            throw new InvalidOperationException($"The admin console's local socket path '{path}' is not usable: {e.Message} Choose a shorter path.", e);
+        }
+
+        var listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+        try
+        {
+            // Bound through an endpoint the runtime does not track, or disposing the listener would delete whatever is
+            // at the path by then; DeleteIfOurs decides.
+            listener.Bind(new UntrackedEndPoint(endPoint));
+            if (!OperatingSystem.IsWindows())
+            {
+                File.SetUnixFileMode(path, UnixFileMode.UserRead | UnixFileMode.UserWrite);
+            }
+
+            listener.Listen(64);
+            return listener;
+        }
+        catch (Exception e) when (e is SocketException or IOException or UnauthorizedAccessException)
+        {
+            listener.Dispose();
+            throw new InvalidOperationException($"The admin console's local socket '{path}' cannot be created: {e.Message}", e);
         }
     }
 
@@ -107,181 +169,87 @@ internal sealed class LocalSocketListener : IDisposable
         }
     }
 
-    private void Run()
+    private static void Abort(Socket client)
     {
-        while (!_stopping)
+        try
         {
-            Socket client;
-            try
-            {
-                client = _listener.Accept();
-            }
-            catch (Exception) when (_stopping)
-            {
-                return;
-            }
-            catch (SocketException exception)
-            {
-                _logger.LocalSocketFailed(_path, exception);
-                continue;
-            }
-
-            using (client)
-            {
-                if (_stopping)
-                {
-                    return;
-                }
-
-                try
-                {
-                    Serve(client);
-                }
-                catch (Exception exception) when (exception is SocketException or IOException or ObjectDisposedException)
-                {
-                    // The client went away or was too slow; nothing to answer.
-                }
-                catch (Exception exception)
-                {
-                    _logger.LocalSocketFailed(_path, exception);
-                    TryWrite(client, AdminReply.Problem(500, "Internal error", "The request failed; the app's log has the details."));
-                }
-            }
+            client.Shutdown(SocketShutdown.Both);
         }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            // Already gone.
+        }
+
+        client.Dispose();
     }
 
-    private void Serve(Socket client)
-    {
-        client.ReceiveTimeout = client.SendTimeout = (int)s_ioTimeout.TotalMilliseconds;
-        var buffer = new byte[MaxHeaderBytes + SettingsRequest.MaxBodyBytes + 1];
-        var received = 0;
-        int headerEnd;
-        while ((headerEnd = buffer.AsSpan(0, received).IndexOf("\r\n\r\n"u8)) < 0)
-        {
-            if (received >= MaxHeaderBytes)
-            {
-                TryWrite(client, AdminReply.Problem(400, "Bad request", "The request headers are too large."));
-                return;
-            }
-
-            var n = client.Receive(buffer, received, MaxHeaderBytes - received, SocketFlags.None);
-            if (n == 0)
-            {
-                return;
-            }
-
-            received += n;
-        }
-
-        var head = Encoding.ASCII.GetString(buffer, 0, headerEnd).Split("\r\n");
-        var requestLine = head[0].Split(' ');
-        if (requestLine.Length != 3 || !requestLine[2].StartsWith("HTTP/1.", StringComparison.Ordinal))
-        {
-            TryWrite(client, AdminReply.Problem(400, "Bad request", "Send an HTTP/1.1 request."));
-            return;
-        }
-
-        string? contentType = null, adminHeader = null;
-        var contentLength = 0L;
-        foreach (var line in head.AsSpan(1))
-        {
-            var colon = line.IndexOf(':', StringComparison.Ordinal);
-            if (colon <= 0)
-            {
-                continue;
-            }
-
-            var name = line[..colon].Trim();
-            var value = line[(colon + 1)..].Trim();
-            if (name.Equals("Content-Type", StringComparison.OrdinalIgnoreCase))
-            {
-                contentType = value;
-            }
-            else if (name.Equals(BoundedWorkAdminOptions.RequestHeaderName, StringComparison.OrdinalIgnoreCase))
-            {
-                adminHeader = value;
-            }
-            else if (name.Equals("Content-Length", StringComparison.OrdinalIgnoreCase) && !long.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out contentLength))
-            {
-                TryWrite(client, AdminReply.Problem(400, "Bad request", "Content-Length is not a number."));
-                return;
-            }
-            else if (name.Equals("Transfer-Encoding", StringComparison.OrdinalIgnoreCase))
-            {
-                TryWrite(client, AdminReply.Problem(400, "Bad request", "Send the body with a Content-Length, not chunked."));
-                return;
-            }
-        }
-
-        var bodyStart = headerEnd + 4;
-        var tooLarge = contentLength > SettingsRequest.MaxBodyBytes;
-        if (!tooLarge)
-        {
-            var bodyEnd = bodyStart + (int)contentLength;
-            while (received < bodyEnd)
-            {
-                var n = client.Receive(buffer, received, bodyEnd - received, SocketFlags.None);
-                if (n == 0)
-                {
-                    return;
-                }
-
-                received += n;
-            }
-        }
-
-        var body = tooLarge ? ReadOnlySequence<byte>.Empty : new ReadOnlySequence<byte>(buffer, bodyStart, (int)contentLength);
-        var (method, target) = (requestLine[0], requestLine[1]);
-        TryWrite(client, Route(method, target, contentType, adminHeader, body, tooLarge, Peer(client)));
-    }
-
-    private AdminReply Route(string method, string target, string? contentType, string? adminHeader, ReadOnlySequence<byte> body, bool tooLarge, string peer)
-    {
-        var query = target.IndexOf('?', StringComparison.Ordinal);
-        var path = query < 0 ? target : target[..query];
-        var history = query >= 0 && target[(query + 1)..].Split('&').Contains("history=true", StringComparer.OrdinalIgnoreCase);
-        var segments = path.Trim('/').Split('/');
-        switch (segments)
-        {
-            case ["executors"]:
-                return method == "GET" ? _api.ListExecutors(history) : AdminApi.MethodNotAllowed(method, path, "GET");
-            case ["threadpool"]:
-                return method == "GET" ? _api.GetThreadPool(history) : AdminApi.MethodNotAllowed(method, path, "GET");
-            case ["executors", var name]:
-                return method switch
-                {
-                    "GET" => _api.GetExecutor(Uri.UnescapeDataString(name), history),
-                    "PATCH" => _api.ChangeSettings(Change(Uri.UnescapeDataString(name)), workersOnly: false),
-                    _ => AdminApi.MethodNotAllowed(method, path, "GET, PATCH"),
-                };
-            case ["executors", var name, "workers"]:
-                return method == "PUT"
-                    ? _api.ChangeSettings(Change(Uri.UnescapeDataString(name)), workersOnly: true)
-                    : AdminApi.MethodNotAllowed(method, path, "PUT");
-            default:
-                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers and /threadpool.");
-        }
-
-        ChangeRequest Change(string name) =>
-            new(name, contentType, !string.IsNullOrWhiteSpace(adminHeader), body, tooLarge, peer, "unix:" + _path);
-    }
-
-    private static void TryWrite(Socket client, AdminReply reply)
+    private static byte[] Format(AdminReply reply)
     {
         var head = new StringBuilder()
             .Append(CultureInfo.InvariantCulture, $"HTTP/1.1 {reply.Status} {Reason(reply.Status)}\r\n")
             .Append(CultureInfo.InvariantCulture, $"Content-Type: {reply.ContentType}\r\n")
             .Append(CultureInfo.InvariantCulture, $"Content-Length: {reply.Body.Length}\r\n")
-            .Append("Cache-Control: no-store\r\nConnection: close\r\n");
+            .Append("Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n");
         if (reply.Allow is not null)
         {
             head.Append(CultureInfo.InvariantCulture, $"Allow: {reply.Allow}\r\n");
         }
 
-        head.Append("\r\n");
-        client.Send(Encoding.ASCII.GetBytes(head.ToString()));
-        client.Send(reply.Body);
-        client.Shutdown(SocketShutdown.Send);
+        if (reply.Status == 503)
+        {
+            head.Append("Retry-After: 1\r\n");
+        }
+
+        return [.. Encoding.ASCII.GetBytes(head.Append("\r\n").ToString()), .. reply.Body];
+    }
+
+    /// <summary>Sends a short answer without ever blocking: whatever the socket buffer takes now, then the end.</summary>
+    private static void SendWithoutWaiting(Socket client, AdminReply reply)
+    {
+        try
+        {
+            client.Blocking = false;
+            client.Send(Format(reply), SocketFlags.None, out _);
+            client.Shutdown(SocketShutdown.Send);
+        }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            // The client is gone; nothing to tell it.
+        }
+    }
+
+    /// <summary>
+    /// Reads and drops what the client has sent, without blocking: a socket closed with unread input makes the peer's
+    /// next read fail with a reset, before it has read the answer. Returns whether the client has closed its side.
+    /// </summary>
+    private static bool Drain(Socket client)
+    {
+        Span<byte> sink = stackalloc byte[1024];
+        try
+        {
+            client.Blocking = false;
+            for (var total = 0; total < 64 * 1024; )
+            {
+                var n = client.Receive(sink, SocketFlags.None, out var error);
+                if (error == SocketError.WouldBlock)
+                {
+                    return false;
+                }
+
+                if (error != SocketError.Success || n == 0)
+                {
+                    return true;
+                }
+
+                total += n;
+            }
+        }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            return true;
+        }
+
+        return false;
     }
 
     /// <summary>Names the connecting process for the change log: on Linux its user and process ids (SO_PEERCRED).</summary>
@@ -314,8 +282,331 @@ internal sealed class LocalSocketListener : IDisposable
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         409 => "Conflict",
         415 => "Unsupported Media Type",
+        503 => "Service Unavailable",
         _ => "Internal Server Error",
     };
+
+    private void WakeAccept()
+    {
+        try
+        {
+            // Closing a listening socket does not interrupt a blocking Accept on every platform; a connection does.
+            using var wake = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+            wake.Connect(new UnixDomainSocketEndPoint(Path));
+        }
+        catch (SocketException)
+        {
+            // Already closed.
+        }
+    }
+
+    private void DeleteIfOurs()
+    {
+        var now = SocketFile.Inspect(Path);
+        if (now.Kind == SocketFileKind.Socket && now == _created)
+        {
+            try
+            {
+                File.Delete(Path);
+            }
+            catch (IOException)
+            {
+                // Best effort: a stale socket is replaced at the next start.
+            }
+        }
+    }
+
+    private void AcceptLoop()
+    {
+        try
+        {
+            AcceptConnections();
+        }
+        finally
+        {
+            while (_lingering.TryDequeue(out var refused))
+            {
+                refused.Client.Dispose();
+            }
+        }
+    }
+
+    private void AcceptConnections()
+    {
+        while (!_stopping)
+        {
+            Socket client;
+            try
+            {
+                // While refused connections linger, wake up now and then to close them.
+                if (_lingering.Count > 0 && !_listener.Poll(s_linger / 4, SelectMode.SelectRead))
+                {
+                    CloseLingering();
+                    continue;
+                }
+
+                client = _listener.Accept();
+            }
+            catch (Exception) when (_stopping)
+            {
+                return;
+            }
+            catch (SocketException exception)
+            {
+                _logger.LocalSocketFailed(Path, exception);
+                continue;
+            }
+
+            if (_stopping)
+            {
+                client.Dispose();
+                return;
+            }
+
+            CloseLingering();
+            if (!TryAdmit(client))
+            {
+                Refuse(client);
+                continue;
+            }
+
+            try
+            {
+                var thread = new Thread(static state => ((Connection)state!).Run(), ClientThreadStackBytes) { IsBackground = true, Name = "BoundedWork admin socket client" };
+                thread.UnsafeStart(new Connection(this, client));
+            }
+            catch (OutOfMemoryException exception)
+            {
+                // No thread could be created for it: refuse this one and keep listening.
+                _logger.LocalSocketFailed(Path, exception);
+                Release(client);
+                Abort(client);
+            }
+        }
+    }
+
+    /// <summary>
+    /// Answers 503 at once and keeps the connection open a moment, so the client can finish sending its request and
+    /// read the answer; the accept thread closes it when the client closes, or after <see cref="s_linger"/>.
+    /// </summary>
+    private void Refuse(Socket client)
+    {
+        SendWithoutWaiting(client, AdminReply.Problem(
+            503,
+            "Too many connections",
+            $"The local socket serves at most {_limits.MaxClients} connections at a time; they are all busy. Try again in a second."));
+        if (_lingering.Count >= MaxLingering)
+        {
+            _lingering.Dequeue().Client.Dispose();
+        }
+
+        _lingering.Enqueue((client, Stopwatch.GetTimestamp() + (long)(s_linger.TotalSeconds * Stopwatch.Frequency)));
+    }
+
+    private void CloseLingering()
+    {
+        var now = Stopwatch.GetTimestamp();
+        for (var i = _lingering.Count; i > 0; i--)
+        {
+            var refused = _lingering.Dequeue();
+            if (Drain(refused.Client) || now >= refused.CloseAt)
+            {
+                refused.Client.Dispose();
+            }
+            else
+            {
+                _lingering.Enqueue(refused);
+            }
+        }
+    }
+
+    private bool TryAdmit(Socket client)
+    {
+        lock (_sync)
+        {
+            if (_stopping || _clients.Count >= _limits.MaxClients)
+            {
+                return false;
+            }
+
+            _clients.Add(client);
+            return true;
+        }
+    }
+
+    private void Release(Socket client)
+    {
+        lock (_sync)
+        {
+            _clients.Remove(client);
+        }
+    }
+
+    private AdminReply Route(LocalSocketRequest request, ReadOnlySequence<byte> body, bool tooLarge, string peer)
+    {
+        var (method, target) = (request.Method, request.Target);
+        var query = target.IndexOf('?', StringComparison.Ordinal);
+        var path = query < 0 ? target : target[..query];
+        var history = query >= 0 && target[(query + 1)..].Split('&').Contains("history=true", StringComparer.OrdinalIgnoreCase);
+        var segments = path.Trim('/').Split('/');
+        switch (segments)
+        {
+            case ["executors"]:
+                return method == "GET" ? _api.ListExecutors(history) : AdminApi.MethodNotAllowed(method, path, "GET");
+            case ["threadpool"]:
+                return method == "GET" ? _api.GetThreadPool(history) : AdminApi.MethodNotAllowed(method, path, "GET");
+            case ["process"]:
+                return method == "GET" ? ProcessDocument.Reply(Path, _registry) : AdminApi.MethodNotAllowed(method, path, "GET");
+            case ["executors", var name]:
+                return method switch
+                {
+                    "GET" => _api.GetExecutor(Uri.UnescapeDataString(name), history),
+                    "PATCH" => _api.ChangeSettings(Change(Uri.UnescapeDataString(name)), workersOnly: false),
+                    _ => AdminApi.MethodNotAllowed(method, path, "GET, PATCH"),
+                };
+            case ["executors", var name, "workers"]:
+                return method == "PUT"
+                    ? _api.ChangeSettings(Change(Uri.UnescapeDataString(name)), workersOnly: true)
+                    : AdminApi.MethodNotAllowed(method, path, "PUT");
+            default:
+                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool and /process.");
+        }
+
+        ChangeRequest Change(string name) =>
+            new(name, request.ContentType, !string.IsNullOrWhiteSpace(request.AdminHeader), body, tooLarge, peer, "unix:" + Path);
+    }
+
+    /// <summary>One accepted connection, served on its own thread against one deadline for the whole exchange.</summary>
+    private sealed class Connection(LocalSocketListener owner, Socket client)
+    {
+        private readonly long _deadline = Stopwatch.GetTimestamp() + (long)(owner._limits.RequestTimeout.TotalSeconds * Stopwatch.Frequency);
+
+        public void Run()
+        {
+            try
+            {
+                Serve();
+            }
+            catch (TimeoutException)
+            {
+                SendWithoutWaiting(client, AdminReply.Problem(408, "Request timeout", $"The whole request must arrive within {owner._limits.RequestTimeout.TotalSeconds:0.#} seconds of connecting."));
+            }
+            catch (Exception exception) when (exception is SocketException or IOException or ObjectDisposedException)
+            {
+                // The client went away, or the listener is stopping; nothing to answer.
+            }
+            catch (Exception exception)
+            {
+                owner._logger.LocalSocketFailed(owner.Path, exception);
+                SendWithoutWaiting(client, AdminReply.Problem(500, "Internal error", "The request failed; the app's log has the details."));
+            }
+            finally
+            {
+                owner.Release(client);
+                Drain(client);
+                client.Dispose();
+            }
+        }
+
+        private void Serve()
+        {
+            var buffer = new byte[MaxHeaderBytes + SettingsRequest.MaxBodyBytes + 1];
+            var received = 0;
+            int headEnd;
+            while ((headEnd = LocalSocketRequest.FindHeadEnd(buffer.AsSpan(0, received))) < 0)
+            {
+                if (received >= MaxHeaderBytes)
+                {
+                    Send(AdminReply.Problem(400, "Bad request", "The request headers are too large."));
+                    return;
+                }
+
+                var n = Receive(buffer, received, MaxHeaderBytes - received);
+                if (n == 0)
+                {
+                    return;
+                }
+
+                received += n;
+            }
+
+            var request = LocalSocketRequest.Parse(buffer.AsSpan(0, headEnd), out var error);
+            if (request is null)
+            {
+                Send(AdminReply.Problem(400, "Bad request", error!));
+                return;
+            }
+
+            var tooLarge = request.ContentLength > SettingsRequest.MaxBodyBytes;
+            var bodyLength = tooLarge ? 0 : (int)request.ContentLength;
+            while (!tooLarge && received < headEnd + bodyLength)
+            {
+                var n = Receive(buffer, received, headEnd + bodyLength - received);
+                if (n == 0)
+                {
+                    return;
+                }
+
+                received += n;
+            }
+
+            var body = new ReadOnlySequence<byte>(buffer, headEnd, bodyLength);
+            Send(owner.Route(request, body, tooLarge, Peer(client)));
+        }
+
+        private int Receive(byte[] buffer, int offset, int count)
+        {
+            client.ReceiveTimeout = RemainingMilliseconds();
+            try
+            {
+                return client.Receive(buffer, offset, count, SocketFlags.None);
+            }
+            catch (SocketException e) when (e.SocketErrorCode == SocketError.TimedOut || e.SocketErrorCode == SocketError.WouldBlock)
+            {
+                throw new TimeoutException("The request did not arrive in time.", e);
+            }
+        }
+
+        private void Send(AdminReply reply)
+        {
+            client.SendTimeout = RemainingMilliseconds();
+            client.Send(Format(reply));
+            client.Shutdown(SocketShutdown.Send);
+        }
+
+        private int RemainingMilliseconds()
+        {
+            var remaining = (_deadline - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency;
+            if (remaining <= 0)
+            {
+                throw new TimeoutException("The request's deadline has passed.");
+            }
+
+            return (int)Math.Min(remaining, int.MaxValue);
+        }
+    }
+}
+
+/// <summary>
+/// A Unix domain socket address the runtime does not remember as bound: a listener bound to a
+/// <see cref="UnixDomainSocketEndPoint"/> deletes the file at its path when disposed, whatever is there by then.
+/// </summary>
+internal sealed class UntrackedEndPoint(UnixDomainSocketEndPoint inner) : System.Net.EndPoint
+{
+    public override AddressFamily AddressFamily => AddressFamily.Unix;
+
+    public override System.Net.SocketAddress Serialize() => inner.Serialize();
+
+    public override System.Net.EndPoint Create(System.Net.SocketAddress socketAddress) => inner.Create(socketAddress);
+
+    public override string ToString() => inner.ToString();
+}
+
+/// <summary>The local socket's limits: how many connections at once, and how long one request may take from accept.</summary>
+internal sealed record LocalSocketLimits(int MaxClients, TimeSpan RequestTimeout)
+{
+    public static LocalSocketLimits Default { get; } = new(16, TimeSpan.FromSeconds(5));
 }

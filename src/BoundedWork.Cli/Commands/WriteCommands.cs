@@ -1,0 +1,91 @@
+using System.CommandLine;
+using System.Text.Json;
+using System.Text.Json.Nodes;
+using BoundedWork.Cli.Rendering;
+using Spectre.Console;
+
+namespace BoundedWork.Cli.Commands;
+
+/// <summary>
+/// The write verbs: resize and set. The app validates and logs each change exactly as it does for the HTTP console
+/// (the change log names the tool's user and process id); the tool only builds the request.
+/// </summary>
+internal static class WriteCommands
+{
+    private static readonly string[] s_settings = ["workers", "queueCapacity", "rejectionPolicy", "waitTimeout", "slowItemThreshold", "queueWaitThreshold"];
+
+    public static Command Resize()
+    {
+        var name = new Argument<string>("executor") { Description = "The executor's name (see 'bw list')." };
+        var workers = new Argument<int>("workers") { Description = "The worker count to converge to (1 up to the executor's MaxWorkerCount)." };
+        var command = new Command("resize", "Set an executor's worker count now: 'bw resize payments 16'. Running items are never interrupted.") { name, workers };
+        command.SetAction(result => Change(result, "PUT", $"/executors/{Uri.EscapeDataString(result.GetValue(name)!)}/workers", new JsonObject { ["workers"] = result.GetValue(workers) }));
+        return command;
+    }
+
+    public static Command Set()
+    {
+        var name = new Argument<string>("executor") { Description = "The executor's name (see 'bw list')." };
+        var workers = new Option<int?>("--workers") { Description = "Worker count." };
+        var capacity = new Option<int?>("--queue-capacity") { Description = "How many items may wait in the queue." };
+        var policy = new Option<string?>("--policy") { Description = "Rejection policy when the queue is full: Abort, CallerRuns, Discard, DiscardOldest or Wait." };
+        var waitTimeout = new Option<string?>("--wait-timeout") { Description = "How long the Wait policy waits for room: hh:mm:ss, or infinite." };
+        var slow = new Option<string?>("--slow-item-threshold") { Description = "An item running longer is reported: hh:mm:ss, or infinite (off)." };
+        var queueWait = new Option<string?>("--queue-wait-threshold") { Description = "An item waiting longer is reported: hh:mm:ss, or infinite (off)." };
+        var command = new Command("set", "Change any of an executor's settings in one all-or-nothing step: 'bw set payments --queue-capacity 500 --policy Wait --wait-timeout 00:00:02'.")
+        {
+            name, workers, capacity, policy, waitTimeout, slow, queueWait,
+        };
+        command.SetAction(result =>
+        {
+            var body = new JsonObject();
+            Add(body, "workers", result.GetValue(workers));
+            Add(body, "queueCapacity", result.GetValue(capacity));
+            Add(body, "rejectionPolicy", result.GetValue(policy));
+            Add(body, "waitTimeout", result.GetValue(waitTimeout));
+            Add(body, "slowItemThreshold", result.GetValue(slow));
+            Add(body, "queueWaitThreshold", result.GetValue(queueWait));
+            if (body.Count == 0)
+            {
+                Output.Error("set needs at least one setting: --workers, --queue-capacity, --policy, --wait-timeout, --slow-item-threshold or --queue-wait-threshold.");
+                return ExitCodes.Usage;
+            }
+
+            return Change(result, "PATCH", $"/executors/{Uri.EscapeDataString(result.GetValue(name)!)}", body);
+        });
+        return command;
+    }
+
+    private static void Add<T>(JsonObject body, string field, T? value)
+    {
+        if (value is not null)
+        {
+            body[field] = JsonValue.Create(value);
+        }
+    }
+
+    private static int Change(ParseResult result, string method, string target, JsonObject body)
+    {
+        var json = result.GetValue(CommonOptions.Json);
+        var answer = CommonOptions.Client(result).Send(method, target, body.ToJsonString());
+        if (!answer.IsSuccess)
+        {
+            return Output.Problem(answer, json);
+        }
+
+        if (json)
+        {
+            Output.Json(answer);
+            return ExitCodes.Ok;
+        }
+
+        var doc = answer.Json;
+        var changes = s_settings
+            .Where(s => doc.Text("previous", s) != doc.Text("current", s))
+            .Select(s => $"{s} {doc.Text("previous", s)} -> [bold]{Markup.Escape(doc.Text("current", s))}[/]")
+            .ToList();
+        Output.Terminal.MarkupLine($"[bold]{Markup.Escape(doc.Text("name"))}[/]: {(changes.Count == 0 ? "unchanged (already so)" : string.Join(", ", changes))}");
+        Output.Terminal.MarkupLine($"[grey]workers now: busy {doc.Long("workers", "busy")}, live {doc.Long("workers", "live")}, target {doc.Long("workers", "target")}, max {doc.Long("workers", "max")}[/]");
+        return ExitCodes.Ok;
+    }
+}

@@ -1,0 +1,51 @@
+using BoundedWork.Cli.Targets;
+using Spectre.Console;
+
+namespace BoundedWork.Cli.Rendering;
+
+/// <summary>Where the tool writes: tables to standard output, problems to standard error, JSON verbatim.</summary>
+internal static class Output
+{
+    private static readonly Lazy<IAnsiConsole> s_console = new(() =>
+    {
+        var console = AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(Console.Out) });
+        if (Console.IsOutputRedirected)
+        {
+            // A file or a pipe has no width: COLUMNS if set, else wide enough not to wrap the tables.
+            console.Profile.Width = int.TryParse(Environment.GetEnvironmentVariable("COLUMNS"), out var columns) && columns >= 40 ? columns : 160;
+        }
+
+        return console;
+    });
+
+    public static IAnsiConsole Terminal => s_console.Value;
+
+    public static void Json(AdminAnswer answer) => Console.Out.WriteLine(answer.Text);
+
+    public static void Error(string message) => Console.Error.WriteLine($"bw: {message}");
+
+    /// <summary>Prints a problem answer (title, detail, each field's errors) and returns <see cref="ExitCodes.Refused"/>.</summary>
+    public static int Problem(AdminAnswer answer, bool json)
+    {
+        if (json)
+        {
+            Json(answer);
+        }
+
+        var title = answer.Json.Text("title");
+        var detail = answer.Json.Text("detail");
+        Error($"{answer.Status} {(title.Length > 0 ? title : "refused")}: {detail}");
+        if (answer.Json.Get("errors") is { ValueKind: System.Text.Json.JsonValueKind.Object } errors)
+        {
+            foreach (var field in errors.EnumerateObject())
+            {
+                foreach (var message in field.Value.EnumerateArray())
+                {
+                    Console.Error.WriteLine($"  {field.Name}: {message.GetString()}");
+                }
+            }
+        }
+
+        return ExitCodes.Refused;
+    }
+}

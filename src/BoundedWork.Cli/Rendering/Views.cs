@@ -1,0 +1,152 @@
+using System.Globalization;
+using System.Text.Json;
+using Spectre.Console;
+using Spectre.Console.Rendering;
+
+namespace BoundedWork.Cli.Rendering;
+
+/// <summary>How the admin API's documents look on a terminal. Colour marks danger; the words say it too.</summary>
+internal static class Views
+{
+    /// <summary>
+    /// An executor's health in one word: <c>rejecting</c> (refusing or discarding items now), <c>full</c> (queue at
+    /// capacity), <c>near capacity</c> (80% or more), <c>slow</c> (a worker runs an item past the slow-item threshold),
+    /// <c>shut down</c>, else <c>ok</c>.
+    /// </summary>
+    public static (string Word, string Colour) Health(JsonElement executor)
+    {
+        var length = executor.Long("queue", "length");
+        var capacity = executor.Long("queue", "capacity");
+        return executor switch
+        {
+            _ when executor.Flag("isShutdown") => ("shut down", "grey"),
+            _ when (executor.Number("rates", "rejected") ?? 0) + (executor.Number("rates", "discarded") ?? 0) > 0 => ("rejecting", "red"),
+            _ when capacity > 0 && length >= capacity => ("full", "red"),
+            _ when capacity > 0 && length >= capacity * 0.8 => ("near capacity", "yellow"),
+            _ when executor.Long("workers", "slow") > 0 => ("slow", "yellow"),
+            _ => ("ok", "green"),
+        };
+    }
+
+    public static Table Executors(JsonElement list, bool withHistory)
+    {
+        var table = new Table().Border(TableBorder.Simple);
+        table.AddColumn(new TableColumn("EXECUTOR").NoWrap());
+        foreach (var column in withHistory ? (string[])["BUSY", "LIVE", "TARGET", "QUEUE"] : ["BUSY", "LIVE", "TARGET", "MAX", "QUEUE"])
+        {
+            table.AddColumn(new TableColumn(column).RightAligned().NoWrap());
+        }
+
+        if (withHistory)
+        {
+            table.AddColumn(new TableColumn("LAST 20 s").NoWrap());
+        }
+
+        table.AddColumn(new TableColumn("OLDEST").RightAligned());
+        if (!withHistory)
+        {
+            table.AddColumn("POLICY");
+        }
+
+        table.AddColumn(new TableColumn("DONE/s").RightAligned());
+        table.AddColumn(new TableColumn("REFUSED/s").RightAligned());
+        if (!withHistory)
+        {
+            table.AddColumn(new TableColumn("FAILED").RightAligned());
+        }
+
+        table.AddColumn(new TableColumn("HEALTH").NoWrap());
+        foreach (var e in list.Items("executors"))
+        {
+            var (word, colour) = Health(e);
+            var queue = $"{e.Long("queue", "length")}/{e.Long("queue", "capacity")}";
+            var cells = new List<IRenderable>
+            {
+                new Text(e.Text("name"), new Style(decoration: Decoration.Bold)),
+                new Text(e.Long("workers", "busy").ToString(CultureInfo.InvariantCulture)),
+                new Text(e.Long("workers", "live").ToString(CultureInfo.InvariantCulture)),
+                new Text(e.Long("workers", "target").ToString(CultureInfo.InvariantCulture)),
+                new Markup(colour == "green" || colour == "grey" ? Markup.Escape(queue) : $"[{colour}]{Markup.Escape(queue)}[/]"),
+            };
+            if (!withHistory)
+            {
+                cells.Insert(4, new Text(e.Long("workers", "max").ToString(CultureInfo.InvariantCulture)));
+            }
+
+            if (withHistory)
+            {
+                var history = e.Items("history", "queueLength").Select(v => v.GetDouble()).ToList();
+                cells.Add(new Markup($"[{colour}]{Markup.Escape(Sparkline.Of(history, 20, e.Long("queue", "capacity")))}[/]"));
+            }
+
+            var refused = (e.Number("rates", "rejected") ?? 0) + (e.Number("rates", "discarded") ?? 0);
+            cells.Add(new Text(Doc.Duration(e.Number("queue", "oldestItemAgeMs"))));
+            if (!withHistory)
+            {
+                cells.Add(new Text(e.Text("settings", "rejectionPolicy")));
+            }
+
+            cells.Add(new Text(Doc.Rate(e.Number("rates", "completed"))));
+            cells.Add(refused > 0 ? new Markup($"[red]{Doc.Rate(refused)}[/]") : new Text(Doc.Rate(e.Number("rates", "rejected") is null ? null : 0)));
+            if (!withHistory)
+            {
+                cells.Add(new Text(e.Long("counters", "failed").ToString(CultureInfo.InvariantCulture)));
+            }
+
+            cells.Add(new Markup($"[{colour}]{Markup.Escape(word)}[/]"));
+            table.AddRow(cells);
+        }
+
+        return table;
+    }
+
+    public static IRenderable Executor(JsonElement e)
+    {
+        var (word, colour) = Health(e);
+        var grid = new Grid().AddColumn(new GridColumn().NoWrap()).AddColumn();
+        void Row(string name, string value) => grid.AddRow(new Markup($"[grey]{name}[/]"), new Markup(value));
+        Row("health", $"[{colour}]{Markup.Escape(word)}[/]");
+        Row("workers", $"busy {e.Long("workers", "busy")}, live {e.Long("workers", "live")}, target {e.Long("workers", "target")}, max {e.Long("workers", "max")}, slow {e.Long("workers", "slow")}, peak {e.Long("workers", "peak")}");
+        Row("queue", $"{e.Long("queue", "length")} of {e.Long("queue", "capacity")}, oldest waited {Doc.Duration(e.Number("queue", "oldestItemAgeMs"))}, producers waiting {e.Long("queue", "waitingProducers")}");
+        Row("settings", Markup.Escape($"policy {e.Text("settings", "rejectionPolicy")}, waitTimeout {e.Text("settings", "waitTimeout")}, slowItemThreshold {e.Text("settings", "slowItemThreshold")}, queueWaitThreshold {e.Text("settings", "queueWaitThreshold")}"));
+        Row("per second", $"submitted {Doc.Rate(e.Number("rates", "submitted"))}, completed {Doc.Rate(e.Number("rates", "completed"))}, failed {Doc.Rate(e.Number("rates", "failed"))}, rejected {Doc.Rate(e.Number("rates", "rejected"))}, discarded {Doc.Rate(e.Number("rates", "discarded"))}");
+        var counters = e.Get("counters");
+        if (counters.ValueKind == JsonValueKind.Object)
+        {
+            Row("counters", Markup.Escape(string.Join(", ", counters.EnumerateObject().Select(p => $"{p.Name} {p.Value.GetRawText()}"))));
+        }
+
+        var running = new Table().Border(TableBorder.Simple).Title("running now, longest first");
+        running.AddColumn("WORKER");
+        running.AddColumn(new TableColumn("ELAPSED").RightAligned());
+        running.AddColumn("METHOD");
+        foreach (var item in e.Items("running"))
+        {
+            running.AddRow(Markup.Escape(item.Text("worker")), Doc.Duration(item.Number("elapsedMs")), Markup.Escape(item.Text("method")));
+        }
+
+        IRenderable items = e.Items("running").Any() ? running : new Markup("[grey]No item is running now.[/]");
+        return new Rows(new Markup($"[bold]{Markup.Escape(e.Text("name"))}[/]"), grid, items);
+    }
+
+    public static IRenderable ThreadPool(JsonElement pool, bool withHistory)
+    {
+        var starved = pool.Flag("isStarved");
+        var grid = new Grid().AddColumn(new GridColumn().NoWrap()).AddColumn();
+        void Row(string name, string value) => grid.AddRow(new Markup($"[grey]{name}[/]"), new Markup(value));
+        Row("state", starved
+            ? $"[red bold]STARVED[/] [red]{Markup.Escape(pool.Text("starvation"))}[/]"
+            : "[green]not starved[/]");
+        Row("probe latency", $"{Doc.Duration(pool.Number("queueLatencyMs"))} [grey](a trivial work item's wait for a pool thread; starved from {Doc.Duration(pool.Number("starvationThresholdMs"))})[/]");
+        Row("threads", $"{pool.Long("threadCount")} [grey](min {pool.Long("minThreads")}, max {pool.Long("maxThreads")})[/]");
+        Row("pending items", (pool.Long("pendingWorkItemCount") > 0 ? "[yellow]" : "[default]") + $"{pool.Long("pendingWorkItemCount")}[/]");
+        Row("completed/s", Doc.Rate(pool.Number("completedPerSecond")));
+        if (withHistory)
+        {
+            var pending = pool.Items("history", "pendingWorkItemCount").Select(v => v.GetDouble()).ToList();
+            Row("pending, last 60 s", $"[{(starved ? "red" : "blue")}]{Markup.Escape(Sparkline.Of(pending, 60, Math.Max(pending.DefaultIfEmpty(0).Max(), 10)))}[/]");
+        }
+
+        return new Panel(grid).Header("shared ThreadPool").Border(BoxBorder.Rounded).BorderColor(starved ? Color.Red : Color.Grey);
+    }
+}
