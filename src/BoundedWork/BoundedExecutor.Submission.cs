@@ -364,7 +364,7 @@ public sealed partial class BoundedExecutor
     /// </summary>
     private RoomWaiter RegisterWaiter(in QueuedItem item, bool blocking, CancellationToken cancellationToken)
     {
-        var deadline = DeadlineAfter(WaitTimeout);
+        var deadline = Deadline.After(_timeProvider, WaitTimeout);
         var waiter = blocking ? RoomWaiter.ForBlockingCaller(item, deadline) : RoomWaiter.ForAsyncCaller(item, deadline);
         if (!blocking && cancellationToken.CanBeCanceled)
         {
@@ -378,7 +378,7 @@ public sealed partial class BoundedExecutor
         }
 
         _roomWaiters.Add(waiter);
-        if (deadline != long.MaxValue)
+        if (deadline != Deadline.Never)
         {
             _watchdogSignal.Set(); // the watchdog keeps the wait's deadline
         }
@@ -581,18 +581,5 @@ public sealed partial class BoundedExecutor
         }
 
         return new ValueTask<bool>(probe.ProbeTask!);
-    }
-
-    /// <summary>The timestamp of the executor's clock <paramref name="timeout"/> from now (<see cref="long.MaxValue"/> for infinite).</summary>
-    private long DeadlineAfter(TimeSpan timeout)
-    {
-        if (timeout == Timeout.InfiniteTimeSpan)
-        {
-            return long.MaxValue;
-        }
-
-        var ticks = timeout.Ticks * (double)_timeProvider.TimestampFrequency / TimeSpan.TicksPerSecond;
-        var now = _timeProvider.GetTimestamp();
-        return ticks >= long.MaxValue - now ? long.MaxValue : now + (long)ticks;
     }
 }

@@ -71,6 +71,53 @@ public sealed class LifecycleTests
         Assert.Empty(logs.WithEvent("ShutdownAbandoned"));
     }
 
+    public static TheoryData<TimeSpan> LongShutdownTimeouts => new()
+    {
+        Timeout.InfiniteTimeSpan,
+        TimeSpan.FromDays(40), // about as long as the host itself accepts
+    };
+
+    [Theory]
+    [MemberData(nameof(LongShutdownTimeouts))]
+    public async Task StopAsync_HostShutdownTimeoutInfiniteOrVeryLong_DrainsInsteadOfAbandoningAtOnce(TimeSpan shutdownTimeout)
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = shutdownTimeout);
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 1;
+            o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); // the watchdog looks every 5 ms
+        });
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var gate = new Gate();
+        var ran = 0;
+        executor.Execute(gate.Item);
+        gate.WaitStarted();
+        for (var i = 0; i < 3; i++)
+        {
+            executor.Execute(() => Interlocked.Increment(ref ran));
+        }
+
+        var stopping = host.StopAsync();
+        Assert.True(executor.IsShutdown);
+
+        // The watchdog keeps the executor's deadline: once it has looked, a deadline it took as passed would show.
+        var passes = executor.WatchdogPasses;
+        TestHost.WaitUntil(() => executor.WatchdogPasses >= passes + 2);
+        Assert.Equal(0, executor.GetStatistics().Abandoned);
+        Assert.False(stopping.IsCompleted);
+        gate.Open();
+        await stopping.WaitAsync(TestHost.Patience);
+
+        Assert.Equal(3, Volatile.Read(ref ran));
+        Assert.Single(logs.WithEvent("ShutdownDrained"));
+        Assert.Empty(logs.WithEvent("ShutdownAbandoned"));
+        Assert.Empty(logs.WithEvent("ShutdownWorkersStillRunning"));
+    }
+
     [Fact]
     public async Task StopAsync_DeadlinePassed_HandsQueuedItemsToEveryHandlerAndLogsTheCount()
     {

@@ -61,14 +61,21 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
 
     private TimeSpan RemainingShutdownTime(CancellationToken cancellationToken)
     {
-        if (cancellationToken.IsCancellationRequested || _shutdownTimeout <= TimeSpan.Zero)
+        if (cancellationToken.IsCancellationRequested)
         {
             return TimeSpan.Zero;
         }
 
+        // Infinite is negative (-1 ms): test for it before treating a negative timeout as none at all. A very long
+        // timeout is passed on as it is; the executor's deadline saturates instead of wrapping round.
         if (_shutdownTimeout == Timeout.InfiniteTimeSpan)
         {
             return Timeout.InfiniteTimeSpan;
+        }
+
+        if (_shutdownTimeout <= TimeSpan.Zero)
+        {
+            return TimeSpan.Zero;
         }
 
         var elapsed = _clock.GetElapsedTime(Interlocked.Read(ref _stoppingTimestamp));
