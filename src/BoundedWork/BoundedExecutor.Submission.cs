@@ -537,9 +537,29 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>
-    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has, or if the policy never
-    /// waits), or <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it
-    /// first, as with any channel writer.
+    /// Queues an item if there is room now, for a channel writer's <c>TryWrite</c>. Unlike
+    /// <see cref="TryExecute{TState}(Action{TState}, TState)"/>, an item that finds the queue full (or the executor shut
+    /// down) is left with its producer: it was never submitted, so it is neither counted nor reported, and a producer
+    /// that retries after <see cref="WaitForRoomAsync"/> is not counted as rejected once per attempt.
+    /// </summary>
+    internal bool TryQueue<TState>(Action<TState> action, TState state)
+    {
+        // Built before its slot is taken, as every submit does, so a worker that claims the slot waits the least.
+        var item = NewItem(action, state, StateInvoker<TState>.Instance);
+        if (_queue.TryAdmit(_queueCapacity, out var ticket) != Admission.Admitted)
+        {
+            return false;
+        }
+
+        Publish(ticket, item);
+        return true;
+    }
+
+    /// <summary>
+    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has), whatever the policy, or
+    /// <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it first, as with
+    /// any channel writer. The worker that frees a slot completes the wait itself, as it admits a Wait-policy producer's
+    /// item, so no ThreadPool thread is needed for the wake-up (only for the awaiting producer's continuation).
     /// </summary>
     internal ValueTask<bool> WaitForRoomAsync(CancellationToken cancellationToken)
     {
@@ -553,7 +573,9 @@ public sealed partial class BoundedExecutor
             return new ValueTask<bool>(false);
         }
 
-        if (_policy != RejectionPolicy.Wait || (_queue.Count < _queueCapacity && !_roomWaiters.Any))
+        // Under the Wait policy, producers already waiting for room come first; under the others nobody lines up, so
+        // room is room.
+        if (_queue.Count < _queueCapacity && (_policy != RejectionPolicy.Wait || !_roomWaiters.Any))
         {
             return new ValueTask<bool>(true);
         }
