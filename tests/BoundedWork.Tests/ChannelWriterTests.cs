@@ -134,7 +134,7 @@ public sealed class ChannelWriterTests
         gate.Open();
 
         Assert.True(await waiting.WaitAsync(TestKit.Safety));
-        var statistics = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0);
+        var statistics = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Starting == 0 && s.Running == 0);
         Assert.Equal(0, statistics.WaitingProducers);
         Assert.Equal(2, statistics.Completed);
         Assert.Equal(0, statistics.Rejected); // the TryWrite of 2 on a full queue left the item with its producer

@@ -54,6 +54,10 @@ internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeM
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
 internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold);
 
+/// <summary>
+/// The counters of one snapshot: <c>Submitted</c> = queue length + <c>Starting</c> + <c>Running</c> + every outcome, and
+/// <c>Running</c> = busy workers + <c>RunningOnCallers</c>.
+/// </summary>
 internal sealed record CountersView(
     long Submitted,
     long Completed,
@@ -68,7 +72,9 @@ internal sealed record CountersView(
     long Running,
     long SlowItemsReported,
     long LongQueueWaitsReported,
-    long WorkersReplaced);
+    long WorkersReplaced,
+    long Starting,
+    long RunningOnCallers);
 
 /// <summary>Items per second over the last <see cref="WindowSeconds"/> (up to a minute); null until a second of history exists.</summary>
 internal sealed record RatesView(
