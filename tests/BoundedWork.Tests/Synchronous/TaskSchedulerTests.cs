@@ -292,6 +292,65 @@ public sealed class TaskSchedulerTests
     }
 
     [Fact]
+    public async Task RescueThread_ATaskThatWaitsOnAnotherTaskOfTheScheduler_RunsItInlineAndLaterTasksStillRun()
+    {
+        var executor = TestKit.Create(workers: 1);
+        var scheduler = executor.AsTaskScheduler();
+        await executor.ShutdownAsync();
+
+        // Both tasks arrive after shutdown: each goes to the rescue thread, the inner one behind the outer one.
+        var outer = Task.Factory.StartNew(
+            () =>
+            {
+                var inner = Task.Factory.StartNew(() => Thread.CurrentThread.Name, CancellationToken.None, TaskCreationOptions.None, scheduler);
+                return (Outer: Thread.CurrentThread.Name, Inner: inner.Result);
+            },
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+
+        var (outerThread, innerThread) = await outer.WaitAsync(TestKit.Safety);
+        Assert.Equal("test-rescue", outerThread);
+        Assert.Equal("test-rescue", innerThread);
+        var later = Task.Factory.StartNew(() => 7, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        Assert.Equal(7, await later.WaitAsync(TestKit.Safety));
+        Assert.Equal(3, scheduler.RescuedTaskCount);
+    }
+
+    [Fact]
+    public async Task RescueThreads_ATaskBlockedOnAnAsyncTaskOfTheScheduler_AnotherRescueThreadRunsItsContinuations()
+    {
+        using var gate = new Gate();
+        var executor = TestKit.Create(workers: 2);
+        var scheduler = executor.AsTaskScheduler();
+        executor.Execute(gate.Blocker);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered(2);
+
+        // Queued behind the blockers, then handed back at the deadline: it runs on a rescue thread and blocks there
+        // on an async method whose every continuation is queued to the same (shut down) scheduler.
+        var blocked = Task.Factory.StartNew(
+            () => Task.Factory.StartNew(
+                async () =>
+                {
+                    await Task.Yield();
+                    await Task.Yield();
+                    return Thread.CurrentThread.Name;
+                },
+                CancellationToken.None,
+                TaskCreationOptions.None,
+                scheduler).Unwrap().Result,
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+        var shutdown = executor.ShutdownAsync(new CancellationToken(canceled: true));
+
+        Assert.Equal("test-rescue", await blocked.WaitAsync(TestKit.Safety));
+        gate.Open();
+        Assert.Single((await shutdown.WaitAsync(TestKit.Safety)).AbandonedItems);
+    }
+
+    [Fact]
     public async Task Wait_OnATaskOfTheSchedulerFromAWorker_InlinesInsteadOfDeadlocking()
     {
         await using var executor = TestKit.Create(workers: 1);
