@@ -350,6 +350,55 @@ public sealed class TaskSchedulerTests
         Assert.Single((await shutdown.WaitAsync(TestKit.Safety)).AbandonedItems);
     }
 
+    /// <summary>
+    /// What the docs warn about: inlining covers tasks that have not started, not an async method's task. The only
+    /// worker blocks on one whose first part sits queued behind it; a cancellable wait lets the test end the deadlock.
+    /// </summary>
+    [Fact]
+    public async Task OneWorker_BlockingOnAnAsyncTaskOfTheScheduler_WaitsForAPartOnlyThatWorkerCouldRun()
+    {
+        await using var executor = TestKit.Create(workers: 1);
+        var scheduler = executor.AsTaskScheduler();
+        using var release = new CancellationTokenSource();
+        var asyncTaskQueued = new TaskCompletionSource<Task<int>>(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        var blocked = Task.Factory.StartNew(
+            () =>
+            {
+                var asyncTask = Task.Factory.StartNew(
+                    async () =>
+                    {
+                        await Task.Yield();
+                        return 1;
+                    },
+                    CancellationToken.None,
+                    TaskCreationOptions.None,
+                    scheduler).Unwrap();
+                asyncTaskQueued.SetResult(asyncTask);
+                try
+                {
+                    asyncTask.Wait(release.Token);
+                    return "completed";
+                }
+                catch (OperationCanceledException)
+                {
+                    return "still waiting";
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+        var asyncTask = await asyncTaskQueued.Task.WaitAsync(TestKit.Safety);
+
+        // The worker is busy waiting, and the async method's first part is queued behind it: nothing can run it.
+        TestKit.WaitForStatistics(executor, s => s.BusyWorkerCount == 1 && s.QueueLength == 1);
+        Assert.False(asyncTask.IsCompleted);
+        await release.CancelAsync();
+
+        Assert.Equal("still waiting", await blocked.WaitAsync(TestKit.Safety));
+        Assert.Equal(1, await asyncTask.WaitAsync(TestKit.Safety)); // once the worker is free, it runs
+    }
+
     [Fact]
     public async Task Wait_OnATaskOfTheSchedulerFromAWorker_InlinesInsteadOfDeadlocking()
     {
