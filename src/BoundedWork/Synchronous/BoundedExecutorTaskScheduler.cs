@@ -38,6 +38,16 @@ namespace BoundedWork.Synchronous;
 /// blocked waiters as the executor has workers (one, on a one-worker executor) nothing is left to run those parts, and
 /// the waiters deadlock. Await such tasks instead of blocking on them.
 /// </para>
+/// <para>
+/// <b>Blocked ThreadPool threads.</b> A ThreadPool thread that blocks, without a timeout or token, on a task of this
+/// scheduler that has not started yet (<c>task.Wait()</c>, <c>task.Result</c>, <c>Task.WaitAll</c>) is counted in
+/// <see cref="BoundedExecutorStatistics.ThreadPoolBlockingWaits"/> and reported to
+/// <see cref="BoundedExecutorOptions.OnThreadPoolBlockingWait"/> with <see cref="BlockingWaitKind.TaskWait"/>: TPL asks
+/// the scheduler to run such a task inline first, and the refusal is the sign. TPL asks nothing the scheduler could tell
+/// apart from an ordinary continuation before other waits, so they are not counted: a wait on a task that is already
+/// running, a wait with a timeout or token, <c>task.RunSynchronously(scheduler)</c>, and so <c>Parallel.For</c> and
+/// <c>Parallel.ForEach</c> (which start their first task with <c>RunSynchronously</c>) called on a ThreadPool thread.
+/// </para>
 /// </remarks>
 public sealed class BoundedExecutorTaskScheduler : TaskScheduler
 {
@@ -109,9 +119,28 @@ public sealed class BoundedExecutorTaskScheduler : TaskScheduler
     /// task of this scheduler never runs elsewhere, and one that waits on another task of this scheduler that has not
     /// started runs it instead of deadlocking.
     /// </summary>
+    /// <remarks>
+    /// Anywhere else the task is not run inline, and a caller that asked because it waits for a queued task (TPL asks
+    /// with <paramref name="taskWasPreviouslyQueued"/> only from a wait) is about to block: on a ThreadPool thread that
+    /// is counted and reported as a blocking wait (<see cref="BlockingWaitKind.TaskWait"/>). A request without it comes
+    /// from <c>RunSynchronously</c> or from a continuation that prefers to run at once; those cannot be told apart, and
+    /// a continuation does not block, so neither is counted.
+    /// </remarks>
     /// <inheritdoc/>
-    protected override bool TryExecuteTaskInline(Task task, bool taskWasPreviouslyQueued) =>
-        (Executor.IsWorkerThread || ReferenceEquals(t_rescuing, this)) && TryExecuteTask(task);
+    protected override bool TryExecuteTaskInline(Task task, bool taskWasPreviouslyQueued)
+    {
+        if (Executor.IsWorkerThread || ReferenceEquals(t_rescuing, this))
+        {
+            return TryExecuteTask(task);
+        }
+
+        if (taskWasPreviouslyQueued)
+        {
+            Executor.NoteBlockingWait(BlockingWaitKind.TaskWait);
+        }
+
+        return false;
+    }
 
     /// <summary>Not supported: the executor's queue holds the tasks and is not enumerable.</summary>
     /// <returns>Never returns.</returns>

@@ -399,6 +399,50 @@ public sealed class TaskSchedulerTests
         Assert.Equal(1, await asyncTask.WaitAsync(TestKit.Safety)); // once the worker is free, it runs
     }
 
+    public static TheoryData<string> BlockingWaits => ["Wait", "Result", "WaitAll"];
+
+    [Theory]
+    [MemberData(nameof(BlockingWaits))]
+    public async Task BlockingWait_OnATaskOfTheSchedulerThatHasNotStarted_OnAThreadPoolThreadIsCountedAndReported_OnADedicatedThreadIsNot(string wait)
+    {
+        var reports = new ConcurrentQueue<ThreadPoolBlockingWaitArguments>();
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, configure: o => o.OnThreadPoolBlockingWait = reports.Enqueue);
+        var scheduler = executor.AsTaskScheduler();
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered(); // the tasks cannot start before the threads wait for them
+        var forDedicated = Task.Factory.StartNew(() => 1, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        var forPool = Task.Factory.StartNew(() => 2, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        void Block(Task<int> task)
+        {
+            switch (wait)
+            {
+                case "Wait":
+                    task.Wait();
+                    break;
+                case "Result":
+                    _ = task.Result;
+                    break;
+                default:
+                    Task.WaitAll(task);
+                    break;
+            }
+        }
+
+        var dedicated = new Thread(() => Block(forDedicated));
+        dedicated.Start();
+        var pool = Task.Run(() => Block(forPool));
+
+        var statistics = TestKit.WaitForStatistics(executor, s => s.ThreadPoolBlockingWaits >= 1);
+        gate.Open();
+        Assert.True(dedicated.Join(TestKit.Safety));
+        await pool.WaitAsync(TestKit.Safety);
+        Assert.Equal(1, statistics.ThreadPoolBlockingWaits);
+        Assert.Equal(1, executor.GetStatistics().ThreadPoolBlockingWaits);
+        var report = Assert.Single(reports);
+        Assert.Equal(BlockingWaitKind.TaskWait, report.Kind);
+    }
+
     [Fact]
     public async Task Wait_OnATaskOfTheSchedulerFromAWorker_InlinesInsteadOfDeadlocking()
     {
