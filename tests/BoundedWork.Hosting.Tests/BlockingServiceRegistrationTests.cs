@@ -49,4 +49,65 @@ public sealed class BlockingServiceRegistrationTests
         Assert.Same(host.Services.GetRequiredKeyedService<BoundedExecutor>("legacy"), host.Services.CreateScope().ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>().Executor);
         await host.StopAsync();
     }
+
+    [Fact]
+    public async Task AddBlockingService_UnknownExecutorName_FailsHostStartNamingTheExecutorAndTheFix()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
+        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
+        builder.Services.AddBlockingService<ILegacyRepository>("legacy-db");
+        using var host = builder.Build();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => host.StartAsync());
+
+        Assert.Contains("AddBlockingService<ILegacyRepository>(\"legacy-db\")", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddBoundedExecutor(\"legacy-db\")", error.Message, StringComparison.Ordinal);
+        Assert.Contains("registered executors: legacy", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AddBlockingService_NoExecutorRegisteredAtAll_FailsHostStart()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
+        builder.Services.AddBlockingService<ILegacyRepository>("legacy");
+        using var host = builder.Build();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => host.StartAsync());
+
+        Assert.Contains("AddBoundedExecutor(\"legacy\")", error.Message, StringComparison.Ordinal);
+        Assert.Contains("registered executors: none", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AddBlockingService_UnknownExecutorResolvedWithoutAHost_FailsWithTheSameMessage()
+    {
+        var services = new ServiceCollection();
+        services.AddBoundedExecutor("legacy");
+        services.AddScoped<ILegacyRepository, LegacyRepository>();
+        services.AddBlockingService<ILegacyRepository>("Legacy-DB");
+        await using var provider = services.BuildServiceProvider();
+
+        var error = Assert.Throws<InvalidOperationException>(() => provider.GetRequiredService<BlockingService<ILegacyRepository>>());
+
+        Assert.Contains("AddBlockingService<ILegacyRepository>(\"Legacy-DB\")", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddBoundedExecutor(\"Legacy-DB\")", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AddBlockingService_ExecutorNameInAnotherCase_IsTheRegisteredExecutor()
+    {
+        var builder = TestHost.CreateBuilder();
+        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
+        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
+        builder.Services.AddBlockingService<ILegacyRepository>("LEGACY");
+        using var host = builder.Build();
+
+        await host.StartAsync();
+
+        var bound = host.Services.CreateScope().ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>();
+        Assert.Same(host.Services.GetRequiredKeyedService<BoundedExecutor>("legacy"), bound.Executor);
+        await host.StopAsync();
+    }
 }
