@@ -80,7 +80,7 @@ public sealed partial class BoundedExecutor
         };
     }
 
-    private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken)
+    private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken, object? describedBy = null)
     {
         if (cancellationToken.IsCancellationRequested)
         {
@@ -88,7 +88,7 @@ public sealed partial class BoundedExecutor
             return Task.FromCanceled<TResult>(cancellationToken);
         }
 
-        var runItem = new RunItem<TResult>(work, _flowExecutionContext ? ExecutionContext.Capture() : null);
+        var runItem = new RunItem<TResult>(work, _flowExecutionContext ? ExecutionContext.Capture() : null, describedBy);
         runItem.RegisterCancellation(cancellationToken);
 
         // Whatever Submit decides, the outcome reaches the caller through the item's own task.
@@ -535,6 +535,14 @@ public sealed partial class BoundedExecutor
         var exception = Reject(waiter.Item, reason);
         waiter.Complete(RoomWaitOutcome.Rejected, exception);
     }
+
+    /// <summary>
+    /// <see cref="RunAsync{TResult}(Func{TResult}, CancellationToken)"/> for the library's own adapters, whose
+    /// <paramref name="function"/> wraps the caller's work: <paramref name="describedBy"/> (the caller's delegate, or a
+    /// task) is what <see cref="WorkItem.Description"/> then names.
+    /// </summary>
+    internal Task<TResult> RunAsync<TResult>(Func<TResult> function, object describedBy, CancellationToken cancellationToken) =>
+        RunCore<TResult>(function, cancellationToken, describedBy);
 
     /// <summary>
     /// Queues an item if there is room now, for a channel writer's <c>TryWrite</c>. Unlike

@@ -226,6 +226,34 @@ public sealed class LifecycleTests
     }
 
     [Fact]
+    public async Task StopAsync_DeadlinePassed_LogsLambdaItemsByTheirDeclaringMethodNotTheirCompilerName()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        using var host = builder.Build();
+        await host.StartAsync();
+        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        using var release = new ManualResetEventSlim();
+        using var started = new ManualResetEventSlim();
+        executor.Execute(() =>
+        {
+            started.Set();
+            release.Wait(TestHost.Patience);
+        });
+        Assert.True(started.Wait(TestHost.Patience));
+        executor.Execute(() => { });
+
+        await host.StopAsync(new CancellationToken(canceled: true));
+
+        var method = $"{typeof(LifecycleTests).FullName}.{nameof(StopAsync_DeadlinePassed_LogsLambdaItemsByTheirDeclaringMethodNotTheirCompilerName)} (lambda)";
+        Assert.Contains($"{method} with state null", Assert.Single(logs.WithEvent("ShutdownItemInterrupted")).Message, StringComparison.Ordinal);
+        Assert.Contains($"{method} with state null", Assert.Single(logs.WithEvent("AbandonedItemNotPersisted")).Message, StringComparison.Ordinal);
+        release.Set();
+        await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
     public async Task StopAsync_ShutdownTimeoutOfTheHost_IsTheDeadline()
     {
         var recording = new RecordingHandler();

@@ -199,7 +199,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             .Select(r => new RunningItemView(
                 r.WorkerName,
                 Math.Round(r.Elapsed.TotalMilliseconds, 3),
-                $"{r.Item.Callback.Method.DeclaringType?.Name}.{r.Item.Callback.Method.Name}"))];
+                r.Item.Description))];
 
     private static WorkersView Workers(BoundedExecutorStatistics s) =>
         new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);

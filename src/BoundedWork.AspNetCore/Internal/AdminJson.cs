@@ -41,7 +41,8 @@ internal sealed record StorageView(
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
-/// has run, and the method its delegate calls (never its state, which may hold personal data).
+/// has run, and what it runs (<see cref="BoundedWork.WorkItem.Description"/>: the type and method its delegate calls,
+/// lambdas named after the method that declares them; never its state, which may hold personal data).
 /// </summary>
 internal sealed record RunningItemView(string Worker, double ElapsedMs, string Method);
 

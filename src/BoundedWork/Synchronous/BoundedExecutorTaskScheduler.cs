@@ -85,7 +85,7 @@ public sealed class BoundedExecutorTaskScheduler : TaskScheduler
     protected override void QueueTask(Task task)
     {
         ArgumentNullException.ThrowIfNull(task);
-        var run = Executor.RunAsync(() => TryExecuteTask(task));
+        var run = Executor.RunAsync(() => TryExecuteTask(task), task, CancellationToken.None);
         if (!run.IsCompleted)
         {
             _ = run.ContinueWith(
