@@ -23,11 +23,7 @@ public sealed class BlockingServiceRegistrationTests
     [Fact]
     public async Task AddBlockingService_ScopedService_EachScopeGetsItsOwnBoundInstanceAndCallsRunOnTheExecutor()
     {
-        var builder = TestHost.CreateBuilder();
-        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
-        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
-        builder.Services.AddBlockingService<ILegacyRepository>("legacy");
-        using var host = builder.Build();
+        using var host = BuildHost(registered: "legacy", boundTo: "legacy");
         await host.StartAsync();
 
         (string Name, bool OnWorker, Guid Instance) first, second;
@@ -53,11 +49,7 @@ public sealed class BlockingServiceRegistrationTests
     [Fact]
     public async Task AddBlockingService_UnknownExecutorName_FailsHostStartNamingTheExecutorAndTheFix()
     {
-        var builder = TestHost.CreateBuilder();
-        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
-        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
-        builder.Services.AddBlockingService<ILegacyRepository>("legacy-db");
-        using var host = builder.Build();
+        using var host = BuildHost(registered: "legacy", boundTo: "legacy-db");
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => host.StartAsync());
 
@@ -69,10 +61,7 @@ public sealed class BlockingServiceRegistrationTests
     [Fact]
     public async Task AddBlockingService_NoExecutorRegisteredAtAll_FailsHostStart()
     {
-        var builder = TestHost.CreateBuilder();
-        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
-        builder.Services.AddBlockingService<ILegacyRepository>("legacy");
-        using var host = builder.Build();
+        using var host = BuildHost(registered: null, boundTo: "legacy");
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => host.StartAsync());
 
@@ -98,16 +87,26 @@ public sealed class BlockingServiceRegistrationTests
     [Fact]
     public async Task AddBlockingService_ExecutorNameInAnotherCase_IsTheRegisteredExecutor()
     {
-        var builder = TestHost.CreateBuilder();
-        builder.Services.AddBoundedExecutor("legacy", o => o.WorkerCount = 1);
-        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
-        builder.Services.AddBlockingService<ILegacyRepository>("LEGACY");
-        using var host = builder.Build();
+        using var host = BuildHost(registered: "legacy", boundTo: "LEGACY");
 
         await host.StartAsync();
 
         var bound = host.Services.CreateScope().ServiceProvider.GetRequiredService<BlockingService<ILegacyRepository>>();
         Assert.Same(host.Services.GetRequiredKeyedService<BoundedExecutor>("legacy"), bound.Executor);
         await host.StopAsync();
+    }
+
+    /// <summary>A host with the scoped repository bound to <paramref name="boundTo"/>, and an executor <paramref name="registered"/> if not null.</summary>
+    private static IHost BuildHost(string? registered, string boundTo)
+    {
+        var builder = TestHost.CreateBuilder();
+        if (registered is not null)
+        {
+            builder.Services.AddBoundedExecutor(registered, o => o.WorkerCount = 1);
+        }
+
+        builder.Services.AddScoped<ILegacyRepository, LegacyRepository>();
+        builder.Services.AddBlockingService<ILegacyRepository>(boundTo);
+        return builder.Build();
     }
 }
