@@ -66,7 +66,10 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
     public required TimeSpan WaitTimeout { get; init; }
 
-    /// <summary>Gets the number of producers waiting for room under the Wait policy now (their items are not counted as submitted yet).</summary>
+    /// <summary>
+    /// Gets the number of producers waiting for room now: submits under the Wait policy (their items are not counted
+    /// as submitted yet), and channel writers in <c>WaitToWriteAsync</c> under any policy (they hold no item).
+    /// </summary>
     public required int WaitingProducers { get; init; }
 
     /// <summary>

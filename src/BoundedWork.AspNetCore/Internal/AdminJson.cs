@@ -49,7 +49,7 @@ internal sealed record RunningItemView(string Worker, double ElapsedMs, string M
 /// <summary>Worker counts; <c>Slow</c> is how many run an item for longer than the slow-item threshold now.</summary>
 internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max, int Slow);
 
-/// <summary>The queue; <c>WaitingProducers</c> are producers blocked or awaiting room under the Wait policy.</summary>
+/// <summary>The queue; <c>WaitingProducers</c> are producers blocked or awaiting room (Wait-policy submits, channel writers in WaitToWriteAsync).</summary>
 internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
