@@ -8,4 +8,11 @@ public enum BlockingWaitKind
 
     /// <summary>A synchronous submit-and-wait blocked until the item had run on a worker.</summary>
     SubmitAndWait = 1,
+
+    /// <summary>
+    /// A wait without a timeout or token (<c>task.Wait()</c>, <c>task.Result</c>, <c>Task.WaitAll</c>) on a task of the
+    /// executor's <see cref="Synchronous.BoundedExecutorTaskScheduler"/> that had not started yet blocked until the task
+    /// had run on a worker.
+    /// </summary>
+    TaskWait = 2,
 }

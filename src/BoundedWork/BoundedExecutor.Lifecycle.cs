@@ -163,10 +163,7 @@ public sealed partial class BoundedExecutor
             return Task.FromResult(new ShutdownResult([], workersExited: false));
         }
 
-        var deadline = timeout == Timeout.InfiniteTimeSpan
-            ? long.MaxValue
-            : _timeProvider.GetTimestamp() + (long)(timeout.Ticks * (_timeProvider.TimestampFrequency / (double)TimeSpan.TicksPerSecond));
-        var waiter = new ShutdownWaiter(deadline);
+        var waiter = new ShutdownWaiter(Deadline.After(_timeProvider, timeout));
         bool waiting;
         lock (LifecycleLock)
         {

@@ -80,7 +80,7 @@ public sealed partial class BoundedExecutor
         };
     }
 
-    private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken)
+    private Task<TResult> RunCore<TResult>(Delegate work, CancellationToken cancellationToken, object? describedBy = null)
     {
         if (cancellationToken.IsCancellationRequested)
         {
@@ -88,7 +88,7 @@ public sealed partial class BoundedExecutor
             return Task.FromCanceled<TResult>(cancellationToken);
         }
 
-        var runItem = new RunItem<TResult>(work, _flowExecutionContext ? ExecutionContext.Capture() : null);
+        var runItem = new RunItem<TResult>(work, _flowExecutionContext ? ExecutionContext.Capture() : null, describedBy);
         runItem.RegisterCancellation(cancellationToken);
 
         // Whatever Submit decides, the outcome reaches the caller through the item's own task.
@@ -364,7 +364,7 @@ public sealed partial class BoundedExecutor
     /// </summary>
     private RoomWaiter RegisterWaiter(in QueuedItem item, bool blocking, CancellationToken cancellationToken)
     {
-        var deadline = DeadlineAfter(WaitTimeout);
+        var deadline = Deadline.After(_timeProvider, WaitTimeout);
         var waiter = blocking ? RoomWaiter.ForBlockingCaller(item, deadline) : RoomWaiter.ForAsyncCaller(item, deadline);
         if (!blocking && cancellationToken.CanBeCanceled)
         {
@@ -378,7 +378,7 @@ public sealed partial class BoundedExecutor
         }
 
         _roomWaiters.Add(waiter);
-        if (deadline != long.MaxValue)
+        if (deadline != Deadline.Never)
         {
             _watchdogSignal.Set(); // the watchdog keeps the wait's deadline
         }
@@ -537,9 +537,37 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>
-    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has, or if the policy never
-    /// waits), or <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it
-    /// first, as with any channel writer.
+    /// <see cref="RunAsync{TResult}(Func{TResult}, CancellationToken)"/> for the library's own adapters, whose
+    /// <paramref name="function"/> wraps the caller's work: <paramref name="describedBy"/> (the caller's delegate, or a
+    /// task) is what <see cref="WorkItem.Description"/> then names.
+    /// </summary>
+    internal Task<TResult> RunAsync<TResult>(Func<TResult> function, object describedBy, CancellationToken cancellationToken) =>
+        RunCore<TResult>(function, cancellationToken, describedBy);
+
+    /// <summary>
+    /// Queues an item if there is room now, for a channel writer's <c>TryWrite</c>. Unlike
+    /// <see cref="TryExecute{TState}(Action{TState}, TState)"/>, an item that finds the queue full (or the executor shut
+    /// down) is left with its producer: it was never submitted, so it is neither counted nor reported, and a producer
+    /// that retries after <see cref="WaitForRoomAsync"/> is not counted as rejected once per attempt.
+    /// </summary>
+    internal bool TryQueue<TState>(Action<TState> action, TState state)
+    {
+        // Built before its slot is taken, as every submit does, so a worker that claims the slot waits the least.
+        var item = NewItem(action, state, StateInvoker<TState>.Instance);
+        if (_queue.TryAdmit(_queueCapacity, out var ticket) != Admission.Admitted)
+        {
+            return false;
+        }
+
+        Publish(ticket, item);
+        return true;
+    }
+
+    /// <summary>
+    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has), whatever the policy, or
+    /// <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it first, as with
+    /// any channel writer. The worker that frees a slot completes the wait itself, as it admits a Wait-policy producer's
+    /// item, so no ThreadPool thread is needed for the wake-up (only for the awaiting producer's continuation).
     /// </summary>
     internal ValueTask<bool> WaitForRoomAsync(CancellationToken cancellationToken)
     {
@@ -553,7 +581,9 @@ public sealed partial class BoundedExecutor
             return new ValueTask<bool>(false);
         }
 
-        if (_policy != RejectionPolicy.Wait || (_queue.Count < _queueCapacity && !_roomWaiters.Any))
+        // Under the Wait policy, producers already waiting for room come first; under the others nobody lines up, so
+        // room is room.
+        if (_queue.Count < _queueCapacity && (_policy != RejectionPolicy.Wait || !_roomWaiters.Any))
         {
             return new ValueTask<bool>(true);
         }
@@ -581,18 +611,5 @@ public sealed partial class BoundedExecutor
         }
 
         return new ValueTask<bool>(probe.ProbeTask!);
-    }
-
-    /// <summary>The timestamp of the executor's clock <paramref name="timeout"/> from now (<see cref="long.MaxValue"/> for infinite).</summary>
-    private long DeadlineAfter(TimeSpan timeout)
-    {
-        if (timeout == Timeout.InfiniteTimeSpan)
-        {
-            return long.MaxValue;
-        }
-
-        var ticks = timeout.Ticks * (double)_timeProvider.TimestampFrequency / TimeSpan.TicksPerSecond;
-        var now = _timeProvider.GetTimestamp();
-        return ticks >= long.MaxValue - now ? long.MaxValue : now + (long)ticks;
     }
 }

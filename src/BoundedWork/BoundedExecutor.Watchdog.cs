@@ -17,12 +17,16 @@ public sealed partial class BoundedExecutor
     private long _queueWaitThresholdTicks;
     private long _slowItemsReported;
     private long _longQueueWaitsReported;
+    private long _watchdogPasses;
 
     /// <summary>Gets how long an item may run before it is reported as slow.</summary>
     public TimeSpan SlowItemThreshold => TimeSpan.FromTicks(Volatile.Read(ref _slowItemThresholdTicks));
 
     /// <summary>Gets how long an item may wait in the queue before it is reported.</summary>
     public TimeSpan QueueWaitThreshold => TimeSpan.FromTicks(Volatile.Read(ref _queueWaitThresholdTicks));
+
+    /// <summary>Gets how many times the watchdog has looked at deadlines and workers; for tests that must know it looked.</summary>
+    internal long WatchdogPasses => Interlocked.Read(ref _watchdogPasses);
 
     /// <summary>Lists the items running on worker threads now, with how long each has been running.</summary>
     /// <returns>One entry per busy worker; empty when every worker is idle.</returns>
@@ -79,6 +83,8 @@ public sealed partial class BoundedExecutor
                 {
                     ReportSlowRuns(threshold);
                 }
+
+                Interlocked.Increment(ref _watchdogPasses);
             }
         }
         catch (Exception ex)
@@ -107,7 +113,7 @@ public sealed partial class BoundedExecutor
             }
         }
 
-        if (deadline == long.MaxValue)
+        if (deadline == Deadline.Never)
         {
             return wait;
         }

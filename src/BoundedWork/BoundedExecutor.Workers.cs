@@ -185,8 +185,19 @@ public sealed partial class BoundedExecutor
         }
 
         var item = _queue.ReadClaimed(ticket);
+        if (item.Awaited is { } awaited && !awaited.TryClaim())
+        {
+            worker.CountSkipped(); // its caller cancelled it while it was queued
+            AfterClaim(remaining);
+            return true;
+        }
+
+        // Busy from here, before the claim's follow-up (which may admit waiting producers into the freed slot), so a
+        // statistics snapshot sees the item as running rather than as taken but not started.
+        var started = _itemClock.Now();
+        worker.BeginRun(item, started);
         AfterClaim(remaining);
-        RunOnWorker(worker, item);
+        RunOnWorker(worker, item, started);
         return true;
     }
 
@@ -210,16 +221,9 @@ public sealed partial class BoundedExecutor
         }
     }
 
-    private void RunOnWorker(Worker worker, in QueuedItem item)
+    /// <summary>Runs an item the worker has claimed and published with <see cref="Worker.BeginRun"/>.</summary>
+    private void RunOnWorker(Worker worker, in QueuedItem item, long started)
     {
-        if (item.Awaited is { } awaited && !awaited.TryClaim())
-        {
-            worker.Count(ItemOutcome.Cancelled); // its caller cancelled it while it was queued
-            return;
-        }
-
-        var started = _itemClock.Now();
-        worker.BeginRun(item, started);
         CheckQueueWait(worker, item, started);
         var preciseStart = _instruments.RunDurationEnabled || (item.PreciseEnqueuedTimestamp != 0 && _instruments.WaitDurationEnabled)
             ? System.Diagnostics.Stopwatch.GetTimestamp()

@@ -231,11 +231,15 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     /// <summary>
     /// Creates a <see cref="System.Threading.Channels.ChannelWriter{T}"/> whose every item runs
     /// <paramref name="handler"/> on this executor, so code that already produces into a channel plugs in unchanged.
-    /// <c>TryWrite</c> behaves as <see cref="TryExecute{TState}(Action{TState}, TState)"/>; <c>WriteAsync</c> as
-    /// <see cref="ExecuteAsync{TState}(Action{TState}, TState, CancellationToken)"/> (the rejection policy applies, and a
-    /// shut-down executor surfaces as a <see cref="System.Threading.Channels.ChannelClosedException"/>);
-    /// <c>WaitToWriteAsync</c> completes when the queue has room, at once unless the policy is Wait, and returns
-    /// <see langword="false"/> after shutdown. Completing the writer stops that writer only, never the executor.
+    /// <c>WriteAsync</c> behaves as <see cref="ExecuteAsync{TState}(Action{TState}, TState, CancellationToken)"/> (the
+    /// rejection policy applies, and a shut-down executor surfaces as a
+    /// <see cref="System.Threading.Channels.ChannelClosedException"/>). <c>TryWrite</c> queues the item if there is room
+    /// now; otherwise it returns <see langword="false"/> and, as with any channel, the item stays the producer's: it is
+    /// not submitted, so it is neither counted nor reported. <c>WaitToWriteAsync</c> completes with
+    /// <see langword="true"/> when the queue has room, under every policy (a worker that frees a slot completes it,
+    /// without the ThreadPool), and with <see langword="false"/> after shutdown; so the usual
+    /// <c>while (await writer.WaitToWriteAsync()) if (writer.TryWrite(item)) break;</c> waits instead of spinning.
+    /// Completing the writer stops that writer only, never the executor.
     /// </summary>
     /// <typeparam name="T">The items' type.</typeparam>
     /// <param name="handler">What to run for each item, on a worker thread.</param>

@@ -4,11 +4,22 @@ namespace BoundedWork;
 /// One snapshot of an executor's state and counters, taken by <see cref="BoundedExecutor.GetStatistics"/>.
 /// </summary>
 /// <remarks>
+/// <para>
 /// The snapshot is taken without stopping the executor, and it is consistent: every item submitted so far is in
-/// exactly one of <see cref="QueueLength"/>, <see cref="Running"/> or one outcome (completed, failed, cancelled,
-/// rejected, discarded, abandoned), so <see cref="Submitted"/> equals their sum in every snapshot. An item counts
-/// as submitted once the executor has queued it or decided its fate; a producer still blocked waiting for room
-/// (<see cref="WaitingProducers"/>) is not counted yet.
+/// exactly one of <see cref="QueueLength"/>, <see cref="Starting"/>, <see cref="Running"/> or one outcome (completed,
+/// failed, cancelled, rejected, discarded, abandoned), so <see cref="Submitted"/> equals their sum in every snapshot.
+/// An item counts as submitted once the executor has queued it or decided its fate; a producer still blocked waiting
+/// for room (<see cref="WaitingProducers"/>) is not counted yet.
+/// </para>
+/// <para>
+/// The running items and the busy workers agree in every snapshot: <see cref="Running"/> is always
+/// <see cref="BusyWorkerCount"/> plus <see cref="RunningOnCallers"/>. An item a worker has taken from the queue but not
+/// yet started is <see cref="Starting"/>, neither queued nor running.
+/// </para>
+/// <para>
+/// A snapshot is read while items keep moving, so it is not one instant: an item that moves while it is read is
+/// counted in the stage it was in when its part was read (an earlier one), never in two or in none.
+/// </para>
 /// </remarks>
 public sealed record BoundedExecutorStatistics
 {
@@ -24,7 +35,10 @@ public sealed record BoundedExecutorStatistics
     /// </summary>
     public required int LiveWorkerCount { get; init; }
 
-    /// <summary>Gets the number of workers running an item now.</summary>
+    /// <summary>
+    /// Gets the number of workers running an item now: each one's item is counted in <see cref="Running"/>, so the two
+    /// always agree (<see cref="Running"/> = <see cref="BusyWorkerCount"/> + <see cref="RunningOnCallers"/>).
+    /// </summary>
     public required int BusyWorkerCount { get; init; }
 
     /// <summary>Gets the largest number of live workers seen at once.</summary>
@@ -52,16 +66,31 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
     public required TimeSpan WaitTimeout { get; init; }
 
-    /// <summary>Gets the number of producers waiting for room under the Wait policy now (their items are not counted as submitted yet).</summary>
+    /// <summary>
+    /// Gets the number of producers waiting for room now: submits under the Wait policy (their items are not counted
+    /// as submitted yet), and channel writers in <c>WaitToWriteAsync</c> under any policy (they hold no item).
+    /// </summary>
     public required int WaitingProducers { get; init; }
 
     /// <summary>
-    /// Gets the number of items taken from the queue (or run by a submitting thread) whose outcome is not counted
-    /// yet: running items, plus for an instant items being evicted or abandoned.
+    /// Gets the number of items running now: on a busy worker, or on the submitting thread (the CallerRuns policy, or
+    /// a Wait-policy submit from one of the executor's own workers). Always <see cref="BusyWorkerCount"/> +
+    /// <see cref="RunningOnCallers"/>.
     /// </summary>
     public required long Running { get; init; }
 
-    /// <summary>Gets the number of items submitted, whatever became of them: always queued + running + every outcome.</summary>
+    /// <summary>Gets the number of items running on the thread that submitted them now (counted in <see cref="Running"/>, not in <see cref="BusyWorkerCount"/>).</summary>
+    public required long RunningOnCallers { get; init; }
+
+    /// <summary>
+    /// Gets the number of items taken from the queue that have not started and whose outcome is not counted yet:
+    /// items changing hands at the instant of the snapshot (a worker has taken the item and is about to start it, or
+    /// skip it because its caller cancelled it; an eviction or a shutdown deadline has taken it and is about to count
+    /// it), and items a worker took after the snapshot had read that worker. Usually 0.
+    /// </summary>
+    public required long Starting { get; init; }
+
+    /// <summary>Gets the number of items submitted, whatever became of them: always queued + starting + running + every outcome.</summary>
     public required long Submitted { get; init; }
 
     /// <summary>Gets the number of items that ran to completion (on a worker or, under CallerRuns, on the caller).</summary>

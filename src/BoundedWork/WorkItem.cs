@@ -7,13 +7,15 @@ namespace BoundedWork;
 public readonly struct WorkItem
 {
     private readonly Action<object, object?>? _invoker;
+    private readonly object? _describedBy;
 
-    internal WorkItem(Delegate callback, object? state, Action<object, object?>? invoker, bool isAwaited)
+    internal WorkItem(Delegate callback, object? state, Action<object, object?>? invoker, bool isAwaited, object? describedBy = null)
     {
         Callback = callback;
         State = state;
         _invoker = invoker;
         IsAwaited = isAwaited;
+        _describedBy = describedBy;
     }
 
     /// <summary>
@@ -21,6 +23,21 @@ public readonly struct WorkItem
     /// <see cref="State"/>, or the <see cref="Func{TResult}"/> given to <c>RunAsync</c>.
     /// </summary>
     public Delegate Callback { get; }
+
+    /// <summary>
+    /// Gets a name for the item that a person can read: the namespace-qualified type and the method its delegate calls,
+    /// with the compiler's names for lambdas and local functions decoded (<c>Program.Main (lambda)</c>,
+    /// <c>Shop.Orders.Checkout.Send (local function)</c>, <c>Shop.Orders.Receipts.Send</c> for a method group).
+    /// Computed when read, so submitting an item costs nothing for it.
+    /// </summary>
+    /// <remarks>
+    /// To give an item a name of your choosing, submit a named method (a method group or a local function) rather
+    /// than a lambda. Work submitted through <c>BlockingService</c>, <c>RunAndWait</c> or the TaskScheduler view is
+    /// described by the delegate you passed to them (or, for a task, as <c>Task 42 (TaskScheduler)</c>), not by the
+    /// library's own wrapper in <see cref="Callback"/>. The state is never part of the description: it may hold
+    /// personal data.
+    /// </remarks>
+    public string Description => Internal.WorkDescription.Describe(_describedBy ?? Callback);
 
     /// <summary>Gets the state passed with the delegate, or <see langword="null"/>.</summary>
     public object? State { get; }

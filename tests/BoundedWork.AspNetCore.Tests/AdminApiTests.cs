@@ -35,7 +35,12 @@ public sealed class AdminApiTests : IAsyncLifetime
         Assert.Equal("infinite", settings.GetProperty("queueWaitThreshold").GetString());
         Assert.Equal("Abort", settings.GetProperty("rejectionPolicy").GetString());
         Assert.Equal("00:00:05", settings.GetProperty("waitTimeout").GetString());
-        AssertFields(payments.GetProperty("counters"), "submitted", "completed", "failed", "cancelled", "rejected", "discarded", "abandoned", "callerRuns", "callbackFailures", "threadPoolBlockingWaits", "running", "slowItemsReported", "longQueueWaitsReported", "workersReplaced");
+        AssertFields(payments.GetProperty("counters"), "submitted", "completed", "failed", "cancelled", "rejected", "discarded", "abandoned", "callerRuns", "callbackFailures", "threadPoolBlockingWaits", "running", "slowItemsReported", "longQueueWaitsReported", "workersReplaced", "starting", "runningOnCallers");
+        var counters = payments.GetProperty("counters");
+        long Counter(string name) => counters.GetProperty(name).GetInt64();
+        Assert.Equal(Counter("submitted"), payments.GetProperty("queue").GetProperty("length").GetInt64() + Counter("starting") + Counter("running")
+            + Counter("completed") + Counter("failed") + Counter("cancelled") + Counter("rejected") + Counter("discarded") + Counter("abandoned"));
+        Assert.Equal(Counter("running"), payments.GetProperty("workers").GetProperty("busy").GetInt64() + Counter("runningOnCallers"));
         AssertFields(payments.GetProperty("rates"), "windowSeconds", "submitted", "completed", "failed", "cancelled", "rejected", "discarded");
         Assert.False(payments.TryGetProperty("history", out _));
         Assert.False(payments.TryGetProperty("running", out _)); // only in the single-executor document
@@ -178,7 +183,9 @@ public sealed class AdminApiTests : IAsyncLifetime
         var running = Assert.Single(json.GetProperty("running").EnumerateArray());
         Assert.StartsWith("payments#", running.GetProperty("worker").GetString(), StringComparison.Ordinal);
         Assert.True(running.GetProperty("elapsedMs").GetDouble() > 0);
-        Assert.Contains(nameof(GetExecutor_AWorkerPastTheSlowItemThreshold_IsShownAsSlow), running.GetProperty("method").GetString(), StringComparison.Ordinal);
+        Assert.Equal(
+            $"{typeof(AdminApiTests).FullName}.{nameof(GetExecutor_AWorkerPastTheSlowItemThreshold_IsShownAsSlow)} (lambda)",
+            running.GetProperty("method").GetString());
     }
 
     [Theory]

@@ -47,28 +47,57 @@ public sealed class LifecycleTests
         var logs = new CapturingLoggerProvider();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        var ran = 0;
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
-        for (var i = 0; i < 5; i++)
-        {
-            executor.Execute(() => Interlocked.Increment(ref ran));
-        }
+        await using var started = await QueuedBehindAGatedItem.StartAsync(builder, queued: 5);
+        var executor = started.Executor;
 
-        var stopping = host.StopAsync();
+        var stopping = started.Host.StopAsync();
         Assert.True(executor.IsShutdown);
         Assert.False(executor.TryExecute(() => { }));
-        gate.Open();
+        started.Gate.Open();
         await stopping;
 
-        Assert.Equal(5, Volatile.Read(ref ran));
+        Assert.Equal(5, started.Ran);
         Assert.True(executor.Completion.IsCompleted);
         Assert.Single(logs.WithEvent("ShutdownDrained"));
         Assert.Empty(logs.WithEvent("ShutdownAbandoned"));
+    }
+
+    public static TheoryData<TimeSpan> LongShutdownTimeouts => new()
+    {
+        Timeout.InfiniteTimeSpan,
+        TimeSpan.FromDays(40), // about as long as the host itself accepts
+    };
+
+    [Theory]
+    [MemberData(nameof(LongShutdownTimeouts))]
+    public async Task StopAsync_HostShutdownTimeoutInfiniteOrVeryLong_DrainsInsteadOfAbandoningAtOnce(TimeSpan shutdownTimeout)
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = shutdownTimeout);
+        builder.Services.AddBoundedExecutor("payments", o =>
+        {
+            o.WorkerCount = 1;
+            o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); // the watchdog looks every 5 ms
+        });
+        await using var started = await QueuedBehindAGatedItem.StartAsync(builder, queued: 3);
+        var executor = started.Executor;
+
+        var stopping = started.Host.StopAsync();
+        Assert.True(executor.IsShutdown);
+
+        // The watchdog keeps the executor's deadline: once it has looked, a deadline it took as passed would show.
+        var passes = executor.WatchdogPasses;
+        TestHost.WaitUntil(() => executor.WatchdogPasses >= passes + 2);
+        Assert.Equal(0, executor.GetStatistics().Abandoned);
+        Assert.False(stopping.IsCompleted);
+        started.Gate.Open();
+        await stopping.WaitAsync(TestHost.Patience);
+
+        Assert.Equal(3, started.Ran);
+        Assert.Single(logs.WithEvent("ShutdownDrained"));
+        Assert.Empty(logs.WithEvent("ShutdownAbandoned"));
+        Assert.Empty(logs.WithEvent("ShutdownWorkersStillRunning"));
     }
 
     [Fact]
@@ -176,6 +205,29 @@ public sealed class LifecycleTests
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => awaited);
         gate.Open();
         await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task StopAsync_DeadlinePassed_LogsLambdaItemsByTheirDeclaringMethodNotTheirCompilerName()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs);
+        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+        await using var started = await QueuedBehindAGatedItem.StartAsync(builder, queued: 1);
+
+        await started.Host.StopAsync(new CancellationToken(canceled: true));
+
+        // Both items are lambdas: the running one in Gate.Item's getter, the queued one in the helper's async method.
+        Assert.Contains(
+            $"{typeof(Gate).FullName}.get_Item (lambda) with state null",
+            Assert.Single(logs.WithEvent("ShutdownItemInterrupted")).Message,
+            StringComparison.Ordinal);
+        Assert.Contains(
+            $"{typeof(LifecycleTests).FullName}.{nameof(QueuedBehindAGatedItem)}.{nameof(QueuedBehindAGatedItem.StartAsync)} (lambda) with state null",
+            Assert.Single(logs.WithEvent("AbandonedItemNotPersisted")).Message,
+            StringComparison.Ordinal);
+        started.Gate.Open();
+        await started.Executor.Completion.WaitAsync(TestHost.Patience);
     }
 
     [Fact]
@@ -381,5 +433,50 @@ public sealed class LifecycleTests
         Assert.Single(Assert.Single(recording.Calls).Items);
         gate.Open();
         await executor.Completion.WaitAsync(TestHost.Patience);
+    }
+
+    /// <summary>
+    /// A started host whose executor "payments" (registered by the caller, one worker) runs a gated item with
+    /// <c>queued</c> counting items queued behind it.
+    /// </summary>
+    private sealed class QueuedBehindAGatedItem : IAsyncDisposable
+    {
+        private int _ran;
+
+        private QueuedBehindAGatedItem(IHost host)
+        {
+            Host = host;
+            Executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        }
+
+        public IHost Host { get; }
+
+        public BoundedExecutor Executor { get; }
+
+        public Gate Gate { get; } = new();
+
+        /// <summary>Gets how many of the queued items have run.</summary>
+        public int Ran => Volatile.Read(ref _ran);
+
+        public static async Task<QueuedBehindAGatedItem> StartAsync(HostApplicationBuilder builder, int queued)
+        {
+            var started = new QueuedBehindAGatedItem(builder.Build());
+            await started.Host.StartAsync();
+            started.Executor.Execute(started.Gate.Item);
+            started.Gate.WaitStarted();
+            for (var i = 0; i < queued; i++)
+            {
+                started.Executor.Execute(() => Interlocked.Increment(ref started._ran));
+            }
+
+            return started;
+        }
+
+        public ValueTask DisposeAsync()
+        {
+            Gate.Dispose();
+            Host.Dispose();
+            return ValueTask.CompletedTask;
+        }
     }
 }

@@ -34,6 +34,90 @@ public sealed class ChannelWriterTests
         Assert.All(seen, s => Assert.True(s.OnWorker));
     }
 
+    public static TheoryData<RejectionPolicy> AllPolicies => [.. Enum.GetValues<RejectionPolicy>()];
+
+    [Theory]
+    [MemberData(nameof(AllPolicies))]
+    public async Task TheStandardProducerLoop_QueueFull_WaitsForRoomWithoutSpinningAndCountsNoRejection(RejectionPolicy policy)
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: policy);
+        var ran = new ConcurrentQueue<int>();
+        var writer = executor.CreateWriter<int>(ran.Enqueue);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        Assert.True(writer.TryWrite(1)); // the queue is full now
+        var rounds = 0;
+
+        var producer = Task.Run(async () =>
+        {
+            while (await writer.WaitToWriteAsync())
+            {
+                Interlocked.Increment(ref rounds);
+                if (writer.TryWrite(2))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        });
+
+        // A producer that waits shows as a waiting producer; one that spins counts a rejection per round.
+        var waiting = TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1 || s.Rejected > 0);
+        Assert.Equal(0, waiting.Rejected);
+        Assert.Equal(1, waiting.WaitingProducers);
+        Assert.Equal(0, Volatile.Read(ref rounds));
+        gate.Open();
+
+        Assert.True(await producer.WaitAsync(TestKit.Safety));
+        Assert.Equal(1, Volatile.Read(ref rounds));
+        await executor.ShutdownAsync();
+        Assert.Equal([1, 2], ran);
+        var final = executor.GetStatistics();
+        Assert.Equal(0, final.Rejected);
+        Assert.Equal(3, final.Submitted);
+        Assert.Equal(3, final.Completed);
+    }
+
+    [Theory]
+    [InlineData(RejectionPolicy.Abort)]
+    [InlineData(RejectionPolicy.DiscardOldest)]
+    [InlineData(RejectionPolicy.Wait)]
+    public async Task TheStandardProducerLoop_ManyProducersOnASmallQueue_EveryItemRunsOnceAndNoneIsCountedRejected(RejectionPolicy policy)
+    {
+        const int Producers = 4;
+        const int PerProducer = 2_000;
+        await using var executor = TestKit.Create(workers: 2, capacity: 2, policy: policy);
+        var ran = new ConcurrentDictionary<int, int>();
+        var writer = executor.CreateWriter<int>(i => ran.AddOrUpdate(i, 1, (_, n) => n + 1));
+
+        var producers = Enumerable.Range(0, Producers).Select(p => Task.Run(async () =>
+        {
+            for (var i = 0; i < PerProducer; i++)
+            {
+                var item = (p * PerProducer) + i;
+                while (await writer.WaitToWriteAsync())
+                {
+                    if (writer.TryWrite(item))
+                    {
+                        break;
+                    }
+                }
+            }
+        })).ToArray();
+        await Task.WhenAll(producers).WaitAsync(TestKit.Safety);
+        await executor.ShutdownAsync();
+
+        Assert.Equal(Producers * PerProducer, ran.Count);
+        Assert.All(ran.Values, n => Assert.Equal(1, n));
+        var statistics = executor.GetStatistics();
+        Assert.Equal(0, statistics.Rejected);
+        Assert.Equal(0, statistics.Discarded);
+        Assert.Equal(Producers * PerProducer, statistics.Submitted);
+        Assert.Equal(0, statistics.WaitingProducers);
+    }
+
     [Fact]
     public async Task WaitToWriteAsync_FullQueueUnderWait_CompletesWhenRoomFreesWithoutTakingTheSlot()
     {
@@ -50,10 +134,11 @@ public sealed class ChannelWriterTests
         gate.Open();
 
         Assert.True(await waiting.WaitAsync(TestKit.Safety));
-        var statistics = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0);
+        var statistics = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Starting == 0 && s.Running == 0);
         Assert.Equal(0, statistics.WaitingProducers);
         Assert.Equal(2, statistics.Completed);
-        Assert.Equal(1, statistics.Rejected); // the TryWrite of 2 on a full queue
+        Assert.Equal(0, statistics.Rejected); // the TryWrite of 2 on a full queue left the item with its producer
+        Assert.Equal(2, statistics.Submitted);
     }
 
     [Fact]

@@ -6,8 +6,10 @@ namespace BoundedWork.Tests;
 
 /// <summary>
 /// Conservation: at every quiescent point, submitted = completed + failed + cancelled + rejected + discarded +
-/// abandoned, and each item, by identity, ends in exactly one of those outcomes. Random worker counts,
-/// capacities, policies, concurrent producers, item kinds, resizes and shutdown points.
+/// abandoned, and each item, by identity, ends in exactly one of those outcomes; and in every snapshot sampled while
+/// items flow, submitted = queued + starting + running + outcomes and the running items are exactly the busy workers'
+/// and the submitting threads'. Random worker counts, capacities, policies, concurrent producers, item kinds, resizes
+/// and shutdown points.
 /// </summary>
 public class ConservationProperties
 {
@@ -73,6 +75,25 @@ public class ConservationProperties
             }),
         });
 
+        var sampling = true;
+        var disagreements = new ConcurrentQueue<BoundedExecutorStatistics>();
+        var sampler = new Thread(() =>
+        {
+            while (Volatile.Read(ref sampling))
+            {
+                var s = executor.GetStatistics();
+                if (s.Running != s.BusyWorkerCount + s.RunningOnCallers
+                    || s.BusyWorkerCount > s.LiveWorkerCount
+                    || s.Starting < 0
+                    || s.RunningOnCallers < 0
+                    || s.Submitted != s.QueueLength + s.Starting + s.Running + s.Completed + s.Failed + s.Cancelled + s.Rejected + s.Discarded + s.Abandoned)
+                {
+                    disagreements.Enqueue(s);
+                }
+            }
+        });
+        sampler.Start();
+
         var submittedSoFar = 0;
         var tasks = new ConcurrentQueue<(int Id, Task Task)>();
         var producers = scenario.Producers.Select((kinds, p) => new Thread(() =>
@@ -121,6 +142,9 @@ public class ConservationProperties
         }
 
         Assert.True(executor.Completion.Wait(TestKit.Safety), "Workers did not exit.");
+        Volatile.Write(ref sampling, false);
+        sampler.Join();
+        Assert.True(disagreements.IsEmpty, $"A snapshot disagreed with itself: {disagreements.FirstOrDefault()} in {scenario}");
         foreach (var (id, task) in tasks)
         {
             Assert.True(((IAsyncResult)task).AsyncWaitHandle.WaitOne(TestKit.Safety), $"Task of item {id} never completed.");

@@ -45,6 +45,31 @@ public class StarvationTests
         Assert.Equal(0, onPool);
     }
 
+    [Theory]
+    [InlineData(RejectionPolicy.Abort)]
+    [InlineData(RejectionPolicy.Wait)]
+    public void ChannelWriterWaitToWriteAsync_QueueFull_CompletesWhenRoomFreesWhileThePoolIsStarved(RejectionPolicy policy)
+    {
+        using var executor = new DisposableExecutor(TestKit.Create(workers: 1, capacity: 1, policy: policy));
+        using var gate = new Gate();
+        var writer = executor.Value.CreateWriter<int>(_ => { });
+
+        using (var starvation = ThreadPoolStarvation.Begin())
+        {
+            executor.Value.Execute(gate.Blocker);
+            gate.WaitEntered();
+            Assert.True(writer.TryWrite(1)); // full
+            var waiting = writer.WaitToWriteAsync().AsTask();
+            Assert.False(waiting.IsCompleted);
+
+            // The worker that frees the slot completes the wait itself: its task completes with no pool thread.
+            gate.Open();
+            Assert.True(((IAsyncResult)waiting).AsyncWaitHandle.WaitOne(TestKit.Safety), "The wait for room did not complete while the pool was starved.");
+            Assert.True(waiting.Result);
+            Assert.True(starvation.IsStarved, "The probe ran: the pool was not actually starved, so this test proved nothing.");
+        }
+    }
+
     [Fact]
     public void ResizeAndShutdownDrain_Work_WhileThePoolIsStarved()
     {

@@ -130,7 +130,7 @@ public sealed class StatisticsRetentionTests
         Assert.Equal(4, executor.GetStatistics().QueueLength); // a read of the queue's head while items are queued
 
         gate.Open();
-        TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0);
+        TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Starting == 0 && s.Running == 0);
         Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety), "The worker never went idle.");
         for (var i = 0; i < 3 && state.Any(s => s.IsAlive); i++)
         {

@@ -215,7 +215,7 @@ internal static partial class CallbackServer
         var s = executor.GetStatistics();
         var accepted = received - rejected;
         var balanced = s.Rejected == rejected
-            && accepted == s.Completed + s.Failed + s.Cancelled + s.Discarded + s.QueueLength + s.Running + s.Abandoned;
+            && accepted == s.Completed + s.Failed + s.Cancelled + s.Discarded + s.QueueLength + s.Starting + s.Running + s.Abandoned;
 
         using var process = Process.GetCurrentProcess();
         return new ServerStats(
@@ -223,7 +223,7 @@ internal static partial class CallbackServer
             new SideEffectSettings(options.MinDelayMs, options.MaxDelayMs, options.CpuIterations),
             Naive(counters.Naive),
             Naive(counters.NaiveSync),
-            new BoundedStats(received, accepted, rejected, s.Completed, s.Failed, s.QueueLength, s.Running, s.Abandoned,
+            new BoundedStats(received, accepted, rejected, s.Completed, s.Failed, s.QueueLength, s.Starting + s.Running, s.Abandoned,
                 s.TargetWorkerCount, s.BusyWorkerCount, s.QueueCapacity, flow, balanced),
             services.GetRequiredService<ThreadPoolSampler>().Current,
             new ProcessStats(GC.GetTotalMemory(false), process.WorkingSet64, process.PrivateMemorySize64, process.Threads.Count,

@@ -41,19 +41,24 @@ internal sealed record StorageView(
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
-/// has run, and the method its delegate calls (never its state, which may hold personal data).
+/// has run, and what it runs (<see cref="BoundedWork.WorkItem.Description"/>: the type and method its delegate calls,
+/// lambdas named after the method that declares them; never its state, which may hold personal data).
 /// </summary>
 internal sealed record RunningItemView(string Worker, double ElapsedMs, string Method);
 
 /// <summary>Worker counts; <c>Slow</c> is how many run an item for longer than the slow-item threshold now.</summary>
 internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int Max, int Slow);
 
-/// <summary>The queue; <c>WaitingProducers</c> are producers blocked or awaiting room under the Wait policy.</summary>
+/// <summary>The queue; <c>WaitingProducers</c> are producers blocked or awaiting room (Wait-policy submits, channel writers in WaitToWriteAsync).</summary>
 internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
 internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold);
 
+/// <summary>
+/// The counters of one snapshot: <c>Submitted</c> = queue length + <c>Starting</c> + <c>Running</c> + every outcome, and
+/// <c>Running</c> = busy workers + <c>RunningOnCallers</c>.
+/// </summary>
 internal sealed record CountersView(
     long Submitted,
     long Completed,
@@ -68,7 +73,9 @@ internal sealed record CountersView(
     long Running,
     long SlowItemsReported,
     long LongQueueWaitsReported,
-    long WorkersReplaced);
+    long WorkersReplaced,
+    long Starting,
+    long RunningOnCallers);
 
 /// <summary>Items per second over the last <see cref="WindowSeconds"/> (up to a minute); null until a second of history exists.</summary>
 internal sealed record RatesView(

@@ -24,6 +24,7 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
     private readonly TimeSpan _shutdownTimeout;
     private readonly IHostApplicationLifetime? _lifetime;
     private readonly TimeProvider _clock;
+    private readonly BlockingServiceRegistration[] _blockingServices;
     private CancellationTokenRegistration _stoppingRegistration;
     private long _stoppingTimestamp = long.MinValue;
 
@@ -35,10 +36,17 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
         _shutdownTimeout = services.GetService<IOptions<HostOptions>>()?.Value.ShutdownTimeout ?? TimeSpan.FromSeconds(30);
         _lifetime = services.GetService<IHostApplicationLifetime>();
         _clock = services.GetService<TimeProvider>() ?? TimeProvider.System;
+        _blockingServices = [.. services.GetServices<BlockingServiceRegistration>()];
     }
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
+        // A blocking service bound to an executor nobody registered would fail only when first resolved, in a request.
+        foreach (var blockingService in _blockingServices)
+        {
+            blockingService.ThrowIfExecutorUnknown(_registry);
+        }
+
         // The host's shutdown clock starts when the application begins stopping (Ctrl-C, SIGTERM, StopApplication),
         // before the hosted services registered after this one stop: the deadline counts from there.
         _stoppingRegistration = _lifetime?.ApplicationStopping.Register(
@@ -61,14 +69,21 @@ internal sealed class BoundedExecutorHostedService : IHostedService, IDisposable
 
     private TimeSpan RemainingShutdownTime(CancellationToken cancellationToken)
     {
-        if (cancellationToken.IsCancellationRequested || _shutdownTimeout <= TimeSpan.Zero)
+        if (cancellationToken.IsCancellationRequested)
         {
             return TimeSpan.Zero;
         }
 
+        // Infinite is negative (-1 ms): test for it before treating a negative timeout as none at all. A very long
+        // timeout is passed on as it is; the executor's deadline saturates instead of wrapping round.
         if (_shutdownTimeout == Timeout.InfiniteTimeSpan)
         {
             return Timeout.InfiniteTimeSpan;
+        }
+
+        if (_shutdownTimeout <= TimeSpan.Zero)
+        {
+            return TimeSpan.Zero;
         }
 
         var elapsed = _clock.GetElapsedTime(Interlocked.Read(ref _stoppingTimestamp));

@@ -37,6 +37,9 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
 
     public IReadOnlyList<string> Names => _names;
 
+    /// <summary>Gets a value indicating whether an executor named <paramref name="name"/> (ignoring case) is registered.</summary>
+    public bool IsRegistered(string name) => _namesIgnoringCase.ContainsKey(name);
+
     /// <summary>Gets the executors created so far, in creation order.</summary>
     public IReadOnlyList<BoundedExecutor> CreatedExecutors
     {

@@ -57,7 +57,7 @@ internal static partial class Log
     public static partial void AbandonedWorkHandlerFailed(this ILogger logger, string executorName, int abandonedCount, Exception exception);
 
     [LoggerMessage(EventId = 13, EventName = "ThreadPoolBlockingWait", Level = LogLevel.Warning,
-        Message = "{Count} ThreadPool threads blocked waiting for executor '{ExecutorName}' ({Kind}) since the last report, {Total} in all. Each blocked pool thread delays every request and async continuation of the process: from request code use ExecuteAsync, RunAsync or TryExecute instead of Execute. Caller of this one: {CallerStackTrace}")]
+        Message = "{Count} ThreadPool threads blocked waiting for executor '{ExecutorName}' ({Kind}) since the last report, {Total} in all. Each blocked pool thread delays every request and async continuation of the process: from request code use ExecuteAsync, RunAsync or TryExecute instead of Execute or RunAndWait, and await the tasks of its TaskScheduler instead of waiting on them. Caller of this one: {CallerStackTrace}")]
     public static partial void ThreadPoolBlockingWait(this ILogger logger, string executorName, long count, long total, BlockingWaitKind kind, string callerStackTrace);
 
     [LoggerMessage(EventId = 14, EventName = "SlowItemRunning", Level = LogLevel.Warning,

@@ -2,15 +2,14 @@ using System.Globalization;
 
 namespace BoundedWork.Hosting.Internal;
 
-/// <summary>Describes a work item for a log line: its delegate's target method and its state.</summary>
+/// <summary>Describes a work item for a log line: what it runs (<see cref="WorkItem.Description"/>) and its state.</summary>
 internal static class WorkItemDescription
 {
     private const int MaxStateLength = 500;
 
     public static string Describe(WorkItem item)
     {
-        var method = item.Callback?.Method;
-        var name = method is null ? "(none)" : $"{method.DeclaringType?.FullName ?? "?"}.{method.Name}";
+        var name = item.Callback is null ? "(none)" : item.Description;
         var state = item.State switch
         {
             null => "null",

@@ -1,6 +1,6 @@
 using BoundedWork;
 using BoundedWork.Synchronous;
-using Microsoft.Extensions.DependencyInjection.Extensions;
+using BoundedWork.Hosting.Internal;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -18,7 +18,10 @@ public static class BlockingServiceCollectionExtensions
     /// <returns>The service collection.</returns>
     /// <remarks>
     /// The bound service is transient and resolves <typeparamref name="TService"/> from the same provider or scope,
-    /// so a scoped service is bound per scope. Registering the same service again changes nothing.
+    /// so a scoped service is bound per scope. Registering the same service again changes nothing. The executor's name
+    /// is matched ignoring case, as <c>AddBoundedExecutor</c> registers it; a name that no <c>AddBoundedExecutor</c>
+    /// call registers fails the host's start (or, without a host, the service's resolution) with a message that
+    /// names it.
     /// </remarks>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="executorName"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="executorName"/> is empty or white space.</exception>
@@ -27,8 +30,16 @@ public static class BlockingServiceCollectionExtensions
     {
         ArgumentNullException.ThrowIfNull(services);
         ArgumentException.ThrowIfNullOrWhiteSpace(executorName);
-        services.TryAddTransient(provider => new BlockingService<TService>(
-            provider.GetRequiredKeyedService<BoundedExecutor>(executorName),
+        if (services.Any(static descriptor => descriptor.ServiceType == typeof(BlockingService<TService>)))
+        {
+            return services;
+        }
+
+        // The shared registrations include the hosted service whose start checks that the executor exists.
+        BoundedExecutorServiceCollectionExtensions.AddBoundedExecutorCore(services);
+        services.AddSingleton(new BlockingServiceRegistration(typeof(TService), executorName));
+        services.AddTransient(provider => new BlockingService<TService>(
+            BlockingServiceRegistration.ResolveExecutor(provider, typeof(TService), executorName),
             provider.GetRequiredService<TService>()));
         return services;
     }

@@ -4,8 +4,11 @@ namespace BoundedWork.Internal;
 
 /// <summary>
 /// A <see cref="ChannelWriter{T}"/> whose items run <c>handler(item)</c> on the executor: existing channel-based
-/// producers plug into an executor unchanged. Writes follow the executor's rejection policy; completing the writer
-/// stops this writer only, never the executor.
+/// producers plug into an executor unchanged. <c>WriteAsync</c> follows the executor's rejection policy;
+/// <c>TryWrite</c> queues the item or, as with any channel, leaves it with the producer (uncounted) when there is no
+/// room; <c>WaitToWriteAsync</c> waits for room under every policy, so the usual
+/// <c>while (await WaitToWriteAsync()) if (TryWrite(x)) break;</c> loop neither spins nor counts rejections.
+/// Completing the writer stops this writer only, never the executor.
 /// </summary>
 internal sealed class ExecutorChannelWriter<T>(BoundedExecutor executor, Action<T> handler) : ChannelWriter<T>
 {
@@ -15,7 +18,7 @@ internal sealed class ExecutorChannelWriter<T>(BoundedExecutor executor, Action<
 
     public override bool TryComplete(Exception? error = null) => Interlocked.Exchange(ref _completed, 1) == 0;
 
-    public override bool TryWrite(T item) => !IsCompleted && executor.TryExecute(handler, item);
+    public override bool TryWrite(T item) => !IsCompleted && executor.TryQueue(handler, item);
 
     public override ValueTask<bool> WaitToWriteAsync(CancellationToken cancellationToken = default) =>
         IsCompleted ? new ValueTask<bool>(false) : executor.WaitForRoomAsync(cancellationToken);

@@ -44,7 +44,8 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(Snapshot(executor, 6), tag), "{item}", "Items by outcome.");
         _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(Snapshot(executor, 7).ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
         _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(Snapshot(executor, 8).SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
-        _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items taken from the queue whose outcome is not counted yet.");
+        _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items running now, on busy workers or on submitting threads.");
+        _meter.CreateObservableUpDownCounter("boundedwork.items.starting", () => new Measurement<long>(Snapshot(executor, 10).Starting, tag), "{item}", "Items taken from the queue that have not started yet.");
         _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
@@ -53,7 +54,7 @@ internal sealed class ExecutorInstruments : IDisposable
     /// <summary>
     /// One statistics snapshot per collection: each observable instrument takes the current snapshot, and the first
     /// instrument to ask twice (the start of the next collection) takes a new one. So all instruments of one
-    /// collection agree with each other (submitted equals queued + running + outcomes), without any timing guess.
+    /// collection agree with each other (submitted equals queued + starting + running + outcomes), without any timing guess.
     /// </summary>
     private BoundedExecutorStatistics Snapshot(BoundedExecutor executor, int instrument)
     {

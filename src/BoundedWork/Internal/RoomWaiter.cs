@@ -23,7 +23,7 @@ internal sealed class RoomWaiter : IDisposable
 
     private RoomWaiter()
     {
-        Deadline = long.MaxValue;
+        Deadline = Internal.Deadline.Never;
         Node = new LinkedListNode<RoomWaiter>(this);
         _probe = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
     }
@@ -55,7 +55,7 @@ internal sealed class RoomWaiter : IDisposable
     /// <summary>Gets the task a probe's caller awaits: <see langword="true"/> when there is room, <see langword="false"/> after shutdown.</summary>
     public Task<bool>? ProbeTask => _probe?.Task;
 
-    /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="long.MaxValue"/>: never).</summary>
+    /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="Internal.Deadline.Never"/>: never).</summary>
     public long Deadline { get; private set; }
 
     public LinkedListNode<RoomWaiter> Node { get; }

@@ -94,15 +94,15 @@ internal sealed class RoomWaiters
         return expired;
     }
 
-    /// <summary>Gets the earliest deadline of any waiter (<see cref="long.MaxValue"/> when none has one).</summary>
+    /// <summary>Gets the earliest deadline of any waiter (<see cref="Deadline.Never"/> when none has one).</summary>
     public long EarliestDeadline()
     {
         if (!Any)
         {
-            return long.MaxValue;
+            return Deadline.Never;
         }
 
-        var earliest = long.MaxValue;
+        var earliest = Deadline.Never;
         lock (SyncObj)
         {
             foreach (var waiter in _waiters)

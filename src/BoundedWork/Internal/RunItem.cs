@@ -9,16 +9,24 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
     private const int Queued = 0;
     private const int Claimed = 1;
     private readonly Delegate _work;
+    private readonly object? _describedBy;
     private readonly ExecutionContext? _context;
     private CancellationToken _cancellationToken;
     private CancellationTokenRegistration _registration;
     private int _state;
 
-    public RunItem(Delegate work, ExecutionContext? context)
+    /// <param name="work">The delegate to run.</param>
+    /// <param name="context">The submitter's execution context, or <see langword="null"/>.</param>
+    /// <param name="describedBy">
+    /// What describes the item when <paramref name="work"/> is a library wrapper (the caller's delegate, or a task of the
+    /// TaskScheduler view); <see langword="null"/> when <paramref name="work"/> is the caller's own delegate.
+    /// </param>
+    public RunItem(Delegate work, ExecutionContext? context, object? describedBy)
         : base(TaskCreationOptions.RunContinuationsAsynchronously)
     {
         _work = work;
         _context = context;
+        _describedBy = describedBy;
     }
 
     public bool TryClaim() => Interlocked.CompareExchange(ref _state, Claimed, Queued) == Queued;
@@ -84,7 +92,7 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         }
     }
 
-    public WorkItem ToWorkItem() => new(_work, null, null, isAwaited: true);
+    public WorkItem ToWorkItem() => new(_work, null, null, isAwaited: true, _describedBy);
 
     private TResult InvokeAction()
     {

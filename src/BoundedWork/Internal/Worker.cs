@@ -9,10 +9,15 @@ internal sealed class Worker
     [ThreadStatic]
     private static Worker? t_current;
 
-    // The item running now, published for the watchdog: _run is 0 while idle and a run number (never reused) while
-    // the fields below describe that run. The fields are written before the run number is published and changed
+    // The item running now, published for the watchdog and the statistics: _run is 0 while idle and a run number
+    // while the fields below describe that run. The fields are written before the run number is published and changed
     // only after it is reset to 0, so a reader that sees the same run number before and after reading the fields
     // read one run's fields, never a mix.
+    //
+    // Run numbers count the items this worker claimed: its n-th claimed item is run n, also when it skips that item
+    // (an awaited item its caller cancelled while queued) and so never publishes it. A worker finishes its items one
+    // at a time and in order, and counts each outcome before it takes the next item, so while run n is published the
+    // worker has finished exactly n - 1 items, or n once it has counted run n's outcome (see TryReadProgress).
     private long _run;
     private long _lastRun;
     private long _runStarted;
@@ -51,8 +56,6 @@ internal sealed class Worker
 
     public long Cancelled => Volatile.Read(ref _cancelled);
 
-    /// <summary>Gets a value indicating whether the worker is running an item now.</summary>
-    public bool Busy => Volatile.Read(ref _run) != 0;
 
     /// <summary>The fewest and most spin iterations an idle worker makes before parking (see the executor's SpinForWork).</summary>
     public const int MinSpinBudget = 4;
@@ -79,6 +82,39 @@ internal sealed class Worker
     }
 
     public static void DetachFromCurrentThread() => t_current = null;
+
+    /// <summary>
+    /// Reads this worker's outcome counters and whether it is running an item whose outcome they do not count yet,
+    /// as one consistent view, from any thread: <paramref name="busy"/> is <see langword="true"/> exactly when the
+    /// counters read here leave out the outcome of an item the worker had started when this call began.
+    /// </summary>
+    /// <remarks>
+    /// The run number is read first (an acquire read), the counters after it. A published run n means the worker had
+    /// counted the outcomes of its first n - 1 items before it published run n, so the counters read after it add up
+    /// to at least n - 1; exactly n - 1 means run n's outcome is not among them, so in this view it is still running.
+    /// More than that means it has finished (and perhaps later items too): counted as finished, not as running. So
+    /// the items this view counts as finished or running are exactly <c>completed + failed + cancelled + (busy ? 1 : 0)</c>
+    /// of the worker's claims, never one twice and never one that it has not claimed. Costs the worker nothing: it
+    /// writes nothing for it beyond what it writes anyway.
+    /// </remarks>
+    public void ReadProgress(out long completed, out long failed, out long cancelled, out bool busy)
+    {
+        var run = Volatile.Read(ref _run);
+        completed = Completed;
+        failed = Failed;
+        cancelled = Cancelled;
+        busy = run != 0 && completed + failed + cancelled == run - 1;
+    }
+
+    /// <summary>
+    /// Counts a claimed awaited item that its caller cancelled while it was queued: the worker skips it, and its run
+    /// number is used up unpublished so run numbers keep counting claimed items.
+    /// </summary>
+    public void CountSkipped()
+    {
+        _lastRun++;
+        Count(ItemOutcome.Cancelled);
+    }
 
     /// <summary>Publishes the item this worker starts running, for <see cref="TryReadRun"/>.</summary>
     public void BeginRun(in QueuedItem item, long startedTimestamp)

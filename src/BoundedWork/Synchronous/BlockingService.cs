@@ -48,7 +48,7 @@ public sealed class BlockingService<TService>
     {
         ArgumentNullException.ThrowIfNull(call);
         var service = _service;
-        return Executor.RunAsync(() => call(service), cancellationToken);
+        return Executor.RunAsync(() => call(service), call, cancellationToken);
     }
 
     /// <summary>
@@ -66,7 +66,7 @@ public sealed class BlockingService<TService>
     {
         ArgumentNullException.ThrowIfNull(call);
         var service = _service;
-        return Executor.RunAsync(() => call(service, argument), cancellationToken);
+        return Executor.RunAsync(() => call(service, argument), call, cancellationToken);
     }
 
     /// <summary>Runs a call without a result on a worker thread.</summary>
@@ -78,7 +78,14 @@ public sealed class BlockingService<TService>
     {
         ArgumentNullException.ThrowIfNull(call);
         var service = _service;
-        return Executor.RunAsync(() => call(service), cancellationToken);
+        return Executor.RunAsync(
+            () =>
+            {
+                call(service);
+                return true;
+            },
+            call,
+            cancellationToken);
     }
 
     /// <summary>
@@ -97,6 +104,6 @@ public sealed class BlockingService<TService>
     {
         ArgumentNullException.ThrowIfNull(call);
         var service = _service;
-        return Executor.RunAndWait(() => call(service), cancellationToken);
+        return BoundedExecutorSynchronousExtensions.RunAndWaitCore(Executor, () => call(service), call, cancellationToken);
     }
 }

@@ -38,11 +38,15 @@ public static class BoundedExecutorSynchronousExtensions
     {
         ArgumentNullException.ThrowIfNull(executor);
         ArgumentNullException.ThrowIfNull(action);
-        RunAndWaitCore(executor, () =>
-        {
-            action();
-            return true;
-        }, cancellationToken);
+        RunAndWaitCore(
+            executor,
+            () =>
+            {
+                action();
+                return true;
+            },
+            action,
+            cancellationToken);
     }
 
     /// <summary>
@@ -62,7 +66,7 @@ public static class BoundedExecutorSynchronousExtensions
     {
         ArgumentNullException.ThrowIfNull(executor);
         ArgumentNullException.ThrowIfNull(function);
-        return RunAndWaitCore(executor, function, cancellationToken);
+        return RunAndWaitCore(executor, function, function, cancellationToken);
     }
 
     /// <summary>
@@ -74,7 +78,8 @@ public static class BoundedExecutorSynchronousExtensions
     /// <exception cref="ArgumentNullException"><paramref name="executor"/> is <see langword="null"/>.</exception>
     public static BoundedExecutorTaskScheduler AsTaskScheduler(this BoundedExecutor executor) => new(executor);
 
-    private static TResult RunAndWaitCore<TResult>(BoundedExecutor executor, Func<TResult> function, CancellationToken cancellationToken)
+    /// <summary>Runs <paramref name="function"/> and waits for it; <paramref name="describedBy"/> is the caller's own delegate, which names the item.</summary>
+    internal static TResult RunAndWaitCore<TResult>(BoundedExecutor executor, Func<TResult> function, Delegate describedBy, CancellationToken cancellationToken)
     {
         if (executor.IsWorkerThread || WaitChain.IsWaitedOnBy(executor))
         {
@@ -84,7 +89,7 @@ public static class BoundedExecutorSynchronousExtensions
         }
 
         var chain = WaitChain.ForItemAwaitedHere();
-        var task = executor.RunAsync(() => WaitChain.Run(chain, function), cancellationToken);
+        var task = executor.RunAsync(() => WaitChain.Run(chain, function), describedBy, cancellationToken);
         if (!task.IsCompleted)
         {
             executor.NoteBlockingWait(BlockingWaitKind.SubmitAndWait);

@@ -135,7 +135,8 @@ public sealed class SnapshotConsistencyTests
             listener.RecordObservableInstruments();
             collections++;
             var outcomes = values.Where(kv => kv.Key.StartsWith("boundedwork.items/", StringComparison.Ordinal)).Sum(kv => kv.Value);
-            Assert.Equal(values["boundedwork.items.submitted"], values["boundedwork.queue.length"] + values["boundedwork.items.running"] + outcomes);
+            Assert.Equal(values["boundedwork.items.submitted"], values["boundedwork.queue.length"] + values["boundedwork.items.starting"] + values["boundedwork.items.running"] + outcomes);
+            Assert.Equal(values["boundedwork.workers.busy"], values["boundedwork.items.running"]); // no caller runs under Abort
         }
 
         producer.Join();

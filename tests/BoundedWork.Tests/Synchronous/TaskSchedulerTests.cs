@@ -292,6 +292,158 @@ public sealed class TaskSchedulerTests
     }
 
     [Fact]
+    public async Task RescueThread_ATaskThatWaitsOnAnotherTaskOfTheScheduler_RunsItInlineAndLaterTasksStillRun()
+    {
+        var executor = TestKit.Create(workers: 1);
+        var scheduler = executor.AsTaskScheduler();
+        await executor.ShutdownAsync();
+
+        // Both tasks arrive after shutdown: each goes to the rescue thread, the inner one behind the outer one.
+        var outer = Task.Factory.StartNew(
+            () =>
+            {
+                var inner = Task.Factory.StartNew(() => Thread.CurrentThread.Name, CancellationToken.None, TaskCreationOptions.None, scheduler);
+                return (Outer: Thread.CurrentThread.Name, Inner: inner.Result);
+            },
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+
+        var (outerThread, innerThread) = await outer.WaitAsync(TestKit.Safety);
+        Assert.Equal("test-rescue", outerThread);
+        Assert.Equal("test-rescue", innerThread);
+        var later = Task.Factory.StartNew(() => 7, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        Assert.Equal(7, await later.WaitAsync(TestKit.Safety));
+        Assert.Equal(3, scheduler.RescuedTaskCount);
+    }
+
+    [Fact]
+    public async Task RescueThreads_ATaskBlockedOnAnAsyncTaskOfTheScheduler_AnotherRescueThreadRunsItsContinuations()
+    {
+        using var gate = new Gate();
+        var executor = TestKit.Create(workers: 2);
+        var scheduler = executor.AsTaskScheduler();
+        executor.Execute(gate.Blocker);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered(2);
+
+        // Queued behind the blockers, then handed back at the deadline: it runs on a rescue thread and blocks there
+        // on an async method whose every continuation is queued to the same (shut down) scheduler.
+        var blocked = Task.Factory.StartNew(
+            () => Task.Factory.StartNew(
+                async () =>
+                {
+                    await Task.Yield();
+                    await Task.Yield();
+                    return Thread.CurrentThread.Name;
+                },
+                CancellationToken.None,
+                TaskCreationOptions.None,
+                scheduler).Unwrap().Result,
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+        var shutdown = executor.ShutdownAsync(new CancellationToken(canceled: true));
+
+        Assert.Equal("test-rescue", await blocked.WaitAsync(TestKit.Safety));
+        gate.Open();
+        Assert.Single((await shutdown.WaitAsync(TestKit.Safety)).AbandonedItems);
+    }
+
+    /// <summary>
+    /// What the docs warn about: inlining covers tasks that have not started, not an async method's task. The only
+    /// worker blocks on one whose first part sits queued behind it; a cancellable wait lets the test end the deadlock.
+    /// </summary>
+    [Fact]
+    public async Task OneWorker_BlockingOnAnAsyncTaskOfTheScheduler_WaitsForAPartOnlyThatWorkerCouldRun()
+    {
+        await using var executor = TestKit.Create(workers: 1);
+        var scheduler = executor.AsTaskScheduler();
+        using var release = new CancellationTokenSource();
+        var asyncTaskQueued = new TaskCompletionSource<Task<int>>(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        var blocked = Task.Factory.StartNew(
+            () =>
+            {
+                var asyncTask = Task.Factory.StartNew(
+                    async () =>
+                    {
+                        await Task.Yield();
+                        return 1;
+                    },
+                    CancellationToken.None,
+                    TaskCreationOptions.None,
+                    scheduler).Unwrap();
+                asyncTaskQueued.SetResult(asyncTask);
+                try
+                {
+                    asyncTask.Wait(release.Token);
+                    return "completed";
+                }
+                catch (OperationCanceledException)
+                {
+                    return "still waiting";
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.None,
+            scheduler);
+        var asyncTask = await asyncTaskQueued.Task.WaitAsync(TestKit.Safety);
+
+        // The worker is busy waiting, and the async method's first part is queued behind it: nothing can run it.
+        TestKit.WaitForStatistics(executor, s => s.BusyWorkerCount == 1 && s.QueueLength == 1);
+        Assert.False(asyncTask.IsCompleted);
+        await release.CancelAsync();
+
+        Assert.Equal("still waiting", await blocked.WaitAsync(TestKit.Safety));
+        Assert.Equal(1, await asyncTask.WaitAsync(TestKit.Safety)); // once the worker is free, it runs
+    }
+
+    public static TheoryData<string> BlockingWaits => ["Wait", "Result", "WaitAll"];
+
+    [Theory]
+    [MemberData(nameof(BlockingWaits))]
+    public async Task BlockingWait_OnATaskOfTheSchedulerThatHasNotStarted_OnAThreadPoolThreadIsCountedAndReported_OnADedicatedThreadIsNot(string wait)
+    {
+        var reports = new ConcurrentQueue<ThreadPoolBlockingWaitArguments>();
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, configure: o => o.OnThreadPoolBlockingWait = reports.Enqueue);
+        var scheduler = executor.AsTaskScheduler();
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered(); // the tasks cannot start before the threads wait for them
+        var forDedicated = Task.Factory.StartNew(() => 1, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        var forPool = Task.Factory.StartNew(() => 2, CancellationToken.None, TaskCreationOptions.None, scheduler);
+        void Block(Task<int> task)
+        {
+            switch (wait)
+            {
+                case "Wait":
+                    task.Wait();
+                    break;
+                case "Result":
+                    _ = task.Result;
+                    break;
+                default:
+                    Task.WaitAll(task);
+                    break;
+            }
+        }
+
+        var dedicated = new Thread(() => Block(forDedicated));
+        dedicated.Start();
+        var pool = Task.Run(() => Block(forPool));
+
+        var statistics = TestKit.WaitForStatistics(executor, s => s.ThreadPoolBlockingWaits >= 1);
+        gate.Open();
+        Assert.True(dedicated.Join(TestKit.Safety));
+        await pool.WaitAsync(TestKit.Safety);
+        Assert.Equal(1, statistics.ThreadPoolBlockingWaits);
+        Assert.Equal(1, executor.GetStatistics().ThreadPoolBlockingWaits);
+        var report = Assert.Single(reports);
+        Assert.Equal(BlockingWaitKind.TaskWait, report.Kind);
+    }
+
+    [Fact]
     public async Task Wait_OnATaskOfTheSchedulerFromAWorker_InlinesInsteadOfDeadlocking()
     {
         await using var executor = TestKit.Create(workers: 1);
