@@ -83,7 +83,7 @@ public sealed partial class BoundedExecutor
             OldestQueuedItemAge = oldestAge < TimeSpan.Zero ? TimeSpan.Zero : oldestAge,
             RejectionPolicy = _policy,
             WaitTimeout = WaitTimeout,
-            WaitingProducers = _roomWaiters.Count,
+            WaitingProducers = _producers.Count,
             Submitted = queued + starting + running + completed + failed + cancelled + rejected + discarded + abandoned,
             Starting = starting,
             Running = running,

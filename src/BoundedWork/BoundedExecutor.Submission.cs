@@ -29,7 +29,7 @@ public sealed partial class BoundedExecutor
         /// <summary>The item was rejected; the exception is for the caller.</summary>
         Rejected,
 
-        /// <summary>The item waits for room with a registered <see cref="RoomWaiter"/>.</summary>
+        /// <summary>The item waits for room with a registered <see cref="ProducerWaiter"/>.</summary>
         Waiting,
     }
 
@@ -100,12 +100,12 @@ public sealed partial class BoundedExecutor
     /// Admits the item, or applies the rejection policy when the queue is full. Every path counts and reports the
     /// item; an awaited item's task carries its fate.
     /// </summary>
-    private SubmitStatus Submit(in QueuedItem item, bool blocking, CancellationToken cancellationToken, out RoomWaiter? waiter, out RejectedExecutionException? rejection)
+    private SubmitStatus Submit(in QueuedItem item, bool blocking, CancellationToken cancellationToken, out ProducerWaiter? waiter, out RejectedExecutionException? rejection)
     {
         waiter = null;
         rejection = null;
         var policy = _policy;
-        if (policy == RejectionPolicy.Wait && _roomWaiters.Any && !IsWorkerThread)
+        if (policy == RejectionPolicy.Wait && _producers.Any && !IsWorkerThread)
         {
             // Producers wait already: line up behind them instead of taking a slot freed for the oldest of them.
             waiter = RegisterWaiter(item, blocking, cancellationToken);
@@ -177,7 +177,7 @@ public sealed partial class BoundedExecutor
     /// slot the moment a worker frees it, and so read the workers' claim counter once per item: every claim would
     /// then find that cache line pulled away to the producer's core. Waiting for a batch lets the workers claim a
     /// run of items undisturbed, and the producer then fills the batch reading only its own side's counter (see
-    /// <see cref="WorkQueue.TryAdmit"/>). The queue stays nearly full meanwhile, so the workers never run dry.
+    /// <see cref="TicketQueue.TryAdmit"/>). The queue stays nearly full meanwhile, so the workers never run dry.
     /// benchmarks/compare-java.sh measures the difference in its one-producer, one-worker shape.
     /// </remarks>
     private bool SpinForRoom(in QueuedItem item)
@@ -187,7 +187,7 @@ public sealed partial class BoundedExecutor
         for (var i = 0; i < SpinsForRoom; i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
-            if (_roomWaiters.Any)
+            if (_producers.Any)
             {
                 return false;
             }
@@ -362,22 +362,22 @@ public sealed partial class BoundedExecutor
     /// rejects them if shutdown began meanwhile), so no wake-up can be lost between the producer's check and its
     /// registration.
     /// </summary>
-    private RoomWaiter RegisterWaiter(in QueuedItem item, bool blocking, CancellationToken cancellationToken)
+    private ProducerWaiter RegisterWaiter(in QueuedItem item, bool blocking, CancellationToken cancellationToken)
     {
         var deadline = Deadline.After(_timeProvider, WaitTimeout);
-        var waiter = blocking ? RoomWaiter.ForBlockingCaller(item, deadline) : RoomWaiter.ForAsyncCaller(item, deadline);
+        var waiter = blocking ? ProducerWaiter.ForBlockingCaller(item, deadline) : ProducerWaiter.ForAsyncCaller(item, deadline);
         if (!blocking && cancellationToken.CanBeCanceled)
         {
             waiter.Registration = cancellationToken.UnsafeRegister(
                 static (state, token) =>
                 {
-                    var (executor, waiter) = ((BoundedExecutor, RoomWaiter))state!;
+                    var (executor, waiter) = ((BoundedExecutor, ProducerWaiter))state!;
                     executor.CancelWaiter(waiter, token);
                 },
                 (this, waiter));
         }
 
-        _roomWaiters.Add(waiter);
+        _producers.Add(waiter);
         if (deadline != Deadline.Never)
         {
             _watchdogSignal.Set(); // the watchdog keeps the wait's deadline
@@ -396,19 +396,19 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>Blocks a producer until its item is admitted, rejected, or its token is cancelled.</summary>
-    private void AwaitAdmission(RoomWaiter waiter, CancellationToken cancellationToken)
+    private void AwaitAdmission(ProducerWaiter waiter, CancellationToken cancellationToken)
     {
         Exception? failure = null;
         try
         {
-            if (waiter.Outcome == RoomWaitOutcome.Waiting)
+            if (waiter.Outcome == ProducerWaitOutcome.Waiting)
             {
                 NoteBlockingWait(BlockingWaitKind.WaitForRoom);
             }
 
             if (!waiter.WaitForOutcome(cancellationToken))
             {
-                if (_roomWaiters.TryRemove(waiter))
+                if (_producers.TryRemove(waiter))
                 {
                     CountCancelledWait(waiter.Item);
                     throw new OperationCanceledException(cancellationToken);
@@ -418,7 +418,7 @@ public sealed partial class BoundedExecutor
                 waiter.WaitForOutcome();
             }
 
-            if (waiter.Outcome != RoomWaitOutcome.Admitted)
+            if (waiter.Outcome != ProducerWaitOutcome.Admitted)
             {
                 failure = waiter.Exception!;
             }
@@ -435,16 +435,16 @@ public sealed partial class BoundedExecutor
     }
 
     /// <summary>Cancels an asynchronous producer's wait, if it still waits.</summary>
-    private void CancelWaiter(RoomWaiter waiter, CancellationToken cancellationToken)
+    private void CancelWaiter(ProducerWaiter waiter, CancellationToken cancellationToken)
     {
-        if (_roomWaiters.TryRemove(waiter))
+        if (_producers.TryRemove(waiter))
         {
             if (!waiter.IsProbe)
             {
                 CountCancelledWait(waiter.Item);
             }
 
-            waiter.Complete(RoomWaitOutcome.Cancelled, new OperationCanceledException(cancellationToken));
+            waiter.Complete(ProducerWaitOutcome.Cancelled, new OperationCanceledException(cancellationToken));
         }
     }
 
@@ -464,24 +464,24 @@ public sealed partial class BoundedExecutor
     /// </summary>
     private void AdmitWaiters()
     {
-        while (_roomWaiters.Any)
+        while (_producers.Any)
         {
-            RoomWaiter? admitted = null;
-            lock (_roomWaiters.SyncObj)
+            ProducerWaiter? admitted = null;
+            lock (_producers.SyncObj)
             {
-                var oldest = _roomWaiters.OldestUnsynchronized;
+                var oldest = _producers.OldestUnsynchronized;
                 if (oldest is { IsProbe: true })
                 {
                     // A writer waiting to hear that there is room: tell it, take no slot.
                     if (_queue.Count < _queueCapacity && !_queue.IsShutdown)
                     {
-                        _roomWaiters.RemoveUnsynchronized(oldest);
+                        _producers.RemoveUnsynchronized(oldest);
                         admitted = oldest;
                     }
                 }
                 else if (oldest is not null && _queue.TryAdmit(_queueCapacity, out var ticket) == Admission.Admitted)
                 {
-                    _roomWaiters.RemoveUnsynchronized(oldest);
+                    _producers.RemoveUnsynchronized(oldest);
                     _queue.Write(ticket, oldest.Item);
                     admitted = oldest;
                 }
@@ -498,14 +498,14 @@ public sealed partial class BoundedExecutor
             }
 
             admitted.Registration.Unregister();
-            admitted.Complete(RoomWaitOutcome.Admitted);
+            admitted.Complete(ProducerWaitOutcome.Admitted);
         }
     }
 
     /// <summary>Rejects every waiting producer (shutdown).</summary>
     private void RejectAllWaiters()
     {
-        foreach (var waiter in _roomWaiters.RemoveAll())
+        foreach (var waiter in _producers.RemoveAll())
         {
             RejectWaiter(waiter, RejectionReason.ShutDown);
         }
@@ -514,7 +514,7 @@ public sealed partial class BoundedExecutor
     /// <summary>Rejects the waiting producers whose wait timed out (called by the watchdog).</summary>
     private void RejectExpiredWaiters(long now)
     {
-        if (_roomWaiters.RemoveExpired(now) is { } expired)
+        if (_producers.RemoveExpired(now) is { } expired)
         {
             foreach (var waiter in expired)
             {
@@ -523,17 +523,17 @@ public sealed partial class BoundedExecutor
         }
     }
 
-    private void RejectWaiter(RoomWaiter waiter, RejectionReason reason)
+    private void RejectWaiter(ProducerWaiter waiter, RejectionReason reason)
     {
         waiter.Registration.Unregister();
         if (waiter.IsProbe)
         {
-            waiter.Complete(RoomWaitOutcome.Rejected);
+            waiter.Complete(ProducerWaitOutcome.Rejected);
             return;
         }
 
         var exception = Reject(waiter.Item, reason);
-        waiter.Complete(RoomWaitOutcome.Rejected, exception);
+        waiter.Complete(ProducerWaitOutcome.Rejected, exception);
     }
 
     /// <summary>
@@ -583,24 +583,24 @@ public sealed partial class BoundedExecutor
 
         // Under the Wait policy, producers already waiting for room come first; under the others nobody lines up, so
         // room is room.
-        if (_queue.Count < _queueCapacity && (_policy != RejectionPolicy.Wait || !_roomWaiters.Any))
+        if (_queue.Count < _queueCapacity && (_policy != RejectionPolicy.Wait || !_producers.Any))
         {
             return new ValueTask<bool>(true);
         }
 
-        var probe = RoomWaiter.ForProbe();
+        var probe = ProducerWaiter.ForProbe();
         if (cancellationToken.CanBeCanceled)
         {
             probe.Registration = cancellationToken.UnsafeRegister(
                 static (state, token) =>
                 {
-                    var (executor, waiter) = ((BoundedExecutor, RoomWaiter))state!;
+                    var (executor, waiter) = ((BoundedExecutor, ProducerWaiter))state!;
                     executor.CancelWaiter(waiter, token);
                 },
                 (this, probe));
         }
 
-        _roomWaiters.Add(probe);
+        _producers.Add(probe);
         if (IsShutdown)
         {
             RejectAllWaiters();

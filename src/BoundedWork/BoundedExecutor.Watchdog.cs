@@ -104,7 +104,7 @@ public sealed partial class BoundedExecutor
         var wait = threshold == Timeout.InfiniteTimeSpan
             ? Timeout.InfiniteTimeSpan
             : TimeSpan.FromTicks(Math.Clamp(threshold.Ticks / 4, MinWatchdogInterval.Ticks, MaxWatchdogInterval.Ticks));
-        var deadline = _roomWaiters.EarliestDeadline();
+        var deadline = _producers.EarliestDeadline();
         lock (LifecycleLock)
         {
             foreach (var waiter in _shutdownWaiters)

@@ -203,7 +203,7 @@ public sealed partial class BoundedExecutor
 
     private void AfterClaim(long remaining)
     {
-        if (_roomWaiters.Any)
+        if (_producers.Any)
         {
             // The freed slot goes to the oldest waiting producer, admitted by this thread.
             AdmitWaiters();

@@ -23,8 +23,8 @@ namespace BoundedWork;
 /// </remarks>
 public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 {
-    private readonly WorkQueue _queue;
-    private readonly RoomWaiters _roomWaiters = new();
+    private readonly TicketQueue _queue;
+    private readonly WaitingProducers _producers = new();
     private readonly IdleWorkers _idle = new();
     private readonly bool _flowExecutionContext;
     private readonly TimeProvider _timeProvider;
@@ -74,7 +74,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         Name = options.Name;
         MaxWorkerCount = options.MaxWorkerCount;
         _queueCapacity = options.QueueCapacity;
-        _queue = new WorkQueue(options.QueueCapacity);
+        _queue = new TicketQueue(options.QueueCapacity);
         _policy = options.RejectionPolicy;
         _waitTimeoutTicks = options.WaitTimeout.Ticks;
         _flowExecutionContext = options.FlowExecutionContext;

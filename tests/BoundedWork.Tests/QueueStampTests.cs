@@ -10,7 +10,7 @@ public sealed class QueueStampTests
     [Fact]
     public void TheOldestStamp_IsTheOldestWrittenItems_AndNoneOnceItIsTaken()
     {
-        var queue = new WorkQueue(capacity: 16);
+        var queue = new TicketQueue(capacity: 16);
         Assert.Equal(Admission.Admitted, queue.TryAdmit(16, out var first));
         Assert.False(queue.TryReadOldestStamp(queue.Claims, out _), "Admitted but not written yet: no stamp.");
         queue.Write(first, new QueuedItem(1, null, NoOp, null, 100));
@@ -35,7 +35,7 @@ public sealed class QueueStampTests
         // times over; a reader keeps asking for the oldest. A stamp from another lap, or a torn read, would differ.
         const int Items = 300_000;
         const int Capacity = 16;
-        var queue = new WorkQueue(Capacity);
+        var queue = new TicketQueue(Capacity);
         long produced = 0;
         long consumed = 0;
         long misread = 0;

@@ -13,7 +13,7 @@ public sealed class QueueAndParkingStressTests
     public void WorkQueue_ConcurrentAdmitClaimAndAbandon_EveryItemIsReadExactlyOnce(int producers, int consumers, int capacity)
     {
         const int PerProducer = 50_000;
-        var queue = new WorkQueue(capacity);
+        var queue = new TicketQueue(capacity);
         var seen = new int[producers * PerProducer];
         var abandonAfter = producers * PerProducer / 2;
         long claimedTotal = 0;
@@ -98,7 +98,7 @@ public sealed class QueueAndParkingStressTests
         const int Claimers = 3;
         for (var round = 0; round < Rounds; round++)
         {
-            var queue = new WorkQueue(Items);
+            var queue = new TicketQueue(Items);
             for (var i = 0; i < Items; i++)
             {
                 Assert.Equal(Admission.Admitted, queue.TryAdmit(Items, out var ticket));
@@ -139,7 +139,7 @@ public sealed class QueueAndParkingStressTests
     [Fact]
     public void WorkQueue_Growing_KeepsEveryItemInAdmissionOrder()
     {
-        var queue = new WorkQueue(capacity: 10_000);
+        var queue = new TicketQueue(capacity: 10_000);
         Assert.Equal(1024, queue.RingLength);
         for (var i = 0; i < 5_000; i++)
         {
@@ -175,7 +175,7 @@ public sealed class QueueAndParkingStressTests
     {
         const int Producers = 3;
         const int PerProducer = 10_000;
-        var queue = new WorkQueue(capacity: 100_000);
+        var queue = new TicketQueue(capacity: 100_000);
         using var start = new Barrier(Producers);
         var producers = Enumerable.Range(0, Producers).Select(p => new Thread(() =>
         {
@@ -208,7 +208,7 @@ public sealed class QueueAndParkingStressTests
     [Fact]
     public void WorkQueue_AConsumerThatClaimedButHasNotRead_MakesTheLappingProducerWait_NotGrowTheRing()
     {
-        var queue = new WorkQueue(capacity: 16);
+        var queue = new TicketQueue(capacity: 16);
         Assert.Equal(16, queue.RingLength);
         for (var i = 0; i < 16; i++)
         {

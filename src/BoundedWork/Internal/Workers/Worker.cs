@@ -66,7 +66,7 @@ internal sealed class Worker
     /// <summary>Gets or sets how many spin iterations this worker makes before parking now; adapted by its own thread only.</summary>
     public int SpinBudget { get; set; } = MinSpinBudget;
 
-    /// <summary>The worker's own lower bound of the queue's admissions (see <see cref="WorkQueue.TryClaim"/>).</summary>
+    /// <summary>The worker's own lower bound of the queue's admissions (see <see cref="TicketQueue.TryClaim"/>).</summary>
     public long KnownAdmissions;
 
     /// <summary>Gets the worker's park/unpark handshake.</summary>

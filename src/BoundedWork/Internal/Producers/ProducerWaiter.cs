@@ -2,11 +2,11 @@ namespace BoundedWork.Internal;
 
 /// <summary>
 /// A producer waiting for room under the Wait policy, with its item. The party that takes the waiter out of
-/// <see cref="RoomWaiters"/> decides its fate (admitted, timed out, shut down, cancelled), counts it and then
+/// <see cref="WaitingProducers"/> decides its fate (admitted, timed out, shut down, cancelled), counts it and then
 /// <see cref="Complete"/>s it: a worker that frees a slot admits the oldest waiter's item itself, so neither a
 /// blocked thread nor an awaiting task needs to run (or a ThreadPool thread to exist) for the item to get in.
 /// </summary>
-internal sealed class RoomWaiter : IDisposable
+internal sealed class ProducerWaiter : IDisposable
 {
     /// <summary>
     /// The calling thread's spare blocking waiter: a producer that blocks for room again and again (a producer that
@@ -14,25 +14,25 @@ internal sealed class RoomWaiter : IDisposable
     /// wait on the same thread (from a callback) gets a fresh one.
     /// </summary>
     [ThreadStatic]
-    private static RoomWaiter? t_spareBlockingWaiter;
+    private static ProducerWaiter? t_spareBlockingWaiter;
 
     private readonly ManualResetEventSlim? _event;
     private readonly TaskCompletionSource? _completion;
     private readonly TaskCompletionSource<bool>? _probe;
     private int _outcome;
 
-    private RoomWaiter()
+    private ProducerWaiter()
     {
         Deadline = Internal.Deadline.Never;
-        Node = new LinkedListNode<RoomWaiter>(this);
+        Node = new LinkedListNode<ProducerWaiter>(this);
         _probe = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
     }
 
-    private RoomWaiter(in QueuedItem item, long deadline, bool blocking)
+    private ProducerWaiter(in QueuedItem item, long deadline, bool blocking)
     {
         Item = item;
         Deadline = deadline;
-        Node = new LinkedListNode<RoomWaiter>(this);
+        Node = new LinkedListNode<ProducerWaiter>(this);
         if (blocking)
         {
             _event = new ManualResetEventSlim(false, spinCount: 1);
@@ -58,9 +58,9 @@ internal sealed class RoomWaiter : IDisposable
     /// <summary>Gets when the wait times out, as a timestamp of the executor's clock (<see cref="Internal.Deadline.Never"/>: never).</summary>
     public long Deadline { get; private set; }
 
-    public LinkedListNode<RoomWaiter> Node { get; }
+    public LinkedListNode<ProducerWaiter> Node { get; }
 
-    public RoomWaitOutcome Outcome => (RoomWaitOutcome)Volatile.Read(ref _outcome);
+    public ProducerWaitOutcome Outcome => (ProducerWaitOutcome)Volatile.Read(ref _outcome);
 
     /// <summary>Gets the exception to surface when the item was not admitted.</summary>
     public Exception? Exception { get; private set; }
@@ -71,12 +71,12 @@ internal sealed class RoomWaiter : IDisposable
     public CancellationTokenRegistration Registration { get; set; }
 
     /// <summary>Gets a waiter for a producer that blocks its thread: the thread's spare one if it has one.</summary>
-    public static RoomWaiter ForBlockingCaller(in QueuedItem item, long deadline)
+    public static ProducerWaiter ForBlockingCaller(in QueuedItem item, long deadline)
     {
         var waiter = t_spareBlockingWaiter;
         if (waiter is null)
         {
-            return new RoomWaiter(item, deadline, blocking: true);
+            return new ProducerWaiter(item, deadline, blocking: true);
         }
 
         t_spareBlockingWaiter = null;
@@ -85,20 +85,20 @@ internal sealed class RoomWaiter : IDisposable
         return waiter;
     }
 
-    public static RoomWaiter ForAsyncCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: false);
+    public static ProducerWaiter ForAsyncCaller(in QueuedItem item, long deadline) => new(item, deadline, blocking: false);
 
-    public static RoomWaiter ForProbe() => new();
+    public static ProducerWaiter ForProbe() => new();
 
     /// <summary>Records the outcome and releases whoever waits. Called once, by the party that removed the waiter.</summary>
-    public void Complete(RoomWaitOutcome outcome, Exception? exception = null)
+    public void Complete(ProducerWaitOutcome outcome, Exception? exception = null)
     {
         Exception = exception;
         Volatile.Write(ref _outcome, (int)outcome);
         if (_probe is not null)
         {
-            _ = outcome == RoomWaitOutcome.Cancelled && exception is OperationCanceledException probeCancelled
+            _ = outcome == ProducerWaitOutcome.Cancelled && exception is OperationCanceledException probeCancelled
                 ? _probe.TrySetCanceled(probeCancelled.CancellationToken)
-                : _probe.TrySetResult(outcome == RoomWaitOutcome.Admitted);
+                : _probe.TrySetResult(outcome == ProducerWaitOutcome.Admitted);
         }
         else if (_event is not null)
         {
@@ -106,7 +106,7 @@ internal sealed class RoomWaiter : IDisposable
         }
         else if (_completion is not null)
         {
-            _ = outcome == RoomWaitOutcome.Admitted ? _completion.TrySetResult()
+            _ = outcome == ProducerWaitOutcome.Admitted ? _completion.TrySetResult()
                 : exception is OperationCanceledException cancelled ? _completion.TrySetCanceled(cancelled.CancellationToken)
                 : _completion.TrySetException(exception!);
         }
@@ -137,7 +137,7 @@ internal sealed class RoomWaiter : IDisposable
     /// </summary>
     public void ReleaseBlocking()
     {
-        if (_event is null || Outcome == RoomWaitOutcome.Waiting || Node.List is not null)
+        if (_event is null || Outcome == ProducerWaitOutcome.Waiting || Node.List is not null)
         {
             Dispose();
             return;
@@ -145,7 +145,7 @@ internal sealed class RoomWaiter : IDisposable
 
         Item = default;
         Exception = null;
-        Volatile.Write(ref _outcome, (int)RoomWaitOutcome.Waiting);
+        Volatile.Write(ref _outcome, (int)ProducerWaitOutcome.Waiting);
         _event.Reset();
         t_spareBlockingWaiter = this;
     }
@@ -154,7 +154,7 @@ internal sealed class RoomWaiter : IDisposable
     public void Dispose() => _event?.Dispose();
 }
 
-internal enum RoomWaitOutcome
+internal enum ProducerWaitOutcome
 {
     Waiting,
     Admitted,

@@ -7,9 +7,9 @@ namespace BoundedWork.Internal;
 /// read without it. A worker that frees a slot, a producer that registers, a capacity increase, the watchdog
 /// (timeouts), a cancellation and shutdown each take waiters out under the lock, and complete them after it.
 /// </summary>
-internal sealed class RoomWaiters
+internal sealed class WaitingProducers
 {
-    private readonly LinkedList<RoomWaiter> _waiters = new();
+    private readonly LinkedList<ProducerWaiter> _waiters = new();
     private PaddedInt32 _count;
 
     public object SyncObj => _waiters;
@@ -19,7 +19,7 @@ internal sealed class RoomWaiters
 
     public int Count => Volatile.Read(ref _count.Value);
 
-    public void Add(RoomWaiter waiter)
+    public void Add(ProducerWaiter waiter)
     {
         lock (SyncObj)
         {
@@ -29,7 +29,7 @@ internal sealed class RoomWaiters
     }
 
     /// <summary>Removes the waiter if it is still waiting; false if another party already took it.</summary>
-    public bool TryRemove(RoomWaiter waiter)
+    public bool TryRemove(ProducerWaiter waiter)
     {
         lock (SyncObj)
         {
@@ -43,7 +43,7 @@ internal sealed class RoomWaiters
         }
     }
 
-    public RoomWaiter? OldestUnsynchronized
+    public ProducerWaiter? OldestUnsynchronized
     {
         get
         {
@@ -52,7 +52,7 @@ internal sealed class RoomWaiters
         }
     }
 
-    public void RemoveUnsynchronized(RoomWaiter waiter)
+    public void RemoveUnsynchronized(ProducerWaiter waiter)
     {
         Debug.Assert(Monitor.IsEntered(SyncObj));
         _waiters.Remove(waiter.Node);
@@ -60,11 +60,11 @@ internal sealed class RoomWaiters
     }
 
     /// <summary>Takes every waiter out, oldest first.</summary>
-    public List<RoomWaiter> RemoveAll()
+    public List<ProducerWaiter> RemoveAll()
     {
         lock (SyncObj)
         {
-            var all = new List<RoomWaiter>(_waiters);
+            var all = new List<ProducerWaiter>(_waiters);
             _waiters.Clear();
             Interlocked.Exchange(ref _count.Value, 0);
             return all;
@@ -72,9 +72,9 @@ internal sealed class RoomWaiters
     }
 
     /// <summary>Takes out the waiters whose deadline is at or before <paramref name="now"/>.</summary>
-    public List<RoomWaiter>? RemoveExpired(long now)
+    public List<ProducerWaiter>? RemoveExpired(long now)
     {
-        List<RoomWaiter>? expired = null;
+        List<ProducerWaiter>? expired = null;
         lock (SyncObj)
         {
             var node = _waiters.First;

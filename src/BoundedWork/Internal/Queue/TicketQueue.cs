@@ -9,10 +9,10 @@ namespace BoundedWork.Internal;
 /// <remarks>
 /// <para>The counters and what they mean:</para>
 /// <list type="bullet">
-/// <item><description><c>_admitted</c>: how many items were ever admitted (bits 0-60), plus the <c>Shutdown</c> flag
-/// (bit 62): once it is set nothing more is admitted, so the count is final; and the <c>Growing</c> flag (bit 61),
+/// <item><description><c>_admitted</c>: how many items were ever admitted (bits 0-60), plus <c>ShutdownBit</c>
+/// (bit 62): once it is set nothing more is admitted, so the count is final; and <c>GrowingBit</c> (bit 61),
 /// set for the few instructions it takes to install a longer ring, while no ticket is handed out.</description></item>
-/// <item><description><c>_claimed</c>: how many items were ever claimed (bits 0-60), plus the <c>Abandoned</c> flag
+/// <item><description><c>_claimed</c>: how many items were ever claimed (bits 0-60), plus <c>AbandonedBit</c>
 /// (bit 62): once it is set nothing more is claimed.</description></item>
 /// <item><description><c>_claimedEstimate</c>: a lower bound of <c>_claimed</c> that producers keep, so they read the
 /// consumers' line only when the queue looks full.</description></item>
@@ -38,23 +38,24 @@ namespace BoundedWork.Internal;
 /// <para>
 /// The ring is as long as the longest queue so far (a power of two, at least 16 and at least the capacity up to
 /// 1,024, at most 2^30: past that the queue reports itself full), and grows by installing a longer ring that starts
-/// at the next ticket, under the <c>Growing</c> flag. Tickets
+/// at the next ticket, under <c>GrowingBit</c>. Tickets
 /// before it stay in the older ring, so nothing is copied and no one waits for a reader; the older rings are kept
 /// (their slots cleared), at most as long together as the newest.
 /// </para>
 /// <para>
 /// Abandoning after shutdown moves <c>claimed</c> up to the (final) <c>admitted</c> in one step and sets
-/// <c>Abandoned</c> in the same step: the caller then reads exactly the tickets it claimed, and no consumer can
+/// <c>AbandonedBit</c> in the same step: the caller then reads exactly the tickets it claimed, and no consumer can
 /// start another. Because each item passes each counter exactly once, a reader that reads the consumers' counter
 /// before the producers' one sees every item in exactly one place, which is what makes the executor's statistics
 /// consistent. Items are claimed in admission order; nothing here blocks, allocates per item or needs the ThreadPool.
 /// </para>
 /// </remarks>
-internal sealed class WorkQueue
+internal sealed class TicketQueue
 {
     private const long CountMask = (1L << 61) - 1;
     private const long GrowingBit = 1L << 61;
-    private const long FlagBit = 1L << 62;
+    private const long ShutdownBit = 1L << 62; // in _admitted: admission has stopped for good
+    private const long AbandonedBit = 1L << 62; // in _claimed: claims have stopped for good
     private const int MinRingLength = 16;
     private const int InitialRingLimit = 1024;
     private const int MaxRingLength = 1 << 30;
@@ -65,9 +66,9 @@ internal sealed class WorkQueue
     private PaddedInt64 _claimedEstimate;
     private Ring _ring;
 
-    /// <summary>Initializes a new instance of the <see cref="WorkQueue"/> class.</summary>
+    /// <summary>Initializes a new instance of the <see cref="TicketQueue"/> class.</summary>
     /// <param name="capacity">The initial capacity (sizes the first ring; admission takes the capacity in force).</param>
-    public WorkQueue(int capacity)
+    public TicketQueue(int capacity)
     {
         _ring = new Ring(RingLengthFor(Math.Min(capacity, InitialRingLimit)), startTicket: 0, previous: null);
     }
@@ -95,10 +96,10 @@ internal sealed class WorkQueue
     public bool HasRoomFor(int capacity, int slots) => Count <= (long)capacity - slots;
 
     /// <summary>Gets a value indicating whether admission has stopped for good.</summary>
-    public bool IsShutdown => (Volatile.Read(ref _admitted.Value) & FlagBit) != 0;
+    public bool IsShutdown => (Volatile.Read(ref _admitted.Value) & ShutdownBit) != 0;
 
     /// <summary>Gets a value indicating whether claims have stopped for good (a shutdown deadline passed).</summary>
-    public bool IsAbandoned => (Volatile.Read(ref _claimed.Value) & FlagBit) != 0;
+    public bool IsAbandoned => (Volatile.Read(ref _claimed.Value) & AbandonedBit) != 0;
 
     /// <summary>Gets a value indicating whether any written item is still unread (for tests; scans the rings).</summary>
     public bool HasUnreadItems
@@ -126,7 +127,7 @@ internal sealed class WorkQueue
         while (true)
         {
             ticket = admitted & CountMask;
-            if ((admitted & FlagBit) != 0)
+            if ((admitted & ShutdownBit) != 0)
             {
                 return Admission.ShutDown;
             }
@@ -191,7 +192,7 @@ internal sealed class WorkQueue
         {
             ticket = claimed & CountMask;
             remaining = 0;
-            if ((claimed & FlagBit) != 0)
+            if ((claimed & AbandonedBit) != 0)
             {
                 return false;
             }
@@ -230,9 +231,9 @@ internal sealed class WorkQueue
     public bool Freeze()
     {
         var admitted = Volatile.Read(ref _admitted.Value);
-        while ((admitted & FlagBit) == 0)
+        while ((admitted & ShutdownBit) == 0)
         {
-            var previous = Interlocked.CompareExchange(ref _admitted.Value, admitted | FlagBit, admitted);
+            var previous = Interlocked.CompareExchange(ref _admitted.Value, admitted | ShutdownBit, admitted);
             if (previous == admitted)
             {
                 return true;
@@ -257,12 +258,12 @@ internal sealed class WorkQueue
         while (true)
         {
             firstTicket = claimed & CountMask;
-            if ((claimed & FlagBit) != 0)
+            if ((claimed & AbandonedBit) != 0)
             {
                 return 0;
             }
 
-            var previous = Interlocked.CompareExchange(ref _claimed.Value, admitted | FlagBit, claimed);
+            var previous = Interlocked.CompareExchange(ref _claimed.Value, admitted | AbandonedBit, claimed);
             if (previous == claimed)
             {
                 return (int)(admitted - claimed);
@@ -431,7 +432,7 @@ internal sealed class WorkQueue
     }
 }
 
-/// <summary>The result of <see cref="WorkQueue.TryAdmit"/>.</summary>
+/// <summary>The result of <see cref="TicketQueue.TryAdmit"/>.</summary>
 internal enum Admission
 {
     Admitted,
