@@ -1,4 +1,4 @@
-using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using BoundedWork.Internal;
 
 namespace BoundedWork;
@@ -15,48 +15,58 @@ namespace BoundedWork;
 /// and deadlines are kept by the executor's own watchdog thread.
 /// </para>
 /// <para>
-/// Every item ends in exactly one outcome, counted in <see cref="GetStatistics"/>: completed, failed, cancelled,
-/// rejected, discarded or abandoned. Items that do not run are reported to their caller (an exception, a
-/// <see langword="false"/> return or a faulted task), to <see cref="BoundedExecutorOptions.OnRejected"/>, or
-/// returned by <see cref="ShutdownAsync(CancellationToken)"/>. Nothing is dropped silently.
+/// Nothing is dropped silently: every item ends in exactly one outcome, counted in <see cref="GetStatistics"/> (see
+/// <see cref="BoundedExecutorStatistics"/>). Items that do not run are reported to their caller (an exception, a
+/// <see langword="false"/> return or a faulted task), to <see cref="BoundedExecutorOptions.OnRejected"/>, or returned
+/// by <see cref="ShutdownAsync(CancellationToken)"/>.
 /// </para>
 /// </remarks>
-public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
+public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource, IProducerHost
 {
+    // The life of an item.
+    //
+    // Submit (Submitter). A submit method captures the delegate, its state and (unless FlowExecutionContext is off)
+    // the caller's ExecutionContext in a QueuedItem, a struct: nothing is allocated for a fire-and-forget item. It
+    // takes a ticket from the queue (TicketQueue) against the capacity in force, writes the item into the ticket's
+    // slot, and wakes a parked worker unless one is spinning and will find the item (WorkerPool). When the queue is
+    // full, the rejection policy decides: Abort rejects the item, Discard drops it, DiscardOldest evicts the oldest
+    // queued item and takes its place, CallerRuns runs it on the submitting thread (ItemRunner), and Wait hands it to
+    // the waiting producers (WaitingProducers), which admit it, oldest first, as soon as a slot frees. After shutdown
+    // every item is rejected.
+    //
+    // Run (TryRunOne below, on a worker of the WorkerPool). The worker claims the oldest ticket, publishes what it runs
+    // for the watchdog and the statistics (Worker.BeginRun), admits the oldest waiting producer into the slot it
+    // freed, wakes the next worker if more is queued, and runs the item in the item's own ExecutionContext
+    // (ItemRunner); then it restores its clean room and claims the next one. With nothing to claim it spins briefly,
+    // then parks until a submitter wakes it. A resize starts threads at once, or retires workers between items.
+    //
+    // Outcome. Every item ends in exactly one outcome, counted once, by the one party that decides it: OutcomeCounters
+    // says who counts what, and how a statistics snapshot stays consistent while items move. Whoever is told about it
+    // (callbacks, listeners) is called through ExecutorCallbacks: nothing outside the item decides its fate.
+    //
+    // Shutdown. Admission stops (TicketQueue.Freeze), waiting producers are rejected, and the workers drain the queue
+    // and exit. At a deadline, kept by the watchdog thread (Watchdog), the items still queued are claimed in one step
+    // and handed back (AbandonQueuedItems). Running items are never interrupted. Alarms for slow and long-waiting
+    // items come from the watchdog too.
+    //
+    // Locks: the pool's lifecycle lock (worker list and counts; the settings change under it as well, so a resize and
+    // a reconfiguration are one step), the waiting producers' list lock, the watchdog's lock over shutdown callers,
+    // the idle stack's lock and each worker's parker. None is held while user code runs, and none is taken on the
+    // path of an item that finds room while a worker spins.
     private readonly TicketQueue _queue;
-    private readonly WaitingProducers _producers = new();
-    private readonly IdleWorkers _idle = new();
-    private readonly bool _flowExecutionContext;
+    private readonly WorkerPool _pool;
+    private readonly WaitingProducers _producers;
+    private readonly OutcomeCounters _outcomes;
+    private readonly ItemRunner _runner;
+    private readonly Submitter _submitter;
+    private readonly ExecutorCallbacks _callbacks;
+    private readonly ExecutorInstruments _instruments;
+    private readonly Watchdog _watchdog;
+    private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TimeProvider _timeProvider;
     private readonly ItemClock _itemClock;
-    private readonly Action<WorkItemFailedArguments>? _onError;
-    private readonly Action<WorkItemRejectedArguments>? _onRejected;
-    private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
-    private readonly ExecutorInstruments _instruments;
     private readonly TimeSpan _disposeTimeout;
-    private volatile int _queueCapacity;
-    private volatile RejectionPolicy _policy;
-    private long _waitTimeoutTicks;
-
-    // Outcomes of items that never reached the queue: each is one increment from "submitting" to its outcome.
-    private long _rejected;
-    private long _droppedNew;
-    private long _cancelledBeforeQueue;
-
-    // Outcomes of items claimed from the queue by a party other than a worker (evicted, abandoned, or found
-    // cancelled by them). With the workers' own counters these are the claim outcomes of the statistics.
-    private long _evicted;
-    private long _abandoned;
-    private long _cancelledAfterClaim;
-
-    // Items run on the submitting thread: started first, then exactly one outcome.
-    private long _callerStarted;
-    private long _callerCompleted;
-    private long _callerFailed;
-    private long _callerCancelled;
-
-    private long _callbackFailures;
-    private long _threadPoolBlockingWaits;
+    private volatile BoundedExecutorSettings _settings;
 
     /// <summary>Creates an executor and starts its worker threads.</summary>
     /// <param name="options">The settings; copied, so later changes to the object have no effect.</param>
@@ -73,33 +83,35 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
 
         Name = options.Name;
         MaxWorkerCount = options.MaxWorkerCount;
-        _queueCapacity = options.QueueCapacity;
-        _queue = new TicketQueue(options.QueueCapacity);
-        _policy = options.RejectionPolicy;
-        _waitTimeoutTicks = options.WaitTimeout.Ticks;
-        _flowExecutionContext = options.FlowExecutionContext;
+        _settings = new BoundedExecutorSettings
+        {
+            WorkerCount = options.WorkerCount,
+            QueueCapacity = options.QueueCapacity,
+            RejectionPolicy = options.RejectionPolicy,
+            WaitTimeout = options.WaitTimeout,
+            SlowItemThreshold = options.SlowItemThreshold,
+            QueueWaitThreshold = options.QueueWaitThreshold,
+        };
         _timeProvider = options.TimeProvider;
         _itemClock = new ItemClock(options.TimeProvider);
-        _onError = options.OnError;
-        _onRejected = options.OnRejected;
-        _onThreadPoolBlockingWait = options.OnThreadPoolBlockingWait;
-        _onSlowItem = options.OnSlowItem;
         _disposeTimeout = options.DisposeTimeout;
-        _slowItemThresholdTicks = options.SlowItemThreshold.Ticks;
-        _queueWaitThresholdTicks = options.QueueWaitThreshold.Ticks;
+        _queue = new TicketQueue(options.QueueCapacity);
         _instruments = new ExecutorInstruments(this, options.MeterFactory);
+        _callbacks = new ExecutorCallbacks(options, _instruments);
+        _outcomes = new OutcomeCounters(Name, _callbacks);
+        _runner = new ItemRunner(_callbacks, _instruments, _outcomes);
+        _producers = new WaitingProducers(_queue, this);
+        _pool = new WorkerPool(Name, MaxWorkerCount, this, this);
+        _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext);
+        _watchdog = new Watchdog(this, _pool, _producers, _callbacks, _timeProvider, _itemClock, _completion.Task);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
 
-        lock (LifecycleLock)
+        lock (_pool.SyncObj)
         {
-            _targetWorkers = options.WorkerCount;
-            for (var i = 0; i < options.WorkerCount; i++)
-            {
-                StartWorkerUnsynchronized();
-            }
+            _pool.ResizeUnsynchronized(options.WorkerCount);
         }
 
-        StartWatchdog();
+        _watchdog.Start(Name);
     }
 
     /// <summary>Gets the executor's name.</summary>
@@ -109,25 +121,22 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public int MaxWorkerCount { get; }
 
     /// <summary>Gets the queue capacity.</summary>
-    public int QueueCapacity => _queueCapacity;
+    public int QueueCapacity => _settings.QueueCapacity;
 
     /// <summary>Gets the policy applied when the queue is full.</summary>
-    public RejectionPolicy RejectionPolicy => _policy;
+    public RejectionPolicy RejectionPolicy => _settings.RejectionPolicy;
 
     /// <summary>Gets how long the Wait policy waits for room.</summary>
-    public TimeSpan WaitTimeout => TimeSpan.FromTicks(Volatile.Read(ref _waitTimeoutTicks));
+    public TimeSpan WaitTimeout => _settings.WaitTimeout;
+
+    /// <summary>Gets how long an item may run before it is reported as slow.</summary>
+    public TimeSpan SlowItemThreshold => _settings.SlowItemThreshold;
+
+    /// <summary>Gets how long an item may wait in the queue before it is reported.</summary>
+    public TimeSpan QueueWaitThreshold => _settings.QueueWaitThreshold;
 
     /// <summary>Gets the settings that can change at runtime, as one consistent value.</summary>
-    public BoundedExecutorSettings Settings
-    {
-        get
-        {
-            lock (LifecycleLock)
-            {
-                return SettingsUnsynchronized();
-            }
-        }
-    }
+    public BoundedExecutorSettings Settings => _settings;
 
     /// <summary>Gets a value indicating whether shutdown has begun; no new item is accepted after it.</summary>
     public bool IsShutdown => _queue.IsShutdown;
@@ -138,7 +147,18 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     /// <summary>
     /// Gets a value indicating whether the current thread is one of this executor's worker threads.
     /// </summary>
-    public bool IsWorkerThread => Worker.Current?.Owner == this;
+    public bool IsWorkerThread => _pool.IsWorkerThread;
+
+    /// <summary>
+    /// Gets a task that completes when the executor has shut down and every worker thread has exited.
+    /// </summary>
+    public Task Completion => _completion.Task;
+
+    /// <summary>Gets the number of parked (or parking) workers; for tests.</summary>
+    internal int IdleWorkerCount => _pool.IdleCount;
+
+    /// <summary>Gets how many times the watchdog has looked at deadlines and workers; for tests that must know it looked.</summary>
+    internal long WatchdogPasses => _watchdog.Passes;
 
     /// <summary>
     /// Queues a fire-and-forget item if there is room now. Never blocks and never runs the item on the caller.
@@ -149,7 +169,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public bool TryExecute(Action action)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return TryExecuteCore(NewItem(action, null, QueuedItem.InvokeAction));
+        return _submitter.TryExecute(_submitter.NewItem(action, null, QueuedItem.InvokeAction));
     }
 
     /// <summary>
@@ -163,7 +183,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public bool TryExecute<TState>(Action<TState> action, TState state)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return TryExecuteCore(NewItem(action, state, StateInvoker<TState>.Instance));
+        return _submitter.TryExecute(_submitter.NewItem(action, state, StateInvoker<TState>.Instance));
     }
 
     /// <summary>
@@ -179,7 +199,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public void Execute(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        ExecuteCore(NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
+        _submitter.Execute(_submitter.NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
     }
 
     /// <summary>
@@ -195,7 +215,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public void Execute<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        ExecuteCore(NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
+        _submitter.Execute(_submitter.NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
     }
 
     /// <summary>
@@ -210,7 +230,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public ValueTask ExecuteAsync(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return ExecuteAsyncCore(NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
+        return _submitter.ExecuteAsync(_submitter.NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
     }
 
     /// <summary>
@@ -225,7 +245,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public ValueTask ExecuteAsync<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return ExecuteAsyncCore(NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
+        return _submitter.ExecuteAsync(_submitter.NewItem(action, state, StateInvoker<TState>.Instance), cancellationToken);
     }
 
     /// <summary>
@@ -262,7 +282,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public Task RunAsync(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return RunCore<object?>(action, cancellationToken);
+        return _submitter.Run<object?>(action, describedBy: null, cancellationToken);
     }
 
     /// <summary>
@@ -277,7 +297,7 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
     public Task<TResult> RunAsync<TResult>(Func<TResult> function, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(function);
-        return RunCore<TResult>(function, cancellationToken);
+        return _submitter.Run<TResult>(function, describedBy: null, cancellationToken);
     }
 
     /// <summary>
@@ -300,182 +320,440 @@ public sealed partial class BoundedExecutor : IAsyncDisposable, IDisposable
         }
 
         BoundedExecutorSettings previous, current;
-        var wakeWorkers = false;
-        lock (LifecycleLock)
+        bool wakeWorkers;
+        lock (_pool.SyncObj)
         {
             ThrowIfShutdownUnsynchronized();
-            previous = SettingsUnsynchronized();
-            if (change.QueueCapacity is { } capacity)
+            previous = _settings;
+            current = previous with
             {
-                _queueCapacity = capacity;
-            }
-
-            if (change.RejectionPolicy is { } policy)
-            {
-                _policy = policy;
-            }
-
-            if (change.WaitTimeout is { } timeout)
-            {
-                Volatile.Write(ref _waitTimeoutTicks, timeout.Ticks);
-            }
-
-            if (change.SlowItemThreshold is { } slow)
-            {
-                Volatile.Write(ref _slowItemThresholdTicks, slow.Ticks);
-            }
-
-            if (change.QueueWaitThreshold is { } queueWait)
-            {
-                Volatile.Write(ref _queueWaitThresholdTicks, queueWait.Ticks);
-            }
-
-            if (change.WorkerCount is { } workers)
-            {
-                wakeWorkers = ResizeUnsynchronized(workers);
-            }
-
-            current = SettingsUnsynchronized();
+                WorkerCount = change.WorkerCount ?? previous.WorkerCount,
+                QueueCapacity = change.QueueCapacity ?? previous.QueueCapacity,
+                RejectionPolicy = change.RejectionPolicy ?? previous.RejectionPolicy,
+                WaitTimeout = change.WaitTimeout ?? previous.WaitTimeout,
+                SlowItemThreshold = change.SlowItemThreshold ?? previous.SlowItemThreshold,
+                QueueWaitThreshold = change.QueueWaitThreshold ?? previous.QueueWaitThreshold,
+            };
+            wakeWorkers = ApplyUnsynchronized(current);
         }
 
-        if (wakeWorkers)
-        {
-            _idle.WakeAll();
-        }
-
-        if (current.SlowItemThreshold != previous.SlowItemThreshold)
-        {
-            _watchdogSignal.Set();
-        }
-
-        if (current.QueueCapacity > previous.QueueCapacity)
-        {
-            // The new room goes to the producers already waiting for it, oldest first.
-            AdmitWaiters();
-        }
-
+        AfterChange(previous, current, wakeWorkers);
         return new BoundedExecutorReconfiguration(previous, current);
     }
 
-    private BoundedExecutorSettings SettingsUnsynchronized() => new()
+    /// <summary>
+    /// Changes the number of worker threads while items keep flowing. Growing starts threads at once;
+    /// shrinking retires workers only between items, never interrupting a running one.
+    /// </summary>
+    /// <param name="workerCount">The new worker count, between 1 and <see cref="MaxWorkerCount"/>.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    public void Resize(int workerCount)
     {
-        WorkerCount = _targetWorkers,
-        QueueCapacity = _queueCapacity,
-        RejectionPolicy = _policy,
-        WaitTimeout = WaitTimeout,
-        SlowItemThreshold = SlowItemThreshold,
-        QueueWaitThreshold = QueueWaitThreshold,
-    };
+        if (workerCount < 1 || workerCount > MaxWorkerCount)
+        {
+            throw new ArgumentOutOfRangeException(nameof(workerCount), workerCount, $"The worker count of executor '{Name}' must be between 1 and MaxWorkerCount ({MaxWorkerCount}).");
+        }
 
-    private QueuedItem NewItem(object callback, object? state, Action<object, object?> invoker) =>
-        new(callback, state, invoker, _flowExecutionContext ? ExecutionContext.Capture() : null, _itemClock.Now(), PreciseStamp());
+        BoundedExecutorSettings previous, current;
+        bool wakeWorkers;
+        lock (_pool.SyncObj)
+        {
+            ThrowIfShutdownUnsynchronized();
+            previous = _settings;
+            current = previous with { WorkerCount = workerCount };
+            wakeWorkers = ApplyUnsynchronized(current);
+        }
 
-    /// <summary>A high-resolution timestamp for the wait-duration histogram, taken only while someone listens to it.</summary>
-    private long PreciseStamp() => _instruments.WaitDurationEnabled ? System.Diagnostics.Stopwatch.GetTimestamp() : 0;
-
-    private void InvokeOnRejected(in QueuedItem item, RejectionReason reason)
-    {
-        InvokeGuarded(_onRejected, new WorkItemRejectedArguments(Name, item.ToWorkItem(), reason));
-    }
-
-    private void InvokeOnError(in QueuedItem item, Exception exception)
-    {
-        InvokeGuarded(_onError, new WorkItemFailedArguments(Name, item.ToWorkItem(), exception));
+        AfterChange(previous, current, wakeWorkers);
     }
 
     /// <summary>
-    /// Starts the activity that traces one item's run, in the item's own execution context, so that the activity
-    /// current at submission is its parent. Returns <see langword="null"/> when nobody listens. A listener that throws
-    /// is counted as a callback failure and never decides the item's fate.
+    /// Stops accepting items at once, lets the workers drain the queue, and completes when every worker has exited.
     /// </summary>
-    internal Activity? StartRunActivity()
+    /// <param name="cancellationToken">
+    /// The deadline. When it is cancelled before the drain ends, the workers stop taking items (running items are
+    /// never interrupted) and every item still queued is handed back in <see cref="ShutdownResult.AbandonedItems"/>;
+    /// awaited items' tasks are cancelled. The deadline takes effect on the thread that cancels the token; a token
+    /// cancelled by a timer needs a ThreadPool thread for that, so under ThreadPool starvation prefer
+    /// <see cref="ShutdownAsync(TimeSpan)"/>, whose deadline a dedicated thread enforces.
+    /// </param>
+    /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
+    public async Task<ShutdownResult> ShutdownAsync(CancellationToken cancellationToken = default)
     {
-        if (!BoundedWorkDiagnostics.ActivitySource.HasListeners())
+        BeginShutdown();
+        if (IsWorkerThread)
         {
-            return null;
+            return new ShutdownResult([], workersExited: false);
         }
 
-        try
+        if (!_completion.Task.IsCompleted)
         {
-            var activity = BoundedWorkDiagnostics.ActivitySource.StartActivity(BoundedWorkDiagnostics.RunActivityName, ActivityKind.Internal);
-            activity?.SetTag(BoundedWorkDiagnostics.ExecutorTag, Name);
-            return activity;
+            try
+            {
+                await _completion.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                var abandoned = AbandonQueuedItems();
+                return new ShutdownResult(abandoned, _completion.Task.IsCompleted);
+            }
         }
-        catch (Exception)
-        {
-            CountCallbackFailure();
-            return null;
-        }
+
+        return new ShutdownResult([], workersExited: true);
     }
 
-    /// <summary>Marks a run's activity as failed; a listener that throws is counted, not propagated.</summary>
-    internal void MarkRunActivityFailed(Activity? activity, Exception exception)
+    /// <summary>
+    /// Shuts down as <see cref="ShutdownAsync(CancellationToken)"/> does, with a deadline <paramref name="timeout"/>
+    /// from now. The executor's own watchdog thread enforces the deadline, so it holds even while the ThreadPool is
+    /// starved: at the deadline no further item starts and the queued ones are handed back (only the caller's
+    /// continuation after that needs a pool thread). Called from one of this executor's own workers, it begins the
+    /// shutdown and returns at once (that worker cannot exit while it waits), with
+    /// <see cref="ShutdownResult.WorkersExited"/> <see langword="false"/>.
+    /// </summary>
+    /// <param name="timeout">How long the drain may take; <see cref="Timeout.InfiniteTimeSpan"/> for no deadline.</param>
+    /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="timeout"/> is negative (other than infinite).</exception>
+    public Task<ShutdownResult> ShutdownAsync(TimeSpan timeout)
     {
-        if (activity is null)
+        ValidateShutdownTimeout(timeout);
+        return ShutdownCore(timeout);
+    }
+
+    /// <summary>
+    /// Shuts down as <see cref="ShutdownAsync(TimeSpan)"/> does and blocks the calling thread until the drain ends or
+    /// the deadline passes. It needs no ThreadPool thread at all. Called from one of this executor's own workers, it
+    /// begins the shutdown and returns at once instead of deadlocking.
+    /// </summary>
+    /// <param name="timeout">How long the drain may take; <see cref="Timeout.InfiniteTimeSpan"/> for no deadline.</param>
+    /// <returns>The items that never ran, if any, and whether all workers exited.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="timeout"/> is negative (other than infinite).</exception>
+    public ShutdownResult Shutdown(TimeSpan timeout)
+    {
+        ValidateShutdownTimeout(timeout);
+
+        // Waiting on the task blocks on a kernel event that the completing thread sets directly.
+        return ShutdownCore(timeout).GetAwaiter().GetResult();
+    }
+
+    /// <summary>
+    /// Shuts down and waits for the drain, blocking, for at most <see cref="BoundedExecutorOptions.DisposeTimeout"/>.
+    /// Items still queued then are counted as abandoned and reported to <see cref="BoundedExecutorOptions.OnRejected"/>
+    /// with <see cref="RejectionReason.Abandoned"/>. Running items are never interrupted. Returns at once if a shutdown
+    /// deadline has already passed, or when called from one of this executor's own workers.
+    /// </summary>
+    public void Dispose()
+    {
+        if (_queue.IsAbandoned)
         {
             return;
         }
 
-        try
-        {
-            activity.SetStatus(ActivityStatusCode.Error, exception.Message);
-        }
-        catch (Exception)
-        {
-            CountCallbackFailure();
-        }
+        ReportAbandonedOnDispose(Shutdown(_disposeTimeout));
     }
 
-    /// <summary>Stops a run's activity; a listener that throws is counted, not propagated.</summary>
-    internal void StopRunActivity(Activity? activity)
+    /// <summary>
+    /// Shuts down and waits for the drain for at most <see cref="BoundedExecutorOptions.DisposeTimeout"/>, as
+    /// <see cref="Dispose"/> does, without blocking the caller. If a shutdown deadline has already passed
+    /// (<see cref="ShutdownAsync(CancellationToken)"/> abandoned the queue), it returns at once instead of waiting
+    /// again for items that are still running; <see cref="Completion"/> tells when they end.
+    /// </summary>
+    /// <returns>A task that completes when the executor is disposed.</returns>
+    public async ValueTask DisposeAsync()
     {
-        if (activity is null)
+        if (_queue.IsAbandoned)
         {
             return;
         }
 
-        try
-        {
-            activity.Dispose();
-        }
-        catch (Exception)
-        {
-            CountCallbackFailure();
-        }
+        ReportAbandonedOnDispose(await ShutdownCore(_disposeTimeout).ConfigureAwait(false));
     }
 
-    private void CountCallbackFailure() => Interlocked.Increment(ref _callbackFailures);
-
-    /// <summary>Calls a user callback, if there is one; one that throws is counted and never propagated.</summary>
-    private void InvokeGuarded<TArguments>(Action<TArguments>? callback, TArguments arguments)
+    /// <summary>
+    /// Takes one consistent snapshot of the executor's state and counters: every item submitted so far is in exactly
+    /// one of queued, starting, running or an outcome, so <see cref="BoundedExecutorStatistics.Submitted"/> always
+    /// equals their sum; and the running items are exactly those of the busy workers and of submitting threads.
+    /// </summary>
+    /// <returns>The snapshot.</returns>
+    public BoundedExecutorStatistics GetStatistics()
     {
-        if (callback is null)
-        {
-            return;
-        }
+        var settings = _settings;
+        var now = _itemClock.Now();
+        var s = _outcomes.Read(_queue, _pool, now, settings.SlowItemThreshold, _itemClock);
+        var oldestAge = s.Queued != 0 && _queue.TryReadOldestStamp(s.Claims, out var oldestEnqueued)
+            ? _itemClock.Elapsed(oldestEnqueued, now)
+            : TimeSpan.Zero;
 
-        try
+        return new BoundedExecutorStatistics
         {
-            callback(arguments);
-        }
-        catch (Exception)
-        {
-            CountCallbackFailure();
-        }
+            Name = Name,
+            TargetWorkerCount = s.Workers.Target,
+            LiveWorkerCount = s.Workers.Live,
+            BusyWorkerCount = s.Workers.Busy,
+            PeakWorkerCount = s.Workers.Peak,
+            MaxWorkerCount = MaxWorkerCount,
+            QueueLength = s.Queued,
+            QueueCapacity = settings.QueueCapacity,
+            OldestQueuedItemAge = oldestAge < TimeSpan.Zero ? TimeSpan.Zero : oldestAge,
+            RejectionPolicy = settings.RejectionPolicy,
+            WaitTimeout = settings.WaitTimeout,
+            WaitingProducers = _producers.Count,
+            Submitted = s.Submitted,
+            Starting = s.Starting,
+            Running = s.Running,
+            RunningOnCallers = s.RunningOnCallers,
+            Completed = s.Completed,
+            Failed = s.Failed,
+            Cancelled = s.Cancelled,
+            Rejected = s.Rejected,
+            Discarded = s.Discarded,
+            Abandoned = s.Abandoned,
+            CallerRuns = s.CallerRuns,
+            CallbackFailures = _callbacks.Failures,
+            ThreadPoolBlockingWaits = _callbacks.ThreadPoolBlockingWaits,
+            WorkersReplaced = _pool.WorkersReplaced,
+            SlowWorkerCount = s.Workers.Slow,
+            SlowItemsReported = _watchdog.SlowItemsReported,
+            LongQueueWaitsReported = _watchdog.LongQueueWaitsReported,
+            SlowItemThreshold = settings.SlowItemThreshold,
+            QueueWaitThreshold = settings.QueueWaitThreshold,
+            IsShutdown = _queue.IsShutdown,
+        };
     }
+
+    /// <summary>Lists the items running on worker threads now, with how long each has been running.</summary>
+    /// <returns>One entry per busy worker; empty when every worker is idle.</returns>
+    public IReadOnlyList<RunningWorkItem> GetRunningItems()
+    {
+        var now = _itemClock.Now();
+        var runs = new List<(Worker Worker, RunSnapshot Run)>();
+        _pool.ReadRuns(runs);
+        return [.. runs.Select(r => new RunningWorkItem
+        {
+            Item = r.Run.Item.ToWorkItem(),
+            WorkerName = r.Worker.Name,
+            Elapsed = _itemClock.Elapsed(r.Run.StartedTimestamp, now),
+        })];
+    }
+
+    /// <summary>
+    /// <see cref="RunAsync{TResult}(Func{TResult}, CancellationToken)"/> for the library's own adapters, whose
+    /// <paramref name="function"/> wraps the caller's work: <paramref name="describedBy"/> (the caller's delegate, or a
+    /// task) is what <see cref="WorkItem.Description"/> then names.
+    /// </summary>
+    internal Task<TResult> RunAsync<TResult>(Func<TResult> function, object describedBy, CancellationToken cancellationToken) =>
+        _submitter.Run<TResult>(function, describedBy, cancellationToken);
+
+    /// <summary>
+    /// Queues an item if there is room now, for a channel writer's <c>TryWrite</c>. Unlike
+    /// <see cref="TryExecute{TState}(Action{TState}, TState)"/>, an item that finds the queue full (or the executor shut
+    /// down) is left with its producer: it was never submitted, so it is neither counted nor reported, and a producer
+    /// that retries after <see cref="WaitForRoomAsync"/> is not counted as rejected once per attempt.
+    /// </summary>
+    internal bool TryQueue<TState>(Action<TState> action, TState state) =>
+        _submitter.TryQueue(_submitter.NewItem(action, state, StateInvoker<TState>.Instance));
+
+    /// <summary>
+    /// Completes with <see langword="true"/> as soon as the queue has room (at once if it has), whatever the policy, or
+    /// <see langword="false"/> once the executor is shut down. Takes no slot: another producer may fill it first, as with
+    /// any channel writer. The worker that frees a slot completes the wait itself, so no ThreadPool thread is needed for
+    /// the wake-up (only for the awaiting producer's continuation).
+    /// </summary>
+    internal ValueTask<bool> WaitForRoomAsync(CancellationToken cancellationToken) => _submitter.WaitForRoomAsync(cancellationToken);
 
     /// <summary>
     /// Counts and reports a blocking wait for this executor if the current thread is a ThreadPool thread. Call it
     /// just before blocking, on the thread that blocks.
     /// </summary>
-    internal void NoteBlockingWait(BlockingWaitKind kind)
+    internal void NoteBlockingWait(BlockingWaitKind kind) => _callbacks.BlockingWait(kind);
+
+    /// <summary>Stops the drain: claims every unclaimed item at once and hands them back, oldest first.</summary>
+    internal List<WorkItem> AbandonQueuedItems()
     {
-        if (!Thread.CurrentThread.IsThreadPoolThread)
+        var claimed = _queue.Abandon(out var firstTicket);
+        _pool.WakeAll();
+        _producers.RejectAll();
+        var abandoned = new List<WorkItem>(claimed);
+        for (var i = 0; i < claimed; i++)
         {
-            return;
+            var item = _queue.ReadClaimed(firstTicket + i);
+            if (_outcomes.Abandoned(item))
+            {
+                abandoned.Add(item.ToWorkItem());
+            }
         }
 
-        var total = Interlocked.Increment(ref _threadPoolBlockingWaits);
-        InvokeGuarded(_onThreadPoolBlockingWait, new ThreadPoolBlockingWaitArguments(Name, kind, total));
+        return abandoned;
     }
+
+    /// <summary>
+    /// Puts new settings in force under the lifecycle lock, the worker count included (the pool starts workers at once,
+    /// or owes retirements); returns <see langword="true"/> if parked workers must be woken to retire.
+    /// </summary>
+    private bool ApplyUnsynchronized(BoundedExecutorSettings settings)
+    {
+        System.Diagnostics.Debug.Assert(Monitor.IsEntered(_pool.SyncObj));
+        var wakeWorkers = _pool.ResizeUnsynchronized(settings.WorkerCount);
+        _settings = settings;
+        return wakeWorkers;
+    }
+
+    /// <summary>After the lifecycle lock is released: wakes whoever a settings change concerns.</summary>
+    private void AfterChange(BoundedExecutorSettings previous, BoundedExecutorSettings current, bool wakeWorkers)
+    {
+        if (wakeWorkers)
+        {
+            // Parked workers re-check and the surplus retires; the others park again.
+            _pool.WakeAll();
+        }
+
+        if (current.SlowItemThreshold != previous.SlowItemThreshold)
+        {
+            _watchdog.Signal();
+        }
+
+        if (current.QueueCapacity > previous.QueueCapacity)
+        {
+            // The new room goes to the producers already waiting for it, oldest first.
+            _producers.AdmitWaiting();
+        }
+    }
+
+    private void ThrowIfShutdownUnsynchronized()
+    {
+        if (IsShutdown)
+        {
+            throw new InvalidOperationException($"Executor '{Name}' is shut down and can no longer be reconfigured.");
+        }
+    }
+
+    private void BeginShutdown()
+    {
+        _queue.Freeze();
+
+        // Parked workers wake to drain or exit; waiting producers are rejected.
+        _pool.WakeAll();
+        _producers.RejectAll();
+        if (_pool.AllWorkersExited())
+        {
+            OnAllWorkersExited();
+        }
+    }
+
+    private Task<ShutdownResult> ShutdownCore(TimeSpan timeout)
+    {
+        BeginShutdown();
+        if (IsWorkerThread)
+        {
+            return Task.FromResult(new ShutdownResult([], workersExited: false));
+        }
+
+        // The watchdog thread enforces the deadline: no timer, no ThreadPool thread.
+        var waiter = new ShutdownWaiter(Deadline.After(_timeProvider, timeout));
+        return _watchdog.TryAddShutdownWaiter(waiter) ? waiter.Task : Task.FromResult(new ShutdownResult([], workersExited: true));
+    }
+
+    private static void ValidateShutdownTimeout(TimeSpan timeout)
+    {
+        if (timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan)
+        {
+            throw new ArgumentOutOfRangeException(nameof(timeout), timeout, "The shutdown timeout must not be negative (use Timeout.InfiniteTimeSpan for no deadline).");
+        }
+    }
+
+    private void ReportAbandonedOnDispose(ShutdownResult result)
+    {
+        foreach (var item in result.AbandonedItems)
+        {
+            _callbacks.ItemRejected(item, RejectionReason.Abandoned);
+        }
+    }
+
+    /// <summary>Completes the executor: every worker has exited after shutdown began.</summary>
+    private void OnAllWorkersExited()
+    {
+        if (_completion.TrySetResult())
+        {
+            _watchdog.ReleaseShutdownWaiters();
+        }
+    }
+
+    // The worker pool's view of the executor (IWorkSource).
+    bool IWorkSource.HasWork => _queue.Count != 0 || _queue.IsShutdown || _queue.IsAbandoned;
+
+    bool IWorkSource.IsDrained => _queue.IsAbandoned || (_queue.IsShutdown && _queue.Count == 0);
+
+    bool IWorkSource.IsShutdown => _queue.IsShutdown;
+
+    bool IWorkSource.IsAbandoned => _queue.IsAbandoned;
+
+    /// <summary>
+    /// Claims and runs one item on a worker. A method of its own, never inlined, so the item (delegate, state, captured
+    /// context, awaited task) is not kept alive by the worker loop's frame while the worker idles.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    bool IWorkSource.TryRunOne(Worker worker)
+    {
+        if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out var remaining))
+        {
+            return false;
+        }
+
+        var item = _queue.ReadClaimed(ticket);
+        if (item.Awaited is { } awaited && !awaited.TryClaim())
+        {
+            worker.CountSkipped(); // its caller cancelled it while it was queued
+            AfterClaim(remaining);
+            return true;
+        }
+
+        // Busy from here, before the claim's follow-up (which may admit waiting producers into the freed slot), so a
+        // statistics snapshot sees the item as running rather than as taken but not started.
+        var started = _itemClock.Now();
+        worker.BeginRun(item, started);
+        AfterClaim(remaining);
+        var queueWaitThreshold = _settings.QueueWaitThreshold;
+        if (queueWaitThreshold != Timeout.InfiniteTimeSpan)
+        {
+            _watchdog.CheckQueueWait(worker, item, started, queueWaitThreshold);
+        }
+
+        _runner.RunOnWorker(worker, item);
+        return true;
+    }
+
+    void IWorkSource.OnAllWorkersExited() => OnAllWorkersExited();
+
+    private void AfterClaim(long remaining)
+    {
+        if (_producers.Any)
+        {
+            // The freed slot goes to the oldest waiting producer, admitted by this thread.
+            _producers.AdmitWaiting();
+        }
+
+        if (remaining > 0)
+        {
+            // More work is queued: make sure a parked worker helps (the cascade, one wake-up per claim).
+            _pool.WakeOneUnlessOneSpins();
+        }
+        else if (_queue.IsShutdown)
+        {
+            // The drain is over: parked workers must wake up to exit.
+            _pool.WakeAll();
+        }
+    }
+
+    // The waiting producers' view of the executor (IProducerHost).
+    int IProducerHost.QueueCapacity => _settings.QueueCapacity;
+
+    void IProducerHost.OnAdmitted() => _pool.WakeOneUnlessOneSpins();
+
+    RejectedExecutionException IProducerHost.Reject(in QueuedItem item, RejectionReason reason) => _outcomes.NotRun(item, reason);
+
+    void IProducerHost.CancelledWhileWaiting(in QueuedItem item) => _outcomes.CancelledWhileWaiting(item);
+
+    void IProducerHost.OnDeadlineAdded() => _watchdog.Signal();
+
+    void IProducerHost.BlockingWait() => _callbacks.BlockingWait(BlockingWaitKind.WaitForRoom);
 }

@@ -44,7 +44,7 @@ internal sealed class WaitChain
     /// </summary>
     public static WaitChain? ForItemAwaitedHere()
     {
-        var owner = Worker.Current?.Owner;
+        var owner = Worker.Current?.Pool.Owner;
         var current = t_current;
         if (owner is null || IsWaitedOnBy(owner))
         {

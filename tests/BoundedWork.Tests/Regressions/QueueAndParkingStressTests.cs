@@ -250,8 +250,8 @@ public sealed class QueueAndParkingStressTests
         var idle = new IdleWorkers();
         long available = 0;
         long consumed = 0;
-        var owner = TestKit.Create(workers: 1);
-        var workers = Enumerable.Range(0, Consumers).Select(i => new Worker(owner, 100 + i, $"model#{i}")).ToArray();
+        var pool = new WorkerPool("model", Consumers, new NoWork(), owner: null);
+        var workers = Enumerable.Range(0, Consumers).Select(i => new Worker(pool, 100 + i, $"model#{i}")).ToArray();
         var threads = workers.Select(worker => new Thread(() =>
         {
             while (Interlocked.Read(ref consumed) < Items)
@@ -303,7 +303,24 @@ public sealed class QueueAndParkingStressTests
         }
 
         threads.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
-        owner.Dispose();
+    }
+
+    /// <summary>A source with nothing to run: the model above drives its workers' threads itself.</summary>
+    private sealed class NoWork : IWorkSource
+    {
+        public bool HasWork => false;
+
+        public bool IsDrained => false;
+
+        public bool IsShutdown => false;
+
+        public bool IsAbandoned => false;
+
+        public bool TryRunOne(Worker worker) => false;
+
+        public void OnAllWorkersExited()
+        {
+        }
     }
 
     [Theory]

@@ -2,8 +2,8 @@ namespace BoundedWork.Internal;
 
 /// <summary>
 /// An item whose caller awaits its result (<c>RunAsync</c>). Exactly one party wins the item's claim: the thread
-/// that starts it, its caller's cancellation, or a party that rejects, evicts or abandons it. A party that loses the
-/// claim to the cancellation counts the item as cancelled, so each item has exactly one outcome.
+/// that starts it, its caller's cancellation, or a party that rejects, evicts or abandons it (how each counts it:
+/// <see cref="OutcomeCounters"/>).
 /// </summary>
 internal interface IAwaitedItem
 {
@@ -15,7 +15,7 @@ internal interface IAwaitedItem
     /// <see cref="TryClaim"/>; the caller restores its own context afterwards.
     /// </summary>
     /// <returns>The outcome to count.</returns>
-    ItemOutcome Run(BoundedExecutor owner);
+    ItemOutcome Run(ExecutorCallbacks callbacks);
 
     /// <summary>Faults the task with a rejection. Call only after <see cref="TryClaim"/>.</summary>
     void Reject(RejectedExecutionException exception);

@@ -41,7 +41,7 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         }
     }
 
-    public ItemOutcome Run(BoundedExecutor owner)
+    public ItemOutcome Run(ExecutorCallbacks callbacks)
     {
         _registration.Unregister();
         if (_context is not null)
@@ -49,7 +49,7 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
             ExecutionContext.Restore(_context);
         }
 
-        var activity = owner.StartRunActivity();
+        var activity = callbacks.StartRun();
         try
         {
             var result = _work is Func<TResult> func ? func() : InvokeAction();
@@ -63,13 +63,13 @@ internal sealed class RunItem<TResult> : TaskCompletionSource<TResult>, IAwaited
         }
         catch (Exception ex)
         {
-            owner.MarkRunActivityFailed(activity, ex);
+            callbacks.MarkRunFailed(activity, ex);
             TrySetException(ex);
             return ItemOutcome.Failed;
         }
         finally
         {
-            owner.StopRunActivity(activity);
+            callbacks.StopRun(activity);
         }
     }
 

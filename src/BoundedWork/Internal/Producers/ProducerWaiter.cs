@@ -1,10 +1,10 @@
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// A producer waiting for room under the Wait policy, with its item. The party that takes the waiter out of
-/// <see cref="WaitingProducers"/> decides its fate (admitted, timed out, shut down, cancelled), counts it and then
-/// <see cref="Complete"/>s it: a worker that frees a slot admits the oldest waiter's item itself, so neither a
-/// blocked thread nor an awaiting task needs to run (or a ThreadPool thread to exist) for the item to get in.
+/// A producer waiting for room: a Wait-policy submit with its item, or a probe (a channel writer's
+/// <c>WaitToWriteAsync</c>, which holds no item and only waits to hear that there is room). The party that takes the
+/// waiter out of <see cref="WaitingProducers"/> decides its fate (admitted, timed out, shut down, cancelled), counts it
+/// and then <see cref="Complete"/>s it.
 /// </summary>
 internal sealed class ProducerWaiter : IDisposable
 {

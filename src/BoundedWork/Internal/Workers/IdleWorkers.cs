@@ -8,16 +8,16 @@ namespace BoundedWork.Internal;
 /// </summary>
 /// <remarks>
 /// <para>
-/// The lost-wake-up argument. A worker that runs out of work <see cref="Announce"/>s itself (an interlocked
-/// increment of <c>_count</c>) and then re-reads the queue's state; a submitter changes the queue's state (an
-/// interlocked operation) and then reads <c>_count</c>. Both sides are full fences, so at least one of them sees
-/// the other: either the worker sees the new item and withdraws, or the submitter sees the worker and wakes it.
+/// Its part in the lost-wake-up argument (written out in <see cref="WorkerPool"/>): announcing is an interlocked
+/// increment of <c>_count</c> that the worker makes before it re-checks for work, and a waker reads <c>_count</c> after
+/// making work visible, so at least one of the two sees the other.
 /// </para>
 /// <para>
-/// A worker's entry is removed by exactly one party: the worker itself (<see cref="TryWithdraw"/>, when it found
-/// work after announcing) or a waker (<see cref="WakeOne"/>/<see cref="WakeAll"/>), which then unparks it. A worker
-/// whose withdrawal fails has been, or is being, unparked; it parks once to consume that permit, which returns at
-/// once or as soon as the waker's unpark lands.
+/// A worker's entry is removed by exactly one party: the worker itself (<see cref="TryWithdraw"/>, when it found work
+/// after announcing) or a waker (<see cref="WakeOne"/>/<see cref="WakeAll"/>), which then unparks it. A worker whose
+/// withdrawal fails has been, or is being, unparked; it parks once to consume that permit, which returns at once or as
+/// soon as the waker's unpark lands. Invariant, under <see cref="SyncObj"/>: <c>_count</c> is the stack's length and
+/// no worker is on the stack twice (<see cref="AssertInvariantsUnsynchronized"/>).
 /// </para>
 /// </remarks>
 internal sealed class IdleWorkers
@@ -38,6 +38,7 @@ internal sealed class IdleWorkers
     {
         lock (SyncObj)
         {
+            AssertInvariantsUnsynchronized();
             _stack.Add(worker);
             Interlocked.Increment(ref _count.Value);
         }
@@ -49,6 +50,7 @@ internal sealed class IdleWorkers
     {
         lock (SyncObj)
         {
+            AssertInvariantsUnsynchronized();
             var index = _stack.LastIndexOf(worker);
             if (index < 0)
             {
@@ -72,6 +74,7 @@ internal sealed class IdleWorkers
         Worker? woken = null;
         lock (SyncObj)
         {
+            AssertInvariantsUnsynchronized();
             if (_stack.Count > 0)
             {
                 woken = _stack[^1];
@@ -91,6 +94,7 @@ internal sealed class IdleWorkers
         Worker[] woken;
         lock (SyncObj)
         {
+            AssertInvariantsUnsynchronized();
             if (_stack.Count == 0)
             {
                 return;
@@ -108,11 +112,10 @@ internal sealed class IdleWorkers
     }
 
     [Conditional("DEBUG")]
-    public void AssertInvariants()
+    private void AssertInvariantsUnsynchronized()
     {
-        lock (SyncObj)
-        {
-            Debug.Assert(_stack.Count == Volatile.Read(ref _count.Value));
-        }
+        Debug.Assert(Monitor.IsEntered(SyncObj));
+        Debug.Assert(_stack.Count == Volatile.Read(ref _count.Value), "The idle count is the stack's length.");
+        Debug.Assert(_stack.Distinct().Count() == _stack.Count, "No worker is idle twice.");
     }
 }

@@ -17,7 +17,7 @@ internal sealed class Worker
     // Run numbers count the items this worker claimed: its n-th claimed item is run n, also when it skips that item
     // (an awaited item its caller cancelled while queued) and so never publishes it. A worker finishes its items one
     // at a time and in order, and counts each outcome before it takes the next item, so while run n is published the
-    // worker has finished exactly n - 1 items, or n once it has counted run n's outcome (see TryReadProgress).
+    // worker has finished exactly n - 1 items, or n once it has counted run n's outcome (see ReadProgress).
     private long _run;
     private long _lastRun;
     private long _runStarted;
@@ -30,9 +30,9 @@ internal sealed class Worker
     private long _failed;
     private long _cancelled;
 
-    public Worker(BoundedExecutor owner, int id, string name)
+    public Worker(WorkerPool pool, int id, string name)
     {
-        Owner = owner;
+        Pool = pool;
         Id = id;
         Name = name;
     }
@@ -40,7 +40,8 @@ internal sealed class Worker
     /// <summary>Gets the worker running on the current thread, or <see langword="null"/>.</summary>
     public static Worker? Current => t_current;
 
-    public BoundedExecutor Owner { get; }
+    /// <summary>Gets the pool the worker belongs to.</summary>
+    public WorkerPool Pool { get; }
 
     public int Id { get; }
 
@@ -56,8 +57,7 @@ internal sealed class Worker
 
     public long Cancelled => Volatile.Read(ref _cancelled);
 
-
-    /// <summary>The fewest and most spin iterations an idle worker makes before parking (see the executor's SpinForWork).</summary>
+    /// <summary>The fewest and most spin iterations an idle worker makes before parking (see <see cref="WorkerPool"/>'s SpinForWork).</summary>
     public const int MinSpinBudget = 4;
 
     /// <inheritdoc cref="MinSpinBudget"/>
