@@ -32,7 +32,7 @@ public static class BoundedExecutorServiceCollectionExtensions
     /// A configuration reload applies every runtime setting (<see cref="BoundedExecutorOptions.WorkerCount"/>,
     /// <see cref="BoundedExecutorOptions.QueueCapacity"/>, <see cref="BoundedExecutorOptions.RejectionPolicy"/>,
     /// <see cref="BoundedExecutorOptions.WaitTimeout"/>, <see cref="BoundedExecutorOptions.SlowItemThreshold"/>,
-    /// <see cref="BoundedExecutorOptions.QueueWaitThreshold"/>) in one <see cref="BoundedExecutor.Reconfigure"/> call,
+    /// <see cref="BoundedExecutorOptions.QueueWaitThreshold"/>) in one <see cref="BoundedExecutor.Reconfigure(Func{BoundedExecutorSettings, BoundedExecutorSettings})"/> call,
     /// but only the settings whose configured value changed since the last applied configuration, so a reload never
     /// undoes a runtime change made to another setting. <see cref="BoundedExecutorOptions.MaxWorkerCount"/>,
     /// <see cref="BoundedExecutorOptions.FlowExecutionContext"/> and <see cref="BoundedExecutorOptions.DisposeTimeout"/>

@@ -78,20 +78,12 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         var errors = options.GetValidationErrors();
         if (errors.Count > 0)
         {
-            throw new ArgumentException($"Invalid BoundedExecutorOptions for executor '{options.Name}': {string.Join(" ", errors)}", nameof(options));
+            throw new ArgumentException($"Invalid BoundedExecutorOptions for executor '{options.Name}': {string.Join(" ", errors.Values)}", nameof(options));
         }
 
         Name = options.Name;
         MaxWorkerCount = options.MaxWorkerCount;
-        _settings = new BoundedExecutorSettings
-        {
-            WorkerCount = options.WorkerCount,
-            QueueCapacity = options.QueueCapacity,
-            RejectionPolicy = options.RejectionPolicy,
-            WaitTimeout = options.WaitTimeout,
-            SlowItemThreshold = options.SlowItemThreshold,
-            QueueWaitThreshold = options.QueueWaitThreshold,
-        };
+        _settings = options.ToSettings();
         _timeProvider = options.TimeProvider;
         _itemClock = new ItemClock(options.TimeProvider);
         _disposeTimeout = options.DisposeTimeout;
@@ -301,44 +293,73 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     }
 
     /// <summary>
-    /// Changes several runtime settings in one validated, atomic step: either every setting in
-    /// <paramref name="change"/> is applied, or (when any is invalid) none is. Items already queued stay queued;
-    /// shrinking the queue capacity evicts nothing, and growing it lets waiting producers in at once.
+    /// Puts new runtime settings in force in one validated, atomic step: either all of them, or (when any is invalid)
+    /// none. Change what you need with <c>with</c>: <c>executor.Reconfigure(executor.Settings with { WorkerCount = 16 })</c>.
+    /// Items already queued stay queued; lowering the queue capacity evicts nothing, and raising it lets waiting
+    /// producers in at once; a smaller worker count retires workers between items.
     /// </summary>
-    /// <param name="change">The settings to change; <see langword="null"/> properties keep their values.</param>
+    /// <param name="settings">The settings to put in force.</param>
     /// <returns>The settings before and after the change.</returns>
-    /// <exception cref="ArgumentNullException"><paramref name="change"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentNullException"><paramref name="settings"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">A setting is invalid; the message names each invalid setting, and nothing changes.</exception>
     /// <exception cref="InvalidOperationException">The executor is shut down; nothing changes.</exception>
-    public BoundedExecutorReconfiguration Reconfigure(BoundedExecutorSettingsChange change)
+    /// <remarks>
+    /// The settings replace all of the current ones. When something else may change other settings at the same time
+    /// (an admin endpoint, a configuration reload), use <see cref="Reconfigure(Func{BoundedExecutorSettings, BoundedExecutorSettings})"/>,
+    /// which never undoes their change.
+    /// </remarks>
+    public BoundedExecutorReconfiguration Reconfigure(BoundedExecutorSettings settings)
     {
-        ArgumentNullException.ThrowIfNull(change);
-        var errors = change.GetValidationErrors(MaxWorkerCount);
-        if (errors.Count > 0)
-        {
-            throw new ArgumentException($"Invalid settings change for executor '{Name}': {string.Join(" ", errors.Values)}", nameof(change));
-        }
-
-        BoundedExecutorSettings previous, current;
+        ArgumentNullException.ThrowIfNull(settings);
+        ThrowIfInvalid(settings, nameof(settings));
+        BoundedExecutorSettings previous;
         bool wakeWorkers;
         lock (_pool.SyncObj)
         {
             ThrowIfShutdownUnsynchronized();
             previous = _settings;
-            current = previous with
-            {
-                WorkerCount = change.WorkerCount ?? previous.WorkerCount,
-                QueueCapacity = change.QueueCapacity ?? previous.QueueCapacity,
-                RejectionPolicy = change.RejectionPolicy ?? previous.RejectionPolicy,
-                WaitTimeout = change.WaitTimeout ?? previous.WaitTimeout,
-                SlowItemThreshold = change.SlowItemThreshold ?? previous.SlowItemThreshold,
-                QueueWaitThreshold = change.QueueWaitThreshold ?? previous.QueueWaitThreshold,
-            };
-            wakeWorkers = ApplyUnsynchronized(current);
+            wakeWorkers = ApplyUnsynchronized(settings);
         }
 
-        AfterChange(previous, current, wakeWorkers);
-        return new BoundedExecutorReconfiguration(previous, current);
+        AfterChange(previous, settings, wakeWorkers);
+        return new BoundedExecutorReconfiguration(previous, settings);
+    }
+
+    /// <summary>
+    /// Changes runtime settings as one atomic read-modify-write: <paramref name="change"/> gets the settings in force and
+    /// returns the new ones (<c>executor.Reconfigure(s =&gt; s with { QueueCapacity = 2000 })</c>). If another change
+    /// lands meanwhile, <paramref name="change"/> is called again with the settings it left, so concurrent changes to
+    /// different settings never undo each other. Validated and applied as
+    /// <see cref="Reconfigure(BoundedExecutorSettings)"/> is.
+    /// </summary>
+    /// <param name="change">Returns the new settings from the current ones. It may be called more than once, so it should have no side effects.</param>
+    /// <returns>The settings before and after the change.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="change"/> is <see langword="null"/>, or returned <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">A setting is invalid; the message names each invalid setting, and nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down; nothing changes.</exception>
+    public BoundedExecutorReconfiguration Reconfigure(Func<BoundedExecutorSettings, BoundedExecutorSettings> change)
+    {
+        ArgumentNullException.ThrowIfNull(change);
+        while (true)
+        {
+            var previous = _settings;
+            var settings = change(previous) ?? throw new ArgumentNullException(nameof(change), "The change returned no settings.");
+            ThrowIfInvalid(settings, nameof(change));
+            bool wakeWorkers;
+            lock (_pool.SyncObj)
+            {
+                ThrowIfShutdownUnsynchronized();
+                if (!ReferenceEquals(_settings, previous))
+                {
+                    continue; // changed meanwhile: compute the change again from what is in force now
+                }
+
+                wakeWorkers = ApplyUnsynchronized(settings);
+            }
+
+            AfterChange(previous, settings, wakeWorkers);
+            return new BoundedExecutorReconfiguration(previous, settings);
+        }
     }
 
     /// <summary>
@@ -616,6 +637,15 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         {
             // The new room goes to the producers already waiting for it, oldest first.
             _producers.AdmitWaiting();
+        }
+    }
+
+    private void ThrowIfInvalid(BoundedExecutorSettings settings, string parameterName)
+    {
+        var errors = settings.GetValidationErrors(MaxWorkerCount);
+        if (errors.Count > 0)
+        {
+            throw new ArgumentException($"Invalid settings for executor '{Name}': {string.Join(" ", errors.Values)}", parameterName);
         }
     }
 

@@ -1,10 +1,10 @@
-using BoundedWork.Internal;
-
 namespace BoundedWork;
 
 /// <summary>
-/// Settings of a <see cref="BoundedExecutor"/>. The executor copies them when it is created; later changes
-/// to this object have no effect on it (resize a running executor with <see cref="BoundedExecutor.Resize(int)"/>).
+/// The start-up settings of a <see cref="BoundedExecutor"/>. The executor copies them when it is created; later changes
+/// to this object have no effect on it. A running executor's runtime settings are one
+/// <see cref="BoundedExecutorSettings"/> value: read <see cref="BoundedExecutor.Settings"/> and change them with
+/// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettings)"/>.
 /// </summary>
 public sealed class BoundedExecutorOptions
 {
@@ -133,38 +133,47 @@ public sealed class BoundedExecutorOptions
     /// <summary>The default worker count for a machine with <paramref name="processorCount"/> logical processors.</summary>
     internal static int DefaultWorkerCount(int processorCount) => Math.Clamp(processorCount, 1, MaxWorkerLimit);
 
-    /// <summary>
-    /// Checks every setting and returns one message per invalid setting, each naming the setting and its value.
-    /// </summary>
-    /// <returns>An empty list when the options are valid.</returns>
-    public IReadOnlyList<string> GetValidationErrors()
+    /// <summary>Gets the runtime settings an executor created from these options starts with.</summary>
+    /// <returns>The settings; later changes to these options do not change them.</returns>
+    public BoundedExecutorSettings ToSettings() => new()
     {
-        var errors = new List<string>();
+        WorkerCount = WorkerCount,
+        QueueCapacity = QueueCapacity,
+        RejectionPolicy = RejectionPolicy,
+        WaitTimeout = WaitTimeout,
+        SlowItemThreshold = SlowItemThreshold,
+        QueueWaitThreshold = QueueWaitThreshold,
+    };
+
+    /// <summary>
+    /// Checks every setting: the fixed ones here, the runtime ones with <see cref="BoundedExecutorSettings.GetValidationErrors"/>.
+    /// </summary>
+    /// <returns>
+    /// One message per invalid setting, naming the setting and its value, keyed by the setting's name; empty when the
+    /// options are valid.
+    /// </returns>
+    public IReadOnlyDictionary<string, string> GetValidationErrors()
+    {
+        var errors = new Dictionary<string, string>(StringComparer.Ordinal);
         if (string.IsNullOrWhiteSpace(Name))
         {
-            errors.Add("Name must not be empty.");
+            errors[nameof(Name)] = "Name must not be empty.";
         }
 
         if (MaxWorkerCount < 1 || MaxWorkerCount > MaxWorkerLimit)
         {
-            errors.Add($"MaxWorkerCount must be between 1 and {MaxWorkerLimit} (was {MaxWorkerCount}).");
+            errors[nameof(MaxWorkerCount)] = $"MaxWorkerCount must be between 1 and {MaxWorkerLimit} (was {MaxWorkerCount}).";
         }
 
-        SettingsRules.Add(errors, SettingsRules.WorkerCount(WorkerCount, MaxWorkerCount));
-        SettingsRules.Add(errors, SettingsRules.QueueCapacity(QueueCapacity));
-        SettingsRules.Add(errors, SettingsRules.RejectionPolicy(RejectionPolicy));
-        SettingsRules.Add(errors, SettingsRules.WaitTimeout(WaitTimeout));
-        SettingsRules.Add(errors, SettingsRules.Threshold(nameof(SlowItemThreshold), SlowItemThreshold));
+        ToSettings().AddValidationErrors(errors, MaxWorkerCount);
         if (DisposeTimeout < TimeSpan.Zero && DisposeTimeout != Timeout.InfiniteTimeSpan)
         {
-            errors.Add($"DisposeTimeout must not be negative, or Timeout.InfiniteTimeSpan (was {DisposeTimeout}).");
+            errors[nameof(DisposeTimeout)] = $"DisposeTimeout must not be negative, or Timeout.InfiniteTimeSpan (was {DisposeTimeout}).";
         }
-
-        SettingsRules.Add(errors, SettingsRules.Threshold(nameof(QueueWaitThreshold), QueueWaitThreshold));
 
         if (TimeProvider is null)
         {
-            errors.Add("TimeProvider must not be null.");
+            errors[nameof(TimeProvider)] = "TimeProvider must not be null.";
         }
 
         return errors;

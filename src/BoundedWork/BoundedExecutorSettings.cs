@@ -1,27 +1,155 @@
+using System.Globalization;
+
 namespace BoundedWork;
 
 /// <summary>
-/// The settings of a running <see cref="BoundedExecutor"/> that can change at runtime, as one consistent value.
-/// Read them with <see cref="BoundedExecutor.Settings"/>; change them with
-/// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettingsChange)"/>.
+/// The settings of a running <see cref="BoundedExecutor"/> that can change at runtime, as one immutable value. Read them
+/// with <see cref="BoundedExecutor.Settings"/> and change them with <c>with</c>:
+/// <c>executor.Reconfigure(executor.Settings with { WorkerCount = 16 })</c>.
 /// </summary>
+/// <remarks>
+/// An executor starts with the settings of its <see cref="BoundedExecutorOptions"/>
+/// (<see cref="BoundedExecutorOptions.ToSettings"/>); the options also hold what is fixed for its lifetime (its name,
+/// <see cref="BoundedExecutorOptions.MaxWorkerCount"/>, callbacks, clock). <see cref="GetValidationErrors"/> is the one
+/// validation of these settings, for the options, <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettings)"/>
+/// and the admin console alike.
+/// </remarks>
 public sealed record BoundedExecutorSettings
 {
-    /// <summary>Gets the worker count the executor converges to.</summary>
+    /// <summary>Every setting, in declaration order: its name, how to read it, copy it and check it.</summary>
+    private static readonly Setting[] s_settings =
+    [
+        new(nameof(WorkerCount), static s => s.WorkerCount, static (s, from) => s with { WorkerCount = from.WorkerCount }, static (s, max) => CheckWorkerCount(s.WorkerCount, max)),
+        new(nameof(QueueCapacity), static s => s.QueueCapacity, static (s, from) => s with { QueueCapacity = from.QueueCapacity }, static (s, _) => CheckQueueCapacity(s.QueueCapacity)),
+        new(nameof(RejectionPolicy), static s => s.RejectionPolicy, static (s, from) => s with { RejectionPolicy = from.RejectionPolicy }, static (s, _) => CheckRejectionPolicy(s.RejectionPolicy)),
+        new(nameof(WaitTimeout), static s => s.WaitTimeout, static (s, from) => s with { WaitTimeout = from.WaitTimeout }, static (s, _) => CheckWaitTimeout(s.WaitTimeout)),
+        new(nameof(SlowItemThreshold), static s => s.SlowItemThreshold, static (s, from) => s with { SlowItemThreshold = from.SlowItemThreshold }, static (s, _) => CheckThreshold(nameof(SlowItemThreshold), s.SlowItemThreshold)),
+        new(nameof(QueueWaitThreshold), static s => s.QueueWaitThreshold, static (s, from) => s with { QueueWaitThreshold = from.QueueWaitThreshold }, static (s, _) => CheckThreshold(nameof(QueueWaitThreshold), s.QueueWaitThreshold)),
+    ];
+
+    /// <summary>Gets the worker count the executor converges to: between 1 and <see cref="BoundedExecutor.MaxWorkerCount"/>.</summary>
     public required int WorkerCount { get; init; }
 
-    /// <summary>Gets how many items may wait in the queue.</summary>
+    /// <summary>
+    /// Gets how many items may wait in the queue: at least 1. Lowering it below the current queue length evicts
+    /// nothing: admission stops until the queue has drained below it. Raising it lets waiting producers in at once.
+    /// </summary>
     public required int QueueCapacity { get; init; }
 
-    /// <summary>Gets what happens to a new item when the queue is full.</summary>
+    /// <summary>Gets what happens to a new item when the queue is full; applied to items submitted from the change on.</summary>
     public required RejectionPolicy RejectionPolicy { get; init; }
 
-    /// <summary>Gets how long the Wait policy waits for room (<see cref="Timeout.InfiniteTimeSpan"/> for no limit).</summary>
+    /// <summary>Gets how long the Wait policy waits for room: positive, or <see cref="Timeout.InfiniteTimeSpan"/> for no limit.</summary>
     public required TimeSpan WaitTimeout { get; init; }
 
-    /// <summary>Gets how long an item may run before it is reported as slow (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    /// <summary>Gets how long an item may run before it is reported as slow: positive, or <see cref="Timeout.InfiniteTimeSpan"/> (off).</summary>
     public required TimeSpan SlowItemThreshold { get; init; }
 
-    /// <summary>Gets how long an item may wait in the queue before it is reported (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
+    /// <summary>Gets how long an item may wait in the queue before it is reported: positive, or <see cref="Timeout.InfiniteTimeSpan"/> (off).</summary>
     public required TimeSpan QueueWaitThreshold { get; init; }
+
+    /// <summary>
+    /// Checks every setting, for an executor whose hard maximum worker count is <paramref name="maxWorkerCount"/>.
+    /// </summary>
+    /// <param name="maxWorkerCount">The executor's <see cref="BoundedExecutor.MaxWorkerCount"/>.</param>
+    /// <returns>
+    /// One message per invalid setting, naming the setting and its value, keyed by the setting's name
+    /// (<c>WorkerCount</c>, <c>QueueCapacity</c>, ...); empty when every setting is valid.
+    /// </returns>
+    public IReadOnlyDictionary<string, string> GetValidationErrors(int maxWorkerCount)
+    {
+        var errors = new Dictionary<string, string>(StringComparer.Ordinal);
+        AddValidationErrors(errors, maxWorkerCount);
+        return errors;
+    }
+
+    /// <summary>
+    /// Returns these settings with every setting that differs between <paramref name="from"/> and <paramref name="to"/>
+    /// set to its value in <paramref name="to"/>; the others keep their values here. It applies a change made elsewhere
+    /// on top of settings that may have changed meanwhile: a configuration reload uses it so that it changes only what
+    /// changed in configuration and keeps what an operator changed at runtime.
+    /// </summary>
+    /// <param name="from">The settings before the change.</param>
+    /// <param name="to">The settings after the change.</param>
+    /// <returns>The settings with the change applied.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="from"/> or <paramref name="to"/> is <see langword="null"/>.</exception>
+    public BoundedExecutorSettings WithChanges(BoundedExecutorSettings from, BoundedExecutorSettings to)
+    {
+        ArgumentNullException.ThrowIfNull(from);
+        ArgumentNullException.ThrowIfNull(to);
+        var result = this;
+        foreach (var setting in s_settings)
+        {
+            if (!Equals(setting.Read(from), setting.Read(to)))
+            {
+                result = setting.CopyFrom(result, to);
+            }
+        }
+
+        return result;
+    }
+
+    /// <summary>Adds one message per invalid setting to <paramref name="errors"/>, keyed by the setting's name.</summary>
+    internal void AddValidationErrors(Dictionary<string, string> errors, int maxWorkerCount)
+    {
+        foreach (var setting in s_settings)
+        {
+            if (setting.Check(this, maxWorkerCount) is { } error)
+            {
+                errors[setting.Name] = error;
+            }
+        }
+    }
+
+    /// <summary>The one diff: each setting whose value differs in <paramref name="other"/>, in declaration order, as <c>WorkerCount 8 -&gt; 16</c>.</summary>
+    internal List<(string Setting, string Change)> Diff(BoundedExecutorSettings other)
+    {
+        var changes = new List<(string Setting, string Change)>();
+        foreach (var setting in s_settings)
+        {
+            var (before, after) = (setting.Read(this), setting.Read(other));
+            if (!Equals(before, after))
+            {
+                changes.Add((setting.Name, $"{setting.Name} {Format(before)} -> {Format(after)}"));
+            }
+        }
+
+        return changes;
+    }
+
+    /// <summary>A setting's value as a person reads it in a log: invariant, and <c>infinite</c> for <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
+    private static string Format(object value) => value switch
+    {
+        TimeSpan timeSpan when timeSpan == Timeout.InfiniteTimeSpan => "infinite",
+        IFormattable formattable => formattable.ToString(null, CultureInfo.InvariantCulture),
+        _ => value.ToString() ?? string.Empty,
+    };
+
+    private static string? CheckWorkerCount(int workerCount, int maxWorkerCount) =>
+        workerCount < 1 ? $"WorkerCount must be at least 1 (was {workerCount})."
+        : workerCount > maxWorkerCount ? $"WorkerCount ({workerCount}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : null;
+
+    private static string? CheckQueueCapacity(int queueCapacity) =>
+        queueCapacity < 1 ? $"QueueCapacity must be at least 1 (was {queueCapacity})." : null;
+
+    private static string? CheckRejectionPolicy(RejectionPolicy policy) =>
+        Enum.IsDefined(policy) ? null : $"RejectionPolicy '{policy}' is not one of {string.Join(", ", Enum.GetNames<RejectionPolicy>())}.";
+
+    private static string? CheckWaitTimeout(TimeSpan timeout) =>
+        timeout != Timeout.InfiniteTimeSpan && (timeout <= TimeSpan.Zero || timeout.TotalMilliseconds > int.MaxValue)
+            ? $"WaitTimeout must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan (was {timeout})."
+            : null;
+
+    private static string? CheckThreshold(string setting, TimeSpan threshold) =>
+        threshold != Timeout.InfiniteTimeSpan && (threshold <= TimeSpan.Zero || threshold.TotalMilliseconds > int.MaxValue)
+            ? $"{setting} must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan to turn it off (was {threshold})."
+            : null;
+
+    /// <summary>One setting: adding a setting to the record means adding its property and one line to <see cref="s_settings"/>.</summary>
+    private sealed record Setting(
+        string Name,
+        Func<BoundedExecutorSettings, object> Read,
+        Func<BoundedExecutorSettings, BoundedExecutorSettings, BoundedExecutorSettings> CopyFrom,
+        Func<BoundedExecutorSettings, int, string?> Check);
 }

@@ -165,7 +165,7 @@ public sealed class AdminApiTests : IAsyncLifetime
     {
         using var release = new ManualResetEventSlim();
         using var started = new ManualResetEventSlim();
-        _server.Payments.Reconfigure(new BoundedExecutorSettingsChange { SlowItemThreshold = TimeSpan.FromMilliseconds(20) });
+        _server.Payments.Reconfigure(_server.Payments.Settings with { SlowItemThreshold = TimeSpan.FromMilliseconds(20) });
         _server.Payments.Execute(() =>
         {
             started.Set();

@@ -99,7 +99,7 @@ public sealed class AlarmTests
         executor.Execute(() => { });
 
         await BlockOnePoolThreadAsync(executor, blockingSeen);
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 10 }); // no longer near capacity
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 10 }); // no longer near capacity
         var degraded = await CheckAsync(health);
         var healthy = await CheckAsync(health);
 

@@ -154,7 +154,7 @@ public sealed class ReloadTests
         using var host = BuildHost(logs);
         await host.StartAsync();
         var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 900, RejectionPolicy = RejectionPolicy.Discard, WorkerCount = 6 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 900, RejectionPolicy = RejectionPolicy.Discard, WorkerCount = 6 });
 
         // Another setting's configured value changes: only that setting is applied.
         host.Reload(($"{Section}:WaitTimeout", "00:00:09"));
@@ -172,7 +172,7 @@ public sealed class ReloadTests
         Assert.Equal(6, executor.Settings.WorkerCount);
 
         // Setting a configured value back to the one last applied is no change either.
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 50 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 50 });
         host.Reload(($"{Section}:QueueCapacity", "250"));
         Assert.Equal(50, executor.Settings.QueueCapacity);
         await host.StopAsync();

@@ -173,7 +173,7 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         Assert.Equal(2, statistics.Running); // two workers × one claim each: nothing more is claimed
         Assert.Equal(8, statistics.Ready);
 
-        node.Executor.Reconfigure(new BoundedExecutorSettingsChange { WorkerCount = 5 });
+        node.Executor.Reconfigure(node.Executor.Settings with { WorkerCount = 5 });
         await WaitAsync(() => Volatile.Read(ref started) == 5, "the three new workers hold an item");
         statistics = await node.Queue.ReadStatisticsAsync();
         Assert.Equal(5, statistics.Running);

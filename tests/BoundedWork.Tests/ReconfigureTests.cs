@@ -9,7 +9,7 @@ public sealed class ReconfigureTests
         await using var executor = TestKit.Create(workers: 2, capacity: 4);
         var before = executor.Settings;
 
-        var ex = Assert.Throws<ArgumentException>(() => executor.Reconfigure(new BoundedExecutorSettingsChange
+        var ex = Assert.Throws<ArgumentException>(() => executor.Reconfigure(executor.Settings with
         {
             WorkerCount = 3,
             QueueCapacity = 0,
@@ -28,10 +28,10 @@ public sealed class ReconfigureTests
     {
         await using var executor = TestKit.Create(workers: 2, capacity: 4);
 
-        var errors = new BoundedExecutorSettingsChange { WorkerCount = executor.MaxWorkerCount + 1 }.GetValidationErrors(executor.MaxWorkerCount);
+        var errors = (executor.Settings with { WorkerCount = executor.MaxWorkerCount + 1 }).GetValidationErrors(executor.MaxWorkerCount);
 
         Assert.Equal(["WorkerCount"], errors.Keys);
-        Assert.Throws<ArgumentException>(() => executor.Reconfigure(new BoundedExecutorSettingsChange { WorkerCount = executor.MaxWorkerCount + 1 }));
+        Assert.Throws<ArgumentException>(() => executor.Reconfigure(executor.Settings with { WorkerCount = executor.MaxWorkerCount + 1 }));
         Assert.Equal(2, executor.Settings.WorkerCount);
     }
 
@@ -40,7 +40,7 @@ public sealed class ReconfigureTests
     {
         await using var executor = TestKit.Create(workers: 1, capacity: 4);
 
-        var result = executor.Reconfigure(new BoundedExecutorSettingsChange
+        var result = executor.Reconfigure(executor.Settings with
         {
             WorkerCount = 3,
             QueueCapacity = 9,
@@ -72,7 +72,7 @@ public sealed class ReconfigureTests
             executor.Execute(log.Item(i));
         }
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 2 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 2 });
 
         Assert.Equal(4, executor.QueueLength);
         Assert.False(executor.TryExecute(log.Item(5)));
@@ -100,7 +100,7 @@ public sealed class ReconfigureTests
             executor.Execute(log.Item(i));
         }
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 2 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 2 });
         executor.Execute(log.Item(5));
 
         gate.Open();
@@ -126,7 +126,7 @@ public sealed class ReconfigureTests
         producer.Start();
         TestKit.WaitForStatistics(executor, s => s.WaitingProducers == 1);
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 2 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 2 });
 
         admitted.WaitOrFail("the waiting producer to be admitted");
         Assert.Equal(2, executor.QueueLength);
@@ -144,7 +144,7 @@ public sealed class ReconfigureTests
         executor.Execute(() => { });
         Assert.Throws<RejectedExecutionException>(() => executor.Execute(() => { }));
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { RejectionPolicy = RejectionPolicy.Discard });
+        executor.Reconfigure(executor.Settings with { RejectionPolicy = RejectionPolicy.Discard });
         executor.Execute(() => { });
 
         var statistics = executor.GetStatistics();
@@ -159,7 +159,64 @@ public sealed class ReconfigureTests
         var executor = TestKit.Create(workers: 1, capacity: 4);
         await executor.ShutdownAsync();
 
-        Assert.Throws<InvalidOperationException>(() => executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 8 }));
+        Assert.Throws<InvalidOperationException>(() => executor.Reconfigure(executor.Settings with { QueueCapacity = 8 }));
         Assert.Equal(4, executor.Settings.QueueCapacity);
+    }
+
+    [Fact]
+    public async Task Reconfigure_ChangeFunction_AChangeThatLandsMeanwhileIsKeptAndTheFunctionRunsAgain()
+    {
+        // The change function reads the settings, then (gated) another change lands before it returns: had its result been
+        // applied as it was, it would have written the other change's setting back to its old value.
+        await using var executor = TestKit.Create(workers: 1, capacity: 4);
+        using var computing = new ManualResetEventSlim();
+        using var otherApplied = new ManualResetEventSlim();
+        var calls = 0;
+        var changer = new Thread(() => executor.Reconfigure(settings =>
+        {
+            if (Interlocked.Increment(ref calls) == 1)
+            {
+                computing.Set();
+                otherApplied.WaitOrFail("the other change");
+            }
+
+            return settings with { QueueCapacity = 99 };
+        }));
+        changer.Start();
+        computing.WaitOrFail("the change function to run");
+
+        executor.Reconfigure(executor.Settings with { WaitTimeout = TimeSpan.FromSeconds(7) });
+        otherApplied.Set();
+        Assert.True(changer.Join(TestKit.Safety));
+
+        Assert.Equal(99, executor.Settings.QueueCapacity);
+        Assert.Equal(TimeSpan.FromSeconds(7), executor.Settings.WaitTimeout);
+        Assert.Equal(2, Volatile.Read(ref calls));
+    }
+
+    [Fact]
+    public async Task Reconfigure_Result_NamesTheChangedSettingsAndDescribesThemInvariantly()
+    {
+        await using var executor = TestKit.Create(workers: 1, capacity: 4);
+
+        var result = executor.Reconfigure(executor.Settings with { QueueCapacity = 2000, WaitTimeout = Timeout.InfiniteTimeSpan });
+        var unchanged = executor.Reconfigure(executor.Settings);
+
+        Assert.Equal(["QueueCapacity", "WaitTimeout"], result.ChangedSettings);
+        Assert.Equal("QueueCapacity 4 -> 2000, WaitTimeout 00:00:30 -> infinite", result.ToString());
+        Assert.Empty(unchanged.ChangedSettings);
+        Assert.Equal("no change", unchanged.ToString());
+    }
+
+    [Fact]
+    public void WithChanges_TakesOnlyTheSettingsThatDifferBetweenFromAndTo()
+    {
+        var configured = new BoundedExecutorOptions { WorkerCount = 2, QueueCapacity = 100 }.ToSettings();
+        var reloaded = configured with { QueueCapacity = 250 };
+        var current = configured with { WorkerCount = 6, RejectionPolicy = RejectionPolicy.Discard };
+
+        var merged = current.WithChanges(configured, reloaded);
+
+        Assert.Equal(current with { QueueCapacity = 250 }, merged);
     }
 }

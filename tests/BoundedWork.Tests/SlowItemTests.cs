@@ -95,7 +95,7 @@ public sealed class SlowItemTests
         clock.Advance(TimeSpan.FromMinutes(5));
         Assert.Equal(0, executor.GetStatistics().SlowWorkerCount);
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { SlowItemThreshold = TimeSpan.FromMinutes(1) });
+        executor.Reconfigure(executor.Settings with { SlowItemThreshold = TimeSpan.FromMinutes(1) });
 
         Assert.True(reports.TryTake(out var report, TestKit.Safety), "The running item was never reported.");
         Assert.Equal(TimeSpan.FromMinutes(5), report.Elapsed);

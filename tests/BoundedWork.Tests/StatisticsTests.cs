@@ -101,7 +101,7 @@ public sealed class OldestQueuedItemAgeTests
         executor.Execute(() => { });
         clock.Advance(TimeSpan.FromSeconds(7));
 
-        executor.Reconfigure(new BoundedExecutorSettingsChange { QueueCapacity = 200 });
+        executor.Reconfigure(executor.Settings with { QueueCapacity = 200 });
         for (var i = 0; i < 150; i++)
         {
             executor.Execute(() => { });

@@ -68,7 +68,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
 
         var (change, errors) = request.BodyTooLarge
             ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
-            : SettingsRequest.Parse(request.Body, workersOnly, executor.MaxWorkerCount);
+            : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount);
         if (change is null)
         {
             var unlisted = errors.Count - errors.Listed.Count;
@@ -132,34 +132,9 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
                 SettingsRequest.FormatTimeout(after.QueueWaitThreshold));
         }
 
-        if (before.WorkerCount != after.WorkerCount)
+        foreach (var setting in result.ChangedSettings)
         {
-            metrics.Changed(name, SettingsRequest.Workers);
-        }
-
-        if (before.QueueCapacity != after.QueueCapacity)
-        {
-            metrics.Changed(name, SettingsRequest.QueueCapacity);
-        }
-
-        if (before.RejectionPolicy != after.RejectionPolicy)
-        {
-            metrics.Changed(name, SettingsRequest.RejectionPolicyField);
-        }
-
-        if (before.WaitTimeout != after.WaitTimeout)
-        {
-            metrics.Changed(name, SettingsRequest.WaitTimeout);
-        }
-
-        if (before.SlowItemThreshold != after.SlowItemThreshold)
-        {
-            metrics.Changed(name, SettingsRequest.SlowItemThreshold);
-        }
-
-        if (before.QueueWaitThreshold != after.QueueWaitThreshold)
-        {
-            metrics.Changed(name, SettingsRequest.QueueWaitThreshold);
+            metrics.Changed(name, SettingsRequest.ToField(setting));
         }
     }
 

@@ -30,7 +30,7 @@ internal static partial class SettingsRequest
 
     /// <summary>
     /// The largest queue capacity the console sets. The core accepts up to <see cref="int.MaxValue"/> from options and
-    /// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettingsChange)"/>; an operator's typo should not admit
+    /// <see cref="BoundedExecutor.Reconfigure(BoundedExecutorSettings)"/>; an operator's typo should not admit
     /// billions of items (each queued item holds its delegate, state and context).
     /// </summary>
     public const int MaxQueueCapacity = 1_000_000;
@@ -49,8 +49,13 @@ internal static partial class SettingsRequest
     private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold];
     private static readonly string[] s_putFields = [Workers];
 
-    /// <summary>Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least one).</summary>
-    public static (BoundedExecutorSettingsChange? Change, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, bool workersOnly, int maxWorkerCount)
+    /// <summary>
+    /// Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least
+    /// one) into a change of the settings that sets exactly the fields the body names, checked against
+    /// <paramref name="current"/> with the core's own validation.
+    /// </summary>
+    public static (Func<BoundedExecutorSettings, BoundedExecutorSettings>? Change, FieldErrors Errors) Parse(
+        ReadOnlySequence<byte> body, bool workersOnly, BoundedExecutorSettings current, int maxWorkerCount)
     {
         var errors = new FieldErrors();
         var allowed = workersOnly ? s_putFields : s_patchFields;
@@ -63,8 +68,7 @@ internal static partial class SettingsRequest
         }
 
         int? workers = null, capacity = null;
-        RejectionPolicy? policy = null;
-        TimeSpan? timeout = null, slowItemThreshold = null, queueWaitThreshold = null;
+        var changes = new List<Func<BoundedExecutorSettings, BoundedExecutorSettings>>();
         var seen = new HashSet<string>(StringComparer.Ordinal);
         try
         {
@@ -102,25 +106,28 @@ internal static partial class SettingsRequest
                     continue;
                 }
 
+                // Each field read sets its one setting: the change is these, applied in order to the settings in force.
                 switch (field)
                 {
-                    case Workers:
-                        workers = ReadInt32(ref reader, field, errors);
+                    case Workers when ReadInt32(ref reader, field, errors) is { } value:
+                        workers = value;
+                        changes.Add(s => s with { WorkerCount = value });
                         break;
-                    case QueueCapacity:
-                        capacity = ReadInt32(ref reader, field, errors);
+                    case QueueCapacity when ReadInt32(ref reader, field, errors) is { } value:
+                        capacity = value;
+                        changes.Add(s => s with { QueueCapacity = value });
                         break;
-                    case RejectionPolicyField:
-                        policy = ReadPolicy(ref reader, errors);
+                    case RejectionPolicyField when ReadPolicy(ref reader, errors) is { } value:
+                        changes.Add(s => s with { RejectionPolicy = value });
                         break;
-                    case SlowItemThreshold:
-                        slowItemThreshold = ReadTimeout(ref reader, field, errors);
+                    case WaitTimeout when ReadTimeout(ref reader, field, errors) is { } value:
+                        changes.Add(s => s with { WaitTimeout = value });
                         break;
-                    case QueueWaitThreshold:
-                        queueWaitThreshold = ReadTimeout(ref reader, field, errors);
+                    case SlowItemThreshold when ReadTimeout(ref reader, field, errors) is { } value:
+                        changes.Add(s => s with { SlowItemThreshold = value });
                         break;
-                    default:
-                        timeout = ReadTimeout(ref reader, field, errors);
+                    case QueueWaitThreshold when ReadTimeout(ref reader, field, errors) is { } value:
+                        changes.Add(s => s with { QueueWaitThreshold = value });
                         break;
                 }
             }
@@ -157,23 +164,16 @@ internal static partial class SettingsRequest
             return (null, errors);
         }
 
-        var change = new BoundedExecutorSettingsChange
-        {
-            WorkerCount = workers,
-            QueueCapacity = capacity,
-            RejectionPolicy = policy,
-            WaitTimeout = timeout,
-            SlowItemThreshold = slowItemThreshold,
-            QueueWaitThreshold = queueWaitThreshold,
-        };
+        BoundedExecutorSettings Change(BoundedExecutorSettings settings) => changes.Aggregate(settings, static (s, change) => change(s));
 
-        // The core's own rules are the last word; report anything they refuse under the JSON field's name.
-        foreach (var (setting, message) in change.GetValidationErrors(maxWorkerCount))
+        // The core's own rules are the last word; report anything they refuse under the JSON field's name. Only the
+        // fields of the body can be refused: the others keep the values in force, which are valid.
+        foreach (var (setting, message) in Change(current).GetValidationErrors(maxWorkerCount))
         {
             errors[ToField(setting)] = [message];
         }
 
-        return errors.Count > 0 ? (null, errors) : (change, errors);
+        return errors.Count > 0 ? (null, errors) : (Change, errors);
     }
 
     /// <summary>
@@ -193,12 +193,12 @@ internal static partial class SettingsRequest
 
     public static string ToField(string setting) => setting switch
     {
-        nameof(BoundedExecutorSettingsChange.WorkerCount) => Workers,
-        nameof(BoundedExecutorSettingsChange.QueueCapacity) => QueueCapacity,
-        nameof(BoundedExecutorSettingsChange.RejectionPolicy) => RejectionPolicyField,
-        nameof(BoundedExecutorSettingsChange.WaitTimeout) => WaitTimeout,
-        nameof(BoundedExecutorSettingsChange.SlowItemThreshold) => SlowItemThreshold,
-        nameof(BoundedExecutorSettingsChange.QueueWaitThreshold) => QueueWaitThreshold,
+        nameof(BoundedExecutorSettings.WorkerCount) => Workers,
+        nameof(BoundedExecutorSettings.QueueCapacity) => QueueCapacity,
+        nameof(BoundedExecutorSettings.RejectionPolicy) => RejectionPolicyField,
+        nameof(BoundedExecutorSettings.WaitTimeout) => WaitTimeout,
+        nameof(BoundedExecutorSettings.SlowItemThreshold) => SlowItemThreshold,
+        nameof(BoundedExecutorSettings.QueueWaitThreshold) => QueueWaitThreshold,
         _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
     };
 

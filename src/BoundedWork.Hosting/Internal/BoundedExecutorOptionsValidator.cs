@@ -24,6 +24,6 @@ internal sealed class BoundedExecutorOptionsValidator(IEnumerable<BoundedExecuto
             return ValidateOptionsResult.Success;
         }
 
-        return ValidateOptionsResult.Fail(errors.Select(error => $"Executor '{name}': {error}"));
+        return ValidateOptionsResult.Fail(errors.Values.Select(error => $"Executor '{name}': {error}"));
     }
 }

@@ -136,9 +136,10 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
 
         string? restartChanges;
         BoundedExecutorReconfiguration? applied = null;
-        IReadOnlyDictionary<string, string> refused;
+        string? refused = null;
         BoundedExecutor executor;
         int currentWorkerCount;
+        var workerCountAboveMaximum = false;
         lock (_sync)
         {
             if (!_entries.TryGetValue(name, out var entry))
@@ -150,20 +151,32 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
             restartChanges = entry.DescribeRestartChanges(options);
 
             // Only a setting whose configured value changed since the last applied configuration is applied, so a
-            // reload never undoes a change made at runtime (by an admin endpoint, say) to any other setting.
-            var change = entry.ChangedSince(options);
-            refused = change.GetValidationErrors(executor.MaxWorkerCount);
-            change = Without(change, refused);
+            // reload never undoes a change made at runtime (by an admin endpoint, say) to any other setting. A worker
+            // count above the maximum the executor was started with is refused; the other settings apply.
+            var lastConfigured = entry.LastConfigured.ToSettings();
+            var configured = options.ToSettings();
+            if (configured.WorkerCount != lastConfigured.WorkerCount && configured.WorkerCount > executor.MaxWorkerCount)
+            {
+                workerCountAboveMaximum = true;
+                configured = configured with { WorkerCount = lastConfigured.WorkerCount };
+            }
+
             entry.LastConfigured = options;
-            if (change != EmptyChange && !executor.IsShutdown)
+            if (configured != lastConfigured && !executor.IsShutdown)
             {
                 try
                 {
-                    applied = executor.Reconfigure(change);
+                    applied = executor.Reconfigure(current => current.WithChanges(lastConfigured, configured));
                 }
                 catch (InvalidOperationException) when (executor.IsShutdown)
                 {
                     // Shut down meanwhile: nothing to change.
+                }
+                catch (ArgumentException ex)
+                {
+                    // Options validation applies the same rules, so this cannot happen; should a rule ever differ,
+                    // the reload is reported as invalid and changes nothing.
+                    refused = ex.Message;
                 }
             }
 
@@ -175,65 +188,20 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
             _logger.RestartRequired(name, restartChanges);
         }
 
-        if (applied is not null && DescribeChanges(applied) is { } changes)
+        if (applied is { ChangedSettings.Count: > 0 } && _logger.IsEnabled(LogLevel.Information))
         {
-            _logger.ExecutorReconfigured(name, changes);
+            _logger.ExecutorReconfigured(name, applied.ToString());
         }
 
-        foreach (var (setting, reason) in refused)
+        if (workerCountAboveMaximum)
         {
-            if (setting == nameof(BoundedExecutorSettingsChange.WorkerCount))
-            {
-                _logger.ResizeAboveMaximum(name, options.WorkerCount, executor.MaxWorkerCount, currentWorkerCount);
-            }
-            else
-            {
-                // Options validation applies the same rules, so only the running maximum can refuse a value; should
-                // another rule ever differ, the reload is reported as invalid for that setting.
-                _logger.InvalidReload(name, currentWorkerCount, reason);
-            }
-        }
-    }
-
-    private static readonly BoundedExecutorSettingsChange EmptyChange = new();
-
-    private static BoundedExecutorSettingsChange Without(BoundedExecutorSettingsChange change, IReadOnlyDictionary<string, string> refused) =>
-        refused.Count == 0 ? change : change with
-        {
-            WorkerCount = refused.ContainsKey(nameof(change.WorkerCount)) ? null : change.WorkerCount,
-            QueueCapacity = refused.ContainsKey(nameof(change.QueueCapacity)) ? null : change.QueueCapacity,
-            RejectionPolicy = refused.ContainsKey(nameof(change.RejectionPolicy)) ? null : change.RejectionPolicy,
-            WaitTimeout = refused.ContainsKey(nameof(change.WaitTimeout)) ? null : change.WaitTimeout,
-            SlowItemThreshold = refused.ContainsKey(nameof(change.SlowItemThreshold)) ? null : change.SlowItemThreshold,
-            QueueWaitThreshold = refused.ContainsKey(nameof(change.QueueWaitThreshold)) ? null : change.QueueWaitThreshold,
-        };
-
-    private static string? DescribeChanges(BoundedExecutorReconfiguration reconfiguration)
-    {
-        var (before, after) = (reconfiguration.Previous, reconfiguration.Current);
-        List<string>? changes = null;
-        Describe(nameof(before.WorkerCount), before.WorkerCount, after.WorkerCount);
-        Describe(nameof(before.QueueCapacity), before.QueueCapacity, after.QueueCapacity);
-        Describe(nameof(before.RejectionPolicy), before.RejectionPolicy, after.RejectionPolicy);
-        Describe(nameof(before.WaitTimeout), before.WaitTimeout, after.WaitTimeout);
-        Describe(nameof(before.SlowItemThreshold), before.SlowItemThreshold, after.SlowItemThreshold);
-        Describe(nameof(before.QueueWaitThreshold), before.QueueWaitThreshold, after.QueueWaitThreshold);
-        return changes is null ? null : string.Join(", ", changes);
-
-        void Describe<T>(string setting, T previous, T current)
-        {
-            if (!EqualityComparer<T>.Default.Equals(previous, current))
-            {
-                (changes ??= []).Add($"{setting} {Format(previous)} -> {Format(current)}");
-            }
+            _logger.ResizeAboveMaximum(name, options.WorkerCount, executor.MaxWorkerCount, currentWorkerCount);
         }
 
-        static string Format<T>(T value) => value switch
+        if (refused is not null)
         {
-            TimeSpan timeSpan when timeSpan == Timeout.InfiniteTimeSpan => "infinite",
-            IFormattable formattable => formattable.ToString(null, System.Globalization.CultureInfo.InvariantCulture),
-            _ => value?.ToString() ?? "null",
-        };
+            _logger.InvalidReload(name, currentWorkerCount, refused);
+        }
     }
 
     private sealed class Entry(BoundedExecutor executor, BoundedExecutorOptions created)
@@ -245,17 +213,6 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
 
         /// <summary>Gets or sets the configured options of the last reload processed (the last applied configuration).</summary>
         public BoundedExecutorOptions LastConfigured { get; set; } = created;
-
-        /// <summary>The runtime settings whose configured value differs from the last applied configuration.</summary>
-        public BoundedExecutorSettingsChange ChangedSince(BoundedExecutorOptions options) => new()
-        {
-            WorkerCount = Changed(LastConfigured.WorkerCount, options.WorkerCount),
-            QueueCapacity = Changed(LastConfigured.QueueCapacity, options.QueueCapacity),
-            RejectionPolicy = Changed(LastConfigured.RejectionPolicy, options.RejectionPolicy),
-            WaitTimeout = Changed(LastConfigured.WaitTimeout, options.WaitTimeout),
-            SlowItemThreshold = Changed(LastConfigured.SlowItemThreshold, options.SlowItemThreshold),
-            QueueWaitThreshold = Changed(LastConfigured.QueueWaitThreshold, options.QueueWaitThreshold),
-        };
 
         /// <summary>
         /// Describes the fixed settings that <paramref name="options"/> changes compared with the running executor,
@@ -278,8 +235,5 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
                 }
             }
         }
-
-        private static T? Changed<T>(T before, T after) where T : struct =>
-            EqualityComparer<T>.Default.Equals(before, after) ? null : after;
     }
 }
