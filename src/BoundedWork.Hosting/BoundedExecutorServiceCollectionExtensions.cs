@@ -24,7 +24,8 @@ public static class BoundedExecutorServiceCollectionExtensions
     /// </param>
     /// <param name="configure">Optional settings applied before any configuration bound through the returned builder.</param>
     /// <returns>
-    /// The options builder, to chain <c>.BindConfiguration("BoundedWork:Executors:name")</c>, <c>.Configure(...)</c>
+    /// The options builder, to chain <c>.BindConfiguration("BoundedWork:Executors:name")</c> (which reports every value
+    /// configuration cannot convert: see <see cref="BoundedExecutorOptionsBuilderExtensions"/>), <c>.Configure(...)</c>
     /// or <c>.Validate(...)</c>. <c>.ValidateOnStart()</c> is already applied.
     /// </returns>
     /// <remarks>
@@ -90,7 +91,6 @@ public static class BoundedExecutorServiceCollectionExtensions
         services.TryAddSingleton<BoundedExecutorRegistry>();
         services.TryAddSingleton<IBoundedExecutorRegistry>(static provider => provider.GetRequiredService<BoundedExecutorRegistry>());
         services.TryAddSingleton<LastGoodOptionsStore>();
-        services.TryAddTransient<IOptionsFactory<BoundedExecutorOptions>, LastGoodOptionsFactory>();
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<BoundedExecutorOptions>, BoundedExecutorOptionsSetup>());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<BoundedExecutorOptions>, BoundedExecutorOptionsValidator>());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, BoundedExecutorHostedService>());

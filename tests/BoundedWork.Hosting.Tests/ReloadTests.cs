@@ -228,4 +228,22 @@ public sealed class ReloadTests
         Assert.Equal(120, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").QueueCapacity); // the valid rest applies
         await host.StopAsync();
     }
+
+    [Fact]
+    public async Task Reload_BoundWithBind_UnconvertibleValueIsIgnoredAndTheMonitorKeepsTheLastGoodOptions()
+    {
+        var logs = new CapturingLoggerProvider();
+        var builder = TestHost.CreateBuilder(logs, new Dictionary<string, string?> { [$"{Section}:WorkerCount"] = "2" });
+        builder.Services.AddBoundedExecutor("payments").Bind(builder.Configuration.GetSection(Section));
+        using var host = builder.Build();
+        await host.StartAsync();
+        var monitor = host.Services.GetRequiredService<IOptionsMonitor<BoundedExecutorOptions>>();
+
+        host.Reload(($"{Section}:WorkerCount", "many"));
+
+        Assert.Equal(2, Target(host));
+        Assert.Contains("'many'", Assert.Single(logs.WithEvent("InvalidReload")).Message, StringComparison.Ordinal);
+        Assert.Equal(2, monitor.Get("payments").WorkerCount);
+        await host.StopAsync();
+    }
 }

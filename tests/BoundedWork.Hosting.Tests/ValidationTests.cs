@@ -206,4 +206,22 @@ public sealed class ValidationTests
         Assert.Equal(RejectionPolicy.DiscardOldest, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").RejectionPolicy);
         await host.StopAsync();
     }
+
+    [Fact]
+    public async Task StartAsync_BoundWithBindToASection_ReportsEveryValueThatDoesNotConvert()
+    {
+        var builder = TestHost.CreateBuilder(settings: new Dictionary<string, string?>
+        {
+            [$"{Section}:QueueCapacity"] = "lots",
+            [$"{Section}:WaitTimeout"] = "soon",
+        });
+        builder.Services.AddBoundedExecutor("payments").Bind(builder.Configuration.GetSection(Section));
+        using var host = builder.Build();
+
+        var ex = await Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+
+        Assert.Equal(2, ex.Failures.Count());
+        Assert.Contains(ex.Failures, f => f.Contains("'lots'", StringComparison.Ordinal) && f.Contains($"{Section}:QueueCapacity", StringComparison.Ordinal));
+        Assert.Contains(ex.Failures, f => f.Contains("'soon'", StringComparison.Ordinal) && f.Contains($"{Section}:WaitTimeout", StringComparison.Ordinal));
+    }
 }

@@ -9,11 +9,19 @@ namespace BoundedWork.Hosting.Internal;
 /// <summary>
 /// Creates and owns the registered executors, and applies configuration reloads to them.
 /// </summary>
+/// <remarks>
+/// A reload of a running executor is judged here: invalid options (a value configuration could not convert, a setting
+/// out of range) are logged as <c>InvalidReload</c> and ignored, and the last good options are put back in the options
+/// monitor's cache, so <see cref="IOptionsMonitor{TOptions}"/> keeps answering them. Valid options are applied setting
+/// by setting: only what changed in configuration since the last applied reload.
+/// </remarks>
 internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsyncDisposable
 {
     private readonly Dictionary<string, string> _namesIgnoringCase = new(StringComparer.OrdinalIgnoreCase);
     private readonly string[] _names;
     private readonly IOptionsMonitor<BoundedExecutorOptions> _optionsMonitor;
+    private readonly IOptionsMonitorCache<BoundedExecutorOptions> _optionsCache;
+    private readonly LastGoodOptionsStore _lastGood;
     private readonly ILogger _logger;
     private readonly Lock _sync = new();
     private readonly Dictionary<string, Entry> _entries = new(StringComparer.Ordinal);
@@ -22,6 +30,8 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
     public BoundedExecutorRegistry(
         IEnumerable<BoundedExecutorRegistration> registrations,
         IOptionsMonitor<BoundedExecutorOptions> optionsMonitor,
+        IOptionsMonitorCache<BoundedExecutorOptions> optionsCache,
+        LastGoodOptionsStore lastGood,
         IServiceProvider services)
     {
         _names = [.. registrations.Select(registration => registration.Name)];
@@ -31,6 +41,8 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         }
 
         _optionsMonitor = optionsMonitor;
+        _optionsCache = optionsCache;
+        _lastGood = lastGood;
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger<BoundedExecutor>();
         _changeSubscription = optionsMonitor.OnChange(OnOptionsChanged);
     }
@@ -121,6 +133,7 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
 
             executor = new BoundedExecutor(options);
             _entries.Add(name, new Entry(executor, options));
+            _lastGood.Remember(name, options);
         }
 
         _logger.ExecutorStarted(name, options.WorkerCount, options.MaxWorkerCount, options.QueueCapacity, options.RejectionPolicy);
@@ -137,6 +150,8 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         string? restartChanges;
         BoundedExecutorReconfiguration? applied = null;
         string? refused = null;
+        string? invalid = null;
+        BoundedExecutorOptions? lastGood = null;
         BoundedExecutor executor;
         int currentWorkerCount;
         var workerCountAboveMaximum = false;
@@ -148,39 +163,29 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
             }
 
             executor = entry.Executor;
-            restartChanges = entry.DescribeRestartChanges(options);
-
-            // Only a setting whose configured value changed since the last applied configuration is applied, so a
-            // reload never undoes a change made at runtime (by an admin endpoint, say) to any other setting. A worker
-            // count above the maximum the executor was started with is refused; the other settings apply.
-            var lastConfigured = entry.LastConfigured.ToSettings();
-            var configured = options.ToSettings();
-            if (configured.WorkerCount != lastConfigured.WorkerCount && configured.WorkerCount > executor.MaxWorkerCount)
+            var failures = BoundedExecutorOptionsValidator.GetFailures(name, options);
+            if (failures.Count > 0)
             {
-                workerCountAboveMaximum = true;
-                configured = configured with { WorkerCount = lastConfigured.WorkerCount };
+                invalid = string.Join(" ", failures);
+                lastGood = _lastGood.TryGet(name, out var good) ? good : entry.LastConfigured;
+                _optionsCache.TryRemove(name);
+                _optionsCache.TryAdd(name, lastGood);
+                currentWorkerCount = executor.Settings.WorkerCount;
+                restartChanges = null;
             }
-
-            entry.LastConfigured = options;
-            if (configured != lastConfigured && !executor.IsShutdown)
+            else
             {
-                try
-                {
-                    applied = executor.Reconfigure(current => current.WithChanges(lastConfigured, configured));
-                }
-                catch (InvalidOperationException) when (executor.IsShutdown)
-                {
-                    // Shut down meanwhile: nothing to change.
-                }
-                catch (ArgumentException ex)
-                {
-                    // Options validation applies the same rules, so this cannot happen; should a rule ever differ,
-                    // the reload is reported as invalid and changes nothing.
-                    refused = ex.Message;
-                }
+                _lastGood.Remember(name, options);
+                restartChanges = entry.DescribeRestartChanges(options);
+                (applied, refused, workerCountAboveMaximum) = Apply(entry, options);
+                currentWorkerCount = executor.Settings.WorkerCount;
             }
+        }
 
-            currentWorkerCount = executor.Settings.WorkerCount;
+        if (invalid is not null)
+        {
+            _logger.InvalidReload(name, lastGood!.WorkerCount, invalid);
+            return;
         }
 
         if (restartChanges is not null)
@@ -201,6 +206,44 @@ internal sealed class BoundedExecutorRegistry : IBoundedExecutorRegistry, IAsync
         if (refused is not null)
         {
             _logger.InvalidReload(name, currentWorkerCount, refused);
+        }
+    }
+
+    /// <summary>
+    /// Applies the runtime settings whose configured value changed since the last applied configuration, so a reload
+    /// never undoes a change made at runtime (by an admin endpoint, say) to any other setting. A worker count above the
+    /// maximum the executor was started with is refused; the other settings apply.
+    /// </summary>
+    private static (BoundedExecutorReconfiguration? Applied, string? Refused, bool WorkerCountAboveMaximum) Apply(Entry entry, BoundedExecutorOptions options)
+    {
+        var executor = entry.Executor;
+        var lastConfigured = entry.LastConfigured.ToSettings();
+        var configured = options.ToSettings();
+        var workerCountAboveMaximum = configured.WorkerCount != lastConfigured.WorkerCount && configured.WorkerCount > executor.MaxWorkerCount;
+        if (workerCountAboveMaximum)
+        {
+            configured = configured with { WorkerCount = lastConfigured.WorkerCount };
+        }
+
+        entry.LastConfigured = options;
+        if (configured == lastConfigured || executor.IsShutdown)
+        {
+            return (null, null, workerCountAboveMaximum);
+        }
+
+        try
+        {
+            return (executor.Reconfigure(current => current.WithChanges(lastConfigured, configured)), null, workerCountAboveMaximum);
+        }
+        catch (InvalidOperationException) when (executor.IsShutdown)
+        {
+            return (null, null, workerCountAboveMaximum); // shut down meanwhile: nothing to change
+        }
+        catch (ArgumentException ex)
+        {
+            // Options validation applies the same rules, so this cannot happen; should a rule ever differ, the reload
+            // is reported as invalid and changes nothing.
+            return (null, ex.Message, workerCountAboveMaximum);
         }
     }
 
