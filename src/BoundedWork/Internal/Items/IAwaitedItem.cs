@@ -25,10 +25,3 @@ internal interface IAwaitedItem
 
     WorkItem ToWorkItem();
 }
-
-internal enum ItemOutcome
-{
-    Completed,
-    Failed,
-    Cancelled,
-}
