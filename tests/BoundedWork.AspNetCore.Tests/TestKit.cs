@@ -23,44 +23,6 @@ public static class TestKit
     public const string AdminHeader = "X-BoundedWork-Admin";
 }
 
-/// <summary>A log entry captured by <see cref="CapturingLoggerProvider"/>.</summary>
-public sealed record LogEntry(string Category, LogLevel Level, EventId EventId, string Message, IReadOnlyDictionary<string, object?> State);
-
-/// <summary>Captures every log entry in memory.</summary>
-public sealed class CapturingLoggerProvider : ILoggerProvider
-{
-    private readonly ConcurrentQueue<LogEntry> _entries = new();
-
-    public IReadOnlyList<LogEntry> WithEvent(string eventName) => [.. _entries.Where(e => e.EventId.Name == eventName)];
-
-    public ILogger CreateLogger(string categoryName) => new CapturingLogger(this, categoryName);
-
-    public void Dispose()
-    {
-    }
-
-    private sealed class CapturingLogger(CapturingLoggerProvider provider, string category) : ILogger
-    {
-        public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-        {
-            var values = new Dictionary<string, object?>();
-            if (state is IEnumerable<KeyValuePair<string, object?>> pairs)
-            {
-                foreach (var pair in pairs)
-                {
-                    values[pair.Key] = pair.Value;
-                }
-            }
-
-            provider._entries.Enqueue(new LogEntry(category, logLevel, eventId, formatter(state, exception), values));
-        }
-    }
-}
-
 /// <summary>
 /// Authenticates from request headers: <c>X-Test-User</c> names the user (percent-encoded), <c>X-Test-Roles</c> lists roles. No header:
 /// not authenticated (401 on a protected endpoint); authenticated without the role: 403.

@@ -4,9 +4,8 @@ namespace BoundedWork.Testing;
 /// Starves the shared ThreadPool on purpose: caps it at its minimum size and blocks every pool thread on a gate.
 /// A probe work item queued behind the blockers proves the starvation: it must not have run when the test checks.
 /// Tests that use this belong to the <see cref="StarvationCollection"/>, which never runs in parallel with others.
-/// One source file, linked into each test project that starves the pool.
 /// </summary>
-internal sealed class ThreadPoolStarvation : IDisposable
+public sealed class ThreadPoolStarvation : IDisposable
 {
     private static readonly object s_oneAtATime = new();
     private static readonly TimeSpan s_safety = TimeSpan.FromSeconds(30);
@@ -73,8 +72,12 @@ internal sealed class ThreadPoolStarvation : IDisposable
     }
 }
 
-[CollectionDefinition(Name, DisableParallelization = true)]
-public sealed class StarvationCollection
+/// <summary>
+/// The test collection of the tests that starve the ThreadPool: <c>[Collection(StarvationCollection.Name)]</c>. xunit
+/// finds collection definitions only in the test assembly itself, so each test project that uses it declares
+/// <c>[CollectionDefinition(StarvationCollection.Name, DisableParallelization = true)]</c> on a class of its own.
+/// </summary>
+public static class StarvationCollection
 {
     public const string Name = "ThreadPool starvation";
 }

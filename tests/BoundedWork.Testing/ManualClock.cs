@@ -1,7 +1,7 @@
-namespace BoundedWork.Hosting.Tests;
+namespace BoundedWork.Testing;
 
 /// <summary>A clock that moves only when a test says so (timestamps only; timers are the system's).</summary>
-internal sealed class ManualClock : TimeProvider
+public sealed class ManualClock : TimeProvider
 {
     private long _ticks = TimeSpan.FromDays(1).Ticks;
 

@@ -1,0 +1,5 @@
+namespace BoundedWork.AspNetCore.Tests;
+
+/// <summary>The tests that starve the ThreadPool run alone: see <see cref="StarvationCollection"/>.</summary>
+[CollectionDefinition(StarvationCollection.Name, DisableParallelization = true)]
+public sealed class StarvationCollectionDefinition;
