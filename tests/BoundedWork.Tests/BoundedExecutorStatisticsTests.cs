@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class StatisticsTests
+public class BoundedExecutorStatisticsTests
 {
     [Fact]
     public async Task CountsWhileItemsAreGated_AreExact()

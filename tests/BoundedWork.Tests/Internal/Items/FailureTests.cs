@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Items;
 
 public class FailureTests
 {

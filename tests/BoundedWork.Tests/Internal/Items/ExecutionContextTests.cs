@@ -1,6 +1,6 @@
 using System.Diagnostics;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Items;
 
 public class ExecutionContextTests
 {

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests;
 
 public sealed class EdgeCaseTests
 {

@@ -1,4 +1,4 @@
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Workers;
 
 public class WorkerThreadTests
 {

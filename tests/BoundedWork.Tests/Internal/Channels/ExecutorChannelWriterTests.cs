@@ -1,10 +1,10 @@
 using System.Collections.Concurrent;
 using System.Threading.Channels;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Channels;
 
 /// <summary>An executor as a ChannelWriter: channel-based producers plug in unchanged.</summary>
-public sealed class ChannelWriterTests
+public sealed class ExecutorChannelWriterTests
 {
     [Fact]
     public async Task Writer_TheUsualProducerLoop_RunsEveryItemOnTheExecutor()

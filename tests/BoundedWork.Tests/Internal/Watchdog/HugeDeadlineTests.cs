@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
+using BoundedWork.Internal;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Watchdog;
 
 /// <summary>
 /// A deadline too far away to represent on the executor's clock means no deadline: it never wraps round into the
@@ -105,13 +106,13 @@ public sealed class HugeDeadlineTests
         var nanosecondClock = new NanosecondClock(long.MaxValue / 2);
         var manual = new ManualClock();
 
-        Assert.Equal(Internal.Deadline.Never, Internal.Deadline.After(nanosecondClock, TimeSpan.MaxValue));
-        Assert.Equal(Internal.Deadline.Never, Internal.Deadline.After(nanosecondClock, TimeSpan.FromDays(200_000)));
-        Assert.Equal(Internal.Deadline.Never, Internal.Deadline.After(nanosecondClock, Timeout.InfiniteTimeSpan));
-        Assert.Equal(Internal.Deadline.Never, Internal.Deadline.After(manual, TimeSpan.MaxValue));
-        Assert.Equal((long.MaxValue / 2) + 1_000_000_000, Internal.Deadline.After(nanosecondClock, TimeSpan.FromSeconds(1)));
-        Assert.Equal(long.MaxValue / 2, Internal.Deadline.After(nanosecondClock, TimeSpan.Zero));
-        Assert.Equal(manual.GetTimestamp() + TimeSpan.TicksPerSecond, Internal.Deadline.After(manual, TimeSpan.FromSeconds(1)));
+        Assert.Equal(Deadline.Never, Deadline.After(nanosecondClock, TimeSpan.MaxValue));
+        Assert.Equal(Deadline.Never, Deadline.After(nanosecondClock, TimeSpan.FromDays(200_000)));
+        Assert.Equal(Deadline.Never, Deadline.After(nanosecondClock, Timeout.InfiniteTimeSpan));
+        Assert.Equal(Deadline.Never, Deadline.After(manual, TimeSpan.MaxValue));
+        Assert.Equal((long.MaxValue / 2) + 1_000_000_000, Deadline.After(nanosecondClock, TimeSpan.FromSeconds(1)));
+        Assert.Equal(long.MaxValue / 2, Deadline.After(nanosecondClock, TimeSpan.Zero));
+        Assert.Equal(manual.GetTimestamp() + TimeSpan.TicksPerSecond, Deadline.After(manual, TimeSpan.FromSeconds(1)));
     }
 
     /// <summary>A clock at a fixed timestamp ticking in nanoseconds, as Stopwatch does on Linux.</summary>

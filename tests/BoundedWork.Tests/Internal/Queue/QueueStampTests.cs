@@ -1,6 +1,6 @@
 using BoundedWork.Internal;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Queue;
 
 /// <summary>The oldest queued item's enqueue time, read from its queue slot without claiming it.</summary>
 public sealed class QueueStampTests

@@ -1,6 +1,6 @@
 using System.Diagnostics.Metrics;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Outcomes;
 
 /// <summary>
 /// Every snapshot puts each item in exactly one place, while items flow, workers resize and callers run items: a

@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class OptionsValidationTests
+public class BoundedExecutorOptionsTests
 {
     public static TheoryData<Action<BoundedExecutorOptions>, string> InvalidSettings => new()
     {

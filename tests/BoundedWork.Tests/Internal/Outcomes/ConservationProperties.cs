@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Outcomes;
 
 /// <summary>
 /// Conservation: at every quiescent point, submitted = completed + failed + cancelled + rejected + discarded +

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Workers;
 
 public class ResizeTests
 {

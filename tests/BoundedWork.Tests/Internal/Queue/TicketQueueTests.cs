@@ -1,9 +1,9 @@
 using BoundedWork.Internal;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Queue;
 
 /// <summary>The executor's queue and its idle-worker handshake, stress-tested on their own.</summary>
-public sealed class QueueAndParkingStressTests
+public sealed class TicketQueueTests
 {
     [Theory]
     [InlineData(1, 1, 10)]

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Diagnostics;
 
 /// <summary>A ThreadPool thread that blocks waiting for room is counted and reported; a dedicated thread is not.</summary>
 public sealed class BlockingWaitDetectionTests

@@ -1,6 +1,6 @@
 using System.Runtime.CompilerServices;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Items;
 
 /// <summary>Nothing of one item reaches the next item or the submitter.</summary>
 public sealed class CleanRoomTests

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Submission;
 
 /// <summary>
 /// Saturation under each policy: one worker held on a gate, a queue of two, then a third item. Exactly which

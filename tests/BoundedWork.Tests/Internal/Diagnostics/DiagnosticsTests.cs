@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Diagnostics;
 
 public class DiagnosticsTests
 {

@@ -1,7 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Watchdog;
 
 /// <summary>Slow and stuck items are reported by a dedicated watchdog, on the executor's clock.</summary>
 public sealed class SlowItemTests

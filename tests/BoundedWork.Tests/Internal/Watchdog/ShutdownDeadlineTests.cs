@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests;
+namespace BoundedWork.Tests.Internal.Watchdog;
 
 /// <summary>Shutdown deadlines hold without the ThreadPool; synchronous shutdown and dispose; no self-deadlock.</summary>
 [Collection(StarvationCollection.Name)]

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Producers;
 
 /// <summary>
 /// Producers waiting for room are admitted by the worker that frees a slot: in order, with no ThreadPool thread,

@@ -1,7 +1,7 @@
 namespace BoundedWork.Tests;
 
 /// <summary>Runtime reconfiguration: validated, all or nothing, and applied to the next admission decision.</summary>
-public sealed class ReconfigureTests
+public sealed class BoundedExecutorSettingsTests
 {
     [Fact]
     public async Task Reconfigure_SeveralInvalidSettings_NamesEachAndChangesNothing()

@@ -1,4 +1,4 @@
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Outcomes;
 
 /// <summary>
 /// In every snapshot the busy workers and the running items agree: each running item is on a busy worker or on a

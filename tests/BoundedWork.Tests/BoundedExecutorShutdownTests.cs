@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class LifecycleTests
+public class BoundedExecutorShutdownTests
 {
     [Fact]
     public async Task Shutdown_StopsAcceptingAtOnce_DrainsTheQueue_AndCompletesWhenWorkersExit()

@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 
-namespace BoundedWork.Tests.Regressions;
+namespace BoundedWork.Tests.Internal.Diagnostics;
 
 /// <summary>
 /// A throwing ActivityListener or MeterListener never decides an item's fate: the item runs, is counted once, the
