@@ -7,7 +7,7 @@ namespace BoundedWork.Tests;
 /// fails here first.
 /// </summary>
 [Collection(StarvationCollection.Name)]
-public class AssumptionTests
+public sealed class AssumptionTests
 {
     [Fact]
     public async Task Channel_ByDefault_CompletesAWaitingReaderOnTheThreadPool()

@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class BoundedExecutorOptionsTests
+public sealed class BoundedExecutorOptionsTests
 {
     public static TheoryData<Action<BoundedExecutorOptions>, string> InvalidSettings => new()
     {
@@ -73,44 +73,25 @@ public class BoundedExecutorOptionsTests
         Assert.Equal("copy", executor.Name);
     }
 
-    [Fact]
-    public async Task SubmitMethods_NullDelegate_ThrowArgumentNullAndCountNothing()
-    {
-        await using var executor = TestKit.Create();
-
-        Assert.Throws<ArgumentNullException>("action", () => executor.TryExecute(null!));
-        Assert.Throws<ArgumentNullException>("action", () => executor.TryExecute<string>(null!, "s"));
-        Assert.Throws<ArgumentNullException>("action", () => executor.Execute(null!));
-        Assert.Throws<ArgumentNullException>("action", () => executor.Execute<string>(null!, "s"));
-        Assert.Throws<ArgumentNullException>("action", () => { _ = executor.ExecuteAsync(null!); });
-        Assert.Throws<ArgumentNullException>("action", () => { _ = executor.ExecuteAsync<string>(null!, "s"); });
-        Assert.Throws<ArgumentNullException>("action", () => { _ = executor.RunAsync(null!); });
-        Assert.Throws<ArgumentNullException>("function", () => { _ = executor.RunAsync<int>(null!); });
-
-        Assert.Equal(0, executor.GetStatistics().Submitted);
-    }
-
     [Theory]
-    [InlineData(0)]
-    [InlineData(-1)]
-    [InlineData(9)]
-    public async Task Resize_OutOfRange_ThrowsAndChangesNothing(int workerCount)
+    [InlineData(1)]
+    [InlineData(64)]
+    [InlineData(65)]
+    [InlineData(96)]
+    [InlineData(256)]
+    public void DefaultWorkerCounts_AreValidOnAnyProcessorCount(int processorCount)
     {
-        await using var executor = TestKit.Create(workers: 2, configure: o => o.MaxWorkerCount = 8);
+        var options = new BoundedExecutorOptions
+        {
+            WorkerCount = BoundedExecutorOptions.DefaultWorkerCount(processorCount),
+            MaxWorkerCount = BoundedExecutorOptions.DefaultMaxWorkerCount(processorCount),
+        };
 
-        var ex = Assert.Throws<ArgumentOutOfRangeException>("workerCount", () => executor.Resize(workerCount));
-
-        Assert.Contains("MaxWorkerCount (8)", ex.Message, StringComparison.Ordinal);
-        var statistics = executor.GetStatistics();
-        Assert.Equal(2, statistics.TargetWorkerCount);
-        Assert.Equal(2, statistics.LiveWorkerCount);
+        Assert.Empty(options.GetValidationErrors());
+        Assert.Equal(processorCount, options.WorkerCount);
+        Assert.True(options.MaxWorkerCount >= 64);
     }
 
     [Fact]
-    public async Task ShutdownAsync_NegativeTimeout_Throws()
-    {
-        await using var executor = TestKit.Create();
-
-        await Assert.ThrowsAsync<ArgumentOutOfRangeException>("timeout", () => executor.ShutdownAsync(TimeSpan.FromSeconds(-2)));
-    }
+    public void DefaultOptions_AreValidOnThisMachine() => Assert.Empty(new BoundedExecutorOptions().GetValidationErrors());
 }

@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class BoundedExecutorShutdownTests
+public sealed class BoundedExecutorShutdownTests
 {
     [Fact]
     public async Task Shutdown_StopsAcceptingAtOnce_DrainsTheQueue_AndCompletesWhenWorkersExit()
@@ -169,5 +169,18 @@ public class BoundedExecutorShutdownTests
         Assert.False(executor.Completion.IsCompleted); // the item is still running, never interrupted
         gate.Open();
         await executor.Completion.WaitAsync(TestKit.Safety);
+    }
+
+    [Fact]
+    public void AnItemBlockingOnShutdownAsyncOfItsOwnExecutor_DoesNotDeadlock()
+    {
+        var executor = TestKit.Create(workers: 2);
+        var done = new TaskCompletionSource<ShutdownResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        executor.Execute(() => done.SetResult(executor.ShutdownAsync().GetAwaiter().GetResult()));
+
+        Assert.True(done.Task.Wait(TestKit.Safety), "An item blocking on its own executor's shutdown deadlocked.");
+        Assert.False(done.Task.Result.WorkersExited);
+        Assert.True(executor.Completion.Wait(TestKit.Safety));
     }
 }

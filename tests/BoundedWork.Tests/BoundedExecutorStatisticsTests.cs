@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests;
 
-public class BoundedExecutorStatisticsTests
+public sealed class BoundedExecutorStatisticsTests
 {
     [Fact]
     public async Task CountsWhileItemsAreGated_AreExact()

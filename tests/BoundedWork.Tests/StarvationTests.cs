@@ -4,7 +4,7 @@ namespace BoundedWork.Tests;
 /// The product's central claim: workers keep making progress while the shared ThreadPool is completely starved.
 /// </summary>
 [Collection(StarvationCollection.Name)]
-public class StarvationTests
+public sealed class StarvationTests
 {
     [Theory]
     [InlineData(1)]

@@ -4,7 +4,7 @@ using System.Diagnostics.Metrics;
 
 namespace BoundedWork.Tests.Internal.Diagnostics;
 
-public class DiagnosticsTests
+public sealed class DiagnosticsTests
 {
     [Fact]
     public async Task Metrics_ObservedInstruments_MatchTheStatistics()

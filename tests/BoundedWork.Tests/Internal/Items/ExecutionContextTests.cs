@@ -2,7 +2,7 @@ using System.Diagnostics;
 
 namespace BoundedWork.Tests.Internal.Items;
 
-public class ExecutionContextTests
+public sealed class ExecutionContextTests
 {
     private static readonly AsyncLocal<string?> s_local = new();
 

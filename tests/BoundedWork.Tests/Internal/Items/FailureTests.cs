@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 
 namespace BoundedWork.Tests.Internal.Items;
 
-public class FailureTests
+public sealed class FailureTests
 {
     [Fact]
     public async Task ThrowingItem_DoesNotKillTheWorker_IsCountedAndReported()

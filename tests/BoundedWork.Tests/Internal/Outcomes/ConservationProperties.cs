@@ -11,7 +11,7 @@ namespace BoundedWork.Tests.Internal.Outcomes;
 /// and the submitting threads'. Random worker counts, capacities, policies, concurrent producers, item kinds, resizes
 /// and shutdown points.
 /// </summary>
-public class ConservationProperties
+public sealed class ConservationProperties
 {
     private enum Kind
     {

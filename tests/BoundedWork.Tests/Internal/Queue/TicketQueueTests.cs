@@ -2,7 +2,7 @@ using BoundedWork.Internal;
 
 namespace BoundedWork.Tests.Internal.Queue;
 
-/// <summary>The executor's queue and its idle-worker handshake, stress-tested on their own.</summary>
+/// <summary>The executor's queue, stress-tested on its own.</summary>
 public sealed class TicketQueueTests
 {
     [Theory]
@@ -10,7 +10,7 @@ public sealed class TicketQueueTests
     [InlineData(3, 2, 4)]
     [InlineData(2, 4, 1000)]
     [InlineData(3, 1, 20_000)] // longer than the first ring: the ring grows while items flow
-    public void WorkQueue_ConcurrentAdmitClaimAndAbandon_EveryItemIsReadExactlyOnce(int producers, int consumers, int capacity)
+    public void ConcurrentAdmitClaimAndAbandon_EveryItemIsReadExactlyOnce(int producers, int consumers, int capacity)
     {
         const int PerProducer = 50_000;
         var queue = new TicketQueue(capacity);
@@ -88,7 +88,7 @@ public sealed class TicketQueueTests
     }
 
     [Fact]
-    public void WorkQueue_AbandonRacingWithClaimers_EveryItemIsReadOnce_AndTheAbandonerGetsExactlyWhatItClaimed()
+    public void AbandonRacingWithClaimers_EveryItemIsReadOnce_AndTheAbandonerGetsExactlyWhatItClaimed()
     {
         // Abandoning claims every item not yet claimed in one step while consumers keep claiming: each item must go to
         // exactly one side, and the abandoner must be able to read exactly as many as it claimed. Many short rounds
@@ -137,7 +137,7 @@ public sealed class TicketQueueTests
     }
 
     [Fact]
-    public void WorkQueue_Growing_KeepsEveryItemInAdmissionOrder()
+    public void Growing_KeepsEveryItemInAdmissionOrder()
     {
         var queue = new TicketQueue(capacity: 10_000);
         Assert.Equal(1024, queue.RingLength);
@@ -171,7 +171,7 @@ public sealed class TicketQueueTests
     }
 
     [Fact]
-    public void WorkQueue_ProducersGrowingTheRingTogether_LoseNoItemAndKeepEachProducersOrder()
+    public void ProducersGrowingTheRingTogether_LoseNoItemAndKeepEachProducersOrder()
     {
         const int Producers = 3;
         const int PerProducer = 10_000;
@@ -206,7 +206,7 @@ public sealed class TicketQueueTests
     }
 
     [Fact]
-    public void WorkQueue_AConsumerThatClaimedButHasNotRead_MakesTheLappingProducerWait_NotGrowTheRing()
+    public void AConsumerThatClaimedButHasNotRead_MakesTheLappingProducerWait_NotGrowTheRing()
     {
         var queue = new TicketQueue(capacity: 16);
         Assert.Equal(16, queue.RingLength);
@@ -238,123 +238,5 @@ public sealed class TicketQueueTests
             Assert.True(queue.TryClaim(ref known, out var ticket, out _));
             Assert.Equal(k, (int)queue.ReadClaimed(ticket).Callback);
         }
-    }
-
-    [Fact]
-    public void IdleWorkers_AnnounceRecheckPark_AgainstWakeOnPublish_NeverLosesAWakeUp()
-    {
-        // A minimal model of the executor's handshake: consumers announce, re-check a shared count and park;
-        // producers increment the count and wake one. If a wake-up were lost, items would stay unconsumed.
-        const int Items = 100_000;
-        const int Consumers = 3;
-        var idle = new IdleWorkers();
-        long available = 0;
-        long consumed = 0;
-        var pool = new WorkerPool("model", Consumers, new NoWork(), owner: null);
-        var workers = Enumerable.Range(0, Consumers).Select(i => new Worker(pool, 100 + i, $"model#{i}")).ToArray();
-        var threads = workers.Select(worker => new Thread(() =>
-        {
-            while (Interlocked.Read(ref consumed) < Items)
-            {
-                var current = Interlocked.Read(ref available);
-                if (current > 0 && Interlocked.CompareExchange(ref available, current - 1, current) == current)
-                {
-                    Interlocked.Increment(ref consumed);
-                    if (current > 1)
-                    {
-                        idle.WakeOne(); // the cascade
-                    }
-
-                    continue;
-                }
-
-                if (current > 0)
-                {
-                    continue;
-                }
-
-                idle.Announce(worker);
-                if ((Interlocked.Read(ref available) > 0 || Interlocked.Read(ref consumed) >= Items) && idle.TryWithdraw(worker))
-                {
-                    continue;
-                }
-
-                worker.Parker.Park();
-            }
-        })).ToList();
-        threads.ForEach(t => t.Start());
-
-        for (var i = 0; i < Items; i++)
-        {
-            if (Interlocked.Increment(ref available) == 1)
-            {
-                idle.WakeOne();
-            }
-        }
-
-        Assert.True(SpinWait.SpinUntil(() => Interlocked.Read(ref consumed) == Items, TestKit.Safety), $"Lost wake-up: {Interlocked.Read(ref consumed)} of {Items} consumed.");
-        for (var i = 0; i < Consumers; i++)
-        {
-            idle.WakeAll();
-            foreach (var worker in workers)
-            {
-                worker.Parker.Unpark();
-            }
-        }
-
-        threads.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
-    }
-
-    /// <summary>A source with nothing to run: the model above drives its workers' threads itself.</summary>
-    private sealed class NoWork : IWorkSource
-    {
-        public bool HasWork => false;
-
-        public bool IsDrained => false;
-
-        public bool IsShutdown => false;
-
-        public bool IsAbandoned => false;
-
-        public bool TryRunOne(Worker worker) => false;
-
-        public void OnAllWorkersExited()
-        {
-        }
-    }
-
-    [Theory]
-    [InlineData(1, 1)]
-    [InlineData(2, 4)]
-    [InlineData(3, 8)]
-    public async Task Executor_TricklingProducersWithRandomGaps_EveryItemRunsWithoutALostWakeUp(int producers, int workers)
-    {
-        // Gaps around the workers' spin length make them park and wake constantly, racing submitters that skip the
-        // wake-up while a worker spins. A lost wake-up leaves an item queued with every worker parked: a hang.
-        const int PerProducer = 5_000;
-        await using var executor = TestKit.Create(workers: workers, capacity: 64, policy: RejectionPolicy.Wait, configure: o => o.MaxWorkerCount = 8);
-        using var ran = new CountdownEvent(producers * PerProducer);
-        var threads = Enumerable.Range(0, producers).Select(p => new Thread(() =>
-        {
-            var random = new Random(p);
-            for (var i = 0; i < PerProducer; i++)
-            {
-                executor.Execute(() => ran.Signal());
-                var gap = random.Next(4);
-                if (gap == 1)
-                {
-                    Thread.SpinWait(random.Next(2_000));
-                }
-                else if (gap == 2)
-                {
-                    Thread.Yield();
-                }
-            }
-        })).ToList();
-
-        threads.ForEach(t => t.Start());
-        threads.ForEach(t => t.Join());
-
-        Assert.True(ran.Wait(TestKit.Safety), $"{ran.CurrentCount} item(s) never ran: a lost wake-up. {executor.GetStatistics()}");
     }
 }

@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests.Internal.Submission;
 
-public class CancellationTests
+public sealed class CancellationTests
 {
     [Fact]
     public async Task RunAsync_CancelledBeforeStart_NeverRunsAndTheTaskIsCancelled()
@@ -95,6 +95,33 @@ public class CancellationTests
         await executor.ShutdownAsync();
         var statistics = executor.GetStatistics();
         Assert.Equal(5, statistics.Cancelled);
+        TestKit.AssertConserved(statistics);
+    }
+
+    [Fact]
+    public async Task ARunAsyncItemCancelledWhileQueued_KeepsItsSlotUntilAWorkerPassesIt_ThenCountsAsCancelled()
+    {
+        using var gate = new Gate();
+        await using var executor = TestKit.Create(workers: 1, capacity: 1);
+        executor.Execute(gate.Blocker);
+        gate.WaitEntered();
+        using var cts = new CancellationTokenSource();
+        var ran = false;
+        var task = executor.RunAsync(() => ran = true, cts.Token);
+
+        await cts.CancelAsync();
+
+        Assert.True(task.IsCanceled);
+        var whileQueued = executor.GetStatistics();
+        Assert.Equal(1, whileQueued.QueueLength);
+        Assert.Equal(0, whileQueued.Cancelled);
+        Assert.False(executor.TryExecute(() => { })); // the slot is still held
+        gate.Open();
+        await executor.ShutdownAsync();
+        Assert.False(ran);
+        var statistics = executor.GetStatistics();
+        Assert.Equal(1, statistics.Cancelled);
+        Assert.Equal(1, statistics.Rejected);
         TestKit.AssertConserved(statistics);
     }
 }

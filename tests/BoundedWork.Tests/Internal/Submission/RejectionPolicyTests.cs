@@ -336,4 +336,59 @@ public sealed class RejectionPolicyTests : IDisposable
             gate.Dispose();
         }
     }
+
+    [Theory]
+    [InlineData(RejectionPolicy.CallerRuns)]
+    [InlineData(RejectionPolicy.Wait)]
+    public async Task AnItemThatKeepsSubmittingIntoItsOwnFullQueue_IsStoppedByTheDepthLimitNotAStackOverflow(RejectionPolicy policy)
+    {
+        await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: policy);
+        var depth = 0;
+        var deepest = 0;
+        var rejections = new ConcurrentQueue<RejectedExecutionException>();
+        void Recurse()
+        {
+            var level = Interlocked.Increment(ref depth);
+            deepest = Math.Max(deepest, level);
+            try
+            {
+                if (level < 100_000)
+                {
+                    executor.Execute(Recurse);
+                }
+            }
+            catch (RejectedExecutionException ex)
+            {
+                rejections.Enqueue(ex);
+            }
+            finally
+            {
+                Interlocked.Decrement(ref depth);
+            }
+        }
+
+        using var gate = new Gate();
+        if (policy == RejectionPolicy.CallerRuns)
+        {
+            executor.Execute(gate.Blocker);
+            gate.WaitEntered();
+            executor.Execute(() => { });
+            Recurse(); // the test thread is the caller that runs items
+        }
+        else
+        {
+            await executor.RunAsync(() =>
+            {
+                executor.Execute(() => { }); // fills the queue: the worker itself is busy here
+                Recurse();
+            });
+        }
+
+        gate.Open();
+        Assert.NotEmpty(rejections);
+        Assert.All(rejections, ex => Assert.Equal(RejectionReason.CallerRunsTooDeep, ex.Reason));
+        Assert.True(deepest < 100);
+        await executor.ShutdownAsync();
+        TestKit.AssertConserved(executor.GetStatistics());
+    }
 }

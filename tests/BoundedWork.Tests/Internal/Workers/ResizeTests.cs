@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 
 namespace BoundedWork.Tests.Internal.Workers;
 
-public class ResizeTests
+public sealed class ResizeTests
 {
     [Fact]
     public async Task Grow_StartsWorkersAtOnce()

@@ -1,6 +1,6 @@
 namespace BoundedWork.Tests.Internal.Workers;
 
-public class WorkerThreadTests
+public sealed class WorkerThreadTests
 {
     [Fact]
     public async Task Items_RunOnDedicatedBackgroundThreads_NamedAfterTheExecutor()
@@ -74,5 +74,28 @@ public class WorkerThreadTests
         }
 
         Assert.All(seen, Assert.Null);
+    }
+
+    [Fact]
+    public async Task ThreadInterrupt_OnAParkedWorker_NeitherKillsItNorLosesAWakeUp()
+    {
+        await using var executor = TestKit.Create(workers: 1);
+        var thread = await executor.RunAsync(() => Thread.CurrentThread);
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety));
+
+        thread.Interrupt();
+        var ranOn = await executor.RunAsync(() => Thread.CurrentThread);
+
+        Assert.Same(thread, ranOn);
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety));
+        for (var i = 0; i < 100; i++)
+        {
+            Assert.Same(thread, await executor.RunAsync(() => Thread.CurrentThread));
+        }
+
+        var statistics = executor.GetStatistics();
+        Assert.Equal(1, statistics.LiveWorkerCount);
+        Assert.Equal(0, statistics.WorkersReplaced);
+        Assert.Equal(0, statistics.Failed);
     }
 }

@@ -1,7 +1,7 @@
 using System.Collections.Concurrent;
 using BoundedWork.Internal;
 
-namespace BoundedWork.Tests.Internal.Watchdog;
+namespace BoundedWork.Tests.Internal.Time;
 
 /// <summary>
 /// A deadline too far away to represent on the executor's clock means no deadline: it never wraps round into the
