@@ -90,6 +90,8 @@ internal sealed class AdaptiveController
     private double? _smoothedRunTime;
     private double _usualFailureShare;
     private double _idleSeconds;
+    private int _previousQueueLength;
+    private int _lastQueueLength;
     private int _idleMin;
     private int? _pin;
     private long _pinUntil;
@@ -292,7 +294,9 @@ internal sealed class AdaptiveController
             _dwell.Add(sample, standing);
         }
 
-        if (trusted && !FailuresRose(sample, failureShare))
+        // Little's law at less than one busy worker on average is mostly sampling noise: such an interval moves
+        // neither the smoothed run time nor the baseline.
+        if (trusted && sample.MeanBusyWorkers >= 1 && !FailuresRose(sample, failureShare))
         {
             var runTime = sample.RunTime!.Value.TotalSeconds;
             _smoothedRunTime = _smoothedRunTime is { } smoothed
@@ -301,6 +305,8 @@ internal sealed class AdaptiveController
             _baseline.Observe(runTime, count, sample.Interval, mayRise: count <= Math.Max(_confirmedCount, sample.MinWorkerCount));
         }
 
+        _lastQueueLength = _previousQueueLength;
+        _previousQueueLength = sample.QueueLength;
         if (!standing && sample.IdleWorkers > 0)
         {
             _idleMin = _idleSeconds == 0 ? sample.IdleWorkers : Math.Min(_idleMin, sample.IdleWorkers);
@@ -377,9 +383,18 @@ internal sealed class AdaptiveController
         var trusted = IsTrusted(sample);
         if (trusted && _baseline.Seconds is { } baseline && _smoothedRunTime > baseline * (1 + _parameters.BackoffTolerance))
         {
-            return count > min
-                ? Decrease(AdaptiveRule.Saturated, count, min, baseline * (1 + _parameters.GrowthTolerance) / _smoothedRunTime.Value, sample, now)
-                : new Plan(AdaptiveRule.AtMinimum, count);
+            if (count <= min)
+            {
+                return new Plan(AdaptiveRule.AtMinimum, count);
+            }
+
+            // Fewer workers lower the dependency's load only if the workers were busy: a count above the busiest
+            // moment of the interval is cut by idle retirement, not by a back-off.
+            var backoff = Decrease(AdaptiveRule.Saturated, count, min, baseline * (1 + _parameters.GrowthTolerance) / _smoothedRunTime.Value, sample, now);
+            if (backoff.Target < sample.MaxBusyWorkers)
+            {
+                return backoff;
+            }
         }
 
         if (IsStanding(sample))
@@ -406,11 +421,9 @@ internal sealed class AdaptiveController
             return new Plan(AdaptiveRule.NotEnoughData, count);
         }
 
-        if (runTime > baseline * (1 + _parameters.GrowthTolerance))
-        {
-            return new Plan(AdaptiveRule.RunTimeHigh, count);
-        }
-
+        // Between the growth and the back-off thresholds the run time cannot tell a dependency near its knee from
+        // one that became slower: only a probe step, which must pay, can; and a ceiling holds it back as usual.
+        var elevated = runTime > baseline * (1 + _parameters.GrowthTolerance);
         var atMaximum = count >= sample.MaxWorkerCount;
         if (atMaximum || _ceiling.Blocks(count, now))
         {
@@ -420,7 +433,7 @@ internal sealed class AdaptiveController
                 return new Plan(AdaptiveRule.ProbeDown, Math.Max(sample.MinWorkerCount, down), new Step(StepKind.ProbeDown, count, Math.Max(sample.MinWorkerCount, down), _dwell.Throughput, 0, false));
             }
 
-            return new Plan(atMaximum ? AdaptiveRule.AtMaximum : AdaptiveRule.AtCeiling, count);
+            return new Plan(atMaximum ? AdaptiveRule.AtMaximum : elevated ? AdaptiveRule.RunTimeHigh : AdaptiveRule.AtCeiling, count);
         }
 
         if (!HasMeasured())
@@ -428,21 +441,28 @@ internal sealed class AdaptiveController
             return new Plan(AdaptiveRule.Measuring, count);
         }
 
-        var probing = _ceiling.Count > 0 && count >= _ceiling.Count;
+        // Near a known limit (any ceiling, held or expired), growth goes in probe steps that must each pay; far from
+        // one, it jumps towards the demand estimate.
+        var probing = elevated || (_ceiling.Count > 0 && count >= _ceiling.Count);
         int target;
-        if (probing)
+        if (elevated || _ceiling.Count > 0)
         {
             target = count + ProbeSize(count);
+            if (_ceiling.IsActive(now))
+            {
+                target = Math.Min(target, _ceiling.Count - 1);
+            }
         }
         else
         {
             var demand = runTime * (signals.ArrivalsPerSecond + (sample.QueueLength / _parameters.DrainTime.TotalSeconds));
+            if (demand <= count && sample.QueueLength < _lastQueueLength)
+            {
+                return new Plan(AdaptiveRule.Draining, count);
+            }
+
             var most = Math.Max(count + 1, (int)Math.Min(int.MaxValue, Math.Floor(count * _parameters.MaxGrowthFactor)));
             target = (int)Math.Clamp(Math.Ceiling(demand), count + 1, most);
-            if (_ceiling.IsActive(now))
-            {
-                target = Math.Min(target, _ceiling.Count);
-            }
         }
 
         target = Math.Min(target, sample.MaxWorkerCount);
@@ -459,9 +479,8 @@ internal sealed class AdaptiveController
             return new Plan(rule, target);
         }
 
-        // Saturation: growth back above the new count waits for the probe hold, and the step is judged (did the run
-        // time come down?) so that a dependency that only became slower moves the baseline instead.
-        SetCeiling(target, now, doubled: false);
+        // Saturation: the step is judged (did the run time come down?) so that a dependency that only became slower
+        // moves the baseline instead; growth back to the saturated count goes in probe steps (see Commit).
         var runTime = sample.RunTime?.TotalSeconds ?? _smoothedRunTime ?? 0;
         return new Plan(rule, target, new Step(StepKind.Backoff, count, target, _dwell.Throughput, runTime, false));
     }
@@ -502,12 +521,24 @@ internal sealed class AdaptiveController
                 var knee = Math.Clamp((int)Math.Round(step.From * (1 + gain)), step.From, step.To - 1);
                 if (!overloaded && knee > step.From && gain >= _parameters.PayoffFraction / step.From)
                 {
+                    // The knee lies between the two counts: settle at the estimate, and let probe steps (each of which
+                    // must pay) find the rest of the way; the count that overshot is the ceiling.
                     _confirmedCount = Math.Max(_confirmedCount, knee);
-                    SetCeiling(knee, now, doubled: false);
+                    SetCeiling(step.To, now, doubled: false);
                     return new Plan(AdaptiveRule.GrowthPaidPartly, knee);
                 }
 
-                SetCeiling(step.From, now, doubled: step.IsProbe && _ceiling.Count == step.From);
+                if (step.To - step.From > ProbeSize(step.From))
+                {
+                    // A long step that did not pay says only that its end is too far: go back, and climb from there
+                    // in probe steps below it.
+                    SetCeiling(step.To, now, doubled: false);
+                }
+                else
+                {
+                    SetCeiling(step.From, now, doubled: step.IsProbe && _ceiling.Count == step.From);
+                }
+
                 return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
             }
 
@@ -596,10 +627,16 @@ internal sealed class AdaptiveController
             _lastChange = now;
             if (!_advisory)
             {
+                // What was measured at the old count says nothing about the new one: start measuring afresh.
                 _count = plan.Target;
                 _dwell = new Dwell(plan.Target);
+                _smoothedRunTime = null;
                 _step = plan.Step;
                 _idleSeconds = 0;
+                if (plan.Rule == AdaptiveRule.Saturated)
+                {
+                    SetCeiling(sample.WorkerCount, now, doubled: false);
+                }
             }
         }
 

@@ -50,6 +50,9 @@ internal enum AdaptiveRule
     /// <summary>A standing queue, but the count is at the maximum.</summary>
     AtMaximum,
 
+    /// <summary>A standing queue, but the workers in force drain it within the drain time and it is shrinking.</summary>
+    Draining,
+
     /// <summary>Saturated or failing, but the count is at the minimum.</summary>
     AtMinimum,
 
