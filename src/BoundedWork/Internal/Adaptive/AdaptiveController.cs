@@ -72,6 +72,7 @@ internal sealed class AdaptiveController
 {
     private const double BackoffFloorGradient = 0.9;
     private const double RunTimeFellRatio = 0.9;
+    private const double FailuresFellRatio = 0.7;
     private const double NoiseStandardErrors = 2;
     private const double MaxRequiredItems = 1_000_000;
 
@@ -121,6 +122,7 @@ internal sealed class AdaptiveController
         Grow,
         ProbeDown,
         Backoff,
+        FailureBackoff,
     }
 
     /// <summary>Gets the parameters the controller runs with.</summary>
@@ -368,6 +370,12 @@ internal sealed class AdaptiveController
             return new Plan(AdaptiveRule.RateLimited, count);
         }
 
+        // A failure back-off is judged before failures can ask for another one.
+        if (_step is { Kind: StepKind.FailureBackoff } failureStep && Judge(failureStep, sample, now) is { } failureVerdict)
+        {
+            return failureVerdict;
+        }
+
         if (FailuresRose(sample, signals.FailureShare))
         {
             return count > min
@@ -476,7 +484,9 @@ internal sealed class AdaptiveController
         var target = Math.Max(min, Math.Min(count - 1, (int)Math.Floor(count * bounded)));
         if (rule != AdaptiveRule.Saturated)
         {
-            return new Plan(rule, target);
+            // Failures: judged too. If fewer workers do not make them rarer, they do not depend on the load (a bug, a
+            // dependency that is down), and the level becomes the usual one instead of shrinking the pool to nothing.
+            return new Plan(rule, target, new Step(StepKind.FailureBackoff, count, target, _dwell.Throughput, FailureShare(sample), false));
         }
 
         // Saturation: the step is judged (did the run time come down?) so that a dependency that only became slower
@@ -569,9 +579,31 @@ internal sealed class AdaptiveController
                 return new Plan(AdaptiveRule.ProbeDownCost, step.From);
             }
 
+            case StepKind.FailureBackoff:
+            {
+                if (_dwell.Finished + _dwell.SlowItems < _parameters.MinItemsPerInterval)
+                {
+                    if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
+                    {
+                        return new Plan(AdaptiveRule.Measuring, count);
+                    }
+
+                    _step = null;
+                    return null;
+                }
+
+                _step = null;
+                if (_dwell.FailureShare >= step.Before * FailuresFellRatio)
+                {
+                    _usualFailureShare = Math.Max(_usualFailureShare, _dwell.FailureShare);
+                }
+
+                return null;
+            }
+
             default:
             {
-                if (_dwell.Finished < _parameters.MinItemsPerInterval)
+                if (_dwell.Completed < _parameters.MinItemsPerInterval)
                 {
                     // No further back-off before this one is judged, unless the judging runs out of time.
                     if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
@@ -584,7 +616,7 @@ internal sealed class AdaptiveController
                 }
 
                 _step = null;
-                if (_dwell.RunTime >= step.RunTimeBefore * RunTimeFellRatio)
+                if (_dwell.RunTime >= step.Before * RunTimeFellRatio)
                 {
                     // Fewer workers, same run time: not saturation by this executor but a slower dependency. Its run
                     // time is the new baseline, and the ceiling the back-off put up is lifted.
@@ -680,7 +712,7 @@ internal sealed class AdaptiveController
         sample.QueueLength > 0 && sample.MinQueueWait >= _parameters.QueueWaitTarget;
 
     private bool IsTrusted(in AdaptiveSample sample) =>
-        sample.RunTime is not null && sample.Finished >= _parameters.MinItemsPerInterval;
+        sample.RunTime is not null && sample.Completed >= _parameters.MinItemsPerInterval;
 
     private static double FailureShare(in AdaptiveSample sample)
     {
@@ -712,8 +744,8 @@ internal sealed class AdaptiveController
     /// <summary>A count to move to, why, and the step to judge afterwards (if any).</summary>
     private readonly record struct Plan(AdaptiveRule Rule, int Target, Step? Step = null);
 
-    /// <summary>A change under evaluation.</summary>
-    private sealed record Step(StepKind Kind, int From, int To, double ThroughputBefore, double RunTimeBefore, bool IsProbe);
+    /// <summary>A change under evaluation; <paramref name="Before"/> is the run time before a back-off, or the failure share before a failure back-off.</summary>
+    private sealed record Step(StepKind Kind, int From, int To, double ThroughputBefore, double Before, bool IsProbe);
 
     /// <summary>What was measured since the count last changed; standing-queue intervals apart (service-limited throughput).</summary>
     private struct Dwell(int count)
@@ -721,23 +753,32 @@ internal sealed class AdaptiveController
         public int Count = count;
         public double Seconds;
         public long Finished;
+        public long Completed;
         public double BusySeconds;
         public double StandingSeconds;
         public long StandingCompleted;
         public bool SawNoStandingQueue;
+        public long Troubled;
+        public long SlowItems;
+
+        /// <summary>Gets the share of the items seen that failed or were reported slow.</summary>
+        public readonly double FailureShare => Finished + SlowItems > 0 ? Math.Min(1, Troubled / (double)(Finished + SlowItems)) : 0;
 
         /// <summary>Gets the completions per second over the standing-queue intervals (what the workers can do).</summary>
         public readonly double Throughput => StandingSeconds > 0 ? StandingCompleted / StandingSeconds : 0;
 
-        /// <summary>Gets the mean run time over the whole dwell (Little's law).</summary>
-        public readonly double RunTime => Finished > 0 ? BusySeconds / Finished : 0;
+        /// <summary>Gets the busy time per completed item over the whole dwell (Little's law).</summary>
+        public readonly double RunTime => Completed > 0 ? BusySeconds / Completed : 0;
 
         public void Add(in AdaptiveSample sample, bool standing)
         {
             var seconds = sample.Interval.TotalSeconds;
             Seconds += seconds;
             Finished += sample.Finished;
-            BusySeconds += (sample.RunTime?.TotalSeconds ?? 0) * sample.Finished;
+            Troubled += sample.Failed + sample.SlowItems;
+            SlowItems += sample.SlowItems;
+            BusySeconds += (sample.RunTime?.TotalSeconds ?? 0) * sample.Completed;
+            Completed += sample.Completed;
             if (standing)
             {
                 StandingSeconds += seconds;

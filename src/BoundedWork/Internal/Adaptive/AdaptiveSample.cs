@@ -4,8 +4,9 @@ namespace BoundedWork.Internal.Adaptive;
 /// <remarks>
 /// <see cref="AdaptiveSampler"/> builds it from the watchdog's looks; tests and the simulation build it directly.
 /// Counts are for the interval alone. <see cref="RunTime"/> follows from Little's law applied to the workers: the
-/// average number of busy workers divided by the items finished per second is the mean time an item runs, measured
-/// without reading a clock per item.
+/// average number of busy workers divided by the items completed per second is the mean time an item runs, measured
+/// without reading a clock per item. The time of failed items is charged to the completed ones, so failures can make
+/// the run time look slower (as timeouts should), never faster.
 /// </remarks>
 internal readonly record struct AdaptiveSample
 {
@@ -48,7 +49,7 @@ internal readonly record struct AdaptiveSample
     /// <summary>Gets the largest number of busy workers seen at a look during the interval.</summary>
     public int MaxBusyWorkers { get; init; }
 
-    /// <summary>Gets the mean run time of the items that finished (Little's law), or <see langword="null"/> if none did.</summary>
+    /// <summary>Gets the busy time per completed item (Little's law), or <see langword="null"/> if none completed.</summary>
     public TimeSpan? RunTime { get; init; }
 
     /// <summary>Gets the items that finished (completed or failed) during the interval.</summary>

@@ -73,7 +73,6 @@ internal sealed class AdaptiveSampler
             return false;
         }
 
-        var finished = completed + failed;
         sample = new AdaptiveSample
         {
             Interval = elapsed,
@@ -88,7 +87,7 @@ internal sealed class AdaptiveSampler
             QueueLength = reading.QueueLength,
             MeanBusyWorkers = _busySeconds / elapsed.TotalSeconds,
             MaxBusyWorkers = _maxBusy,
-            RunTime = finished > 0 ? TimeSpan.FromSeconds(_busySeconds / finished) : null,
+            RunTime = completed > 0 ? TimeSpan.FromSeconds(_busySeconds / completed) : null,
         };
         Begin(reading);
         return true;
