@@ -18,6 +18,8 @@ internal sealed class LimitedCapacityDependency : IPaymentDependency, IDisposabl
     private readonly long _started = Stopwatch.GetTimestamp();
     private int _inFlight;
     private int _peakInFlight;
+    private int _serving;
+    private int _peakServing;
     private long _calls;
 
     /// <summary>Initializes a new instance of the <see cref="LimitedCapacityDependency"/> class.</summary>
@@ -37,9 +39,9 @@ internal sealed class LimitedCapacityDependency : IPaymentDependency, IDisposabl
     public void Call(PaymentCallback callback)
     {
         var start = Stopwatch.GetTimestamp();
-        var calls = Interlocked.Increment(ref _inFlight);
-        RaisePeak(calls);
+        RaisePeak(ref _peakInFlight, Interlocked.Increment(ref _inFlight));
         _connections.Wait();
+        RaisePeak(ref _peakServing, Interlocked.Increment(ref _serving));
         try
         {
             var capacity = _downstream.Capacity;
@@ -59,6 +61,7 @@ internal sealed class LimitedCapacityDependency : IPaymentDependency, IDisposabl
         }
         finally
         {
+            Interlocked.Decrement(ref _serving);
             _connections.Release();
             Interlocked.Decrement(ref _inFlight);
             Interlocked.Increment(ref _calls);
@@ -69,18 +72,18 @@ internal sealed class LimitedCapacityDependency : IPaymentDependency, IDisposabl
     /// <summary>Reads the counters.</summary>
     /// <returns>The dependency's part of <c>/stats/capacity</c>.</returns>
     public DependencyStats Read() => new(
-        _downstream.Capacity, Volatile.Read(ref _inFlight), Volatile.Read(ref _peakInFlight), Interlocked.Read(ref _calls),
+        _downstream.Capacity, Volatile.Read(ref _inFlight), Volatile.Read(ref _peakInFlight), Volatile.Read(ref _peakServing), Interlocked.Read(ref _calls),
         _downstream.SpeedFactor(Stopwatch.GetElapsedTime(_started).TotalSeconds), RunTimes.Snapshot());
 
     /// <inheritdoc />
     public void Dispose() => _connections.Dispose();
 
-    private void RaisePeak(int calls)
+    private static void RaisePeak(ref int peakField, int calls)
     {
-        var peak = Volatile.Read(ref _peakInFlight);
+        var peak = Volatile.Read(ref peakField);
         while (calls > peak)
         {
-            var seen = Interlocked.CompareExchange(ref _peakInFlight, calls, peak);
+            var seen = Interlocked.CompareExchange(ref peakField, calls, peak);
             if (seen == peak)
             {
                 return;

@@ -38,10 +38,11 @@ internal sealed record CapacityStats(
 /// <param name="Capacity">The calls it serves at once (its knee).</param>
 /// <param name="InFlight">Calls in it now, served or waiting for a connection.</param>
 /// <param name="PeakInFlight">The most calls in it at once so far.</param>
+/// <param name="PeakServing">The most calls holding a connection at once so far (never above <paramref name="Capacity"/>).</param>
 /// <param name="Calls">Calls finished so far.</param>
 /// <param name="SpeedFactor">The drift's multiplier of the delay now.</param>
 /// <param name="RunTimeBuckets">Cumulative call durations (<see cref="RunTimeHistogram"/>'s buckets).</param>
-internal sealed record DependencyStats(int Capacity, int InFlight, int PeakInFlight, long Calls, double SpeedFactor, long[] RunTimeBuckets);
+internal sealed record DependencyStats(int Capacity, int InFlight, int PeakInFlight, int PeakServing, long Calls, double SpeedFactor, long[] RunTimeBuckets);
 
 /// <summary>Source-generated JSON for <see cref="CapacityStats"/>.</summary>
 [JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
