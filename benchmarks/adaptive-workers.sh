@@ -13,8 +13,8 @@
 #   benchmarks/adaptive-workers.sh --quick    every step, a few seconds each: checks the harness, measures nothing
 #   options: --out DIR (default benchmarks/results/adaptive-workers), --no-build, --scenarios "seed saturating bursts"
 #
-# The adaptive contender runs when ADAPTIVE_SERVER_ARGS holds the server settings that turn the mode on (for example
-# "--BoundedWork:Executors:payments:Adaptive:Enabled true"); without it the report says it was not run.
+# The adaptive contender runs with the extra server settings in ADAPTIVE_SERVER_ARGS (the settings of the payments
+# executor that turn the adaptive mode on); when it is empty the contender is skipped and the report says so.
 # Everything binds to 127.0.0.1, every step is bounded in time, and every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
