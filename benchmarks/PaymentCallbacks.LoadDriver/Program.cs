@@ -15,6 +15,9 @@ if (args.Length == 0)
           memory-queued  --base U --items N --rate R --out F
           memory-workers --base U --add N --out F
           report  --results DIR
+          scenario        --base U --scenario seed|saturating|bursts --contender NAME [--endpoint bounded|naive] [--quick] --out DIR
+          scenario-args   --scenario NAME [--quick] [--what server|sweep|min|max|manual-at|manual-workers|duration]
+          scenario-report --results DIR
         """);
     return 2;
 }
@@ -37,6 +40,9 @@ try
         "memory-queued" => await Commands.MemoryQueuedAsync(options, cts.Token),
         "memory-workers" => await Commands.MemoryWorkersAsync(options, cts.Token),
         "report" => Report.Write(options.Required("results")),
+        "scenario" => await PaymentCallbacks.LoadDriver.Adaptive.ScenarioCommands.RunAsync(options, cts.Token),
+        "scenario-args" => PaymentCallbacks.LoadDriver.Adaptive.ScenarioCommands.Describe(options),
+        "scenario-report" => PaymentCallbacks.LoadDriver.Adaptive.ScenarioCommands.Report(options),
         _ => throw new ArgumentException($"Unknown command '{args[0]}'."),
     };
 }
