@@ -41,11 +41,11 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 
 APP="$ROOT/samples/PaymentCallbacks/bin/Release/net10.0/PaymentCallbacks.dll"
-DRIVER="$ROOT/benchmarks/PaymentCallbacks.LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll"
+DRIVER="$ROOT/samples/PaymentCallbacks/LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll"
 SIM="$ROOT/benchmarks/BoundedWork.AdaptiveSimulation/bin/Release/net10.0/BoundedWork.AdaptiveSimulation.dll"
 if [ "$BUILD" = 1 ]; then
   echo "== build (Release)"
-  for project in samples/PaymentCallbacks/PaymentCallbacks.csproj benchmarks/PaymentCallbacks.LoadDriver/PaymentCallbacks.LoadDriver.csproj \
+  for project in samples/PaymentCallbacks/PaymentCallbacks.csproj samples/PaymentCallbacks/LoadDriver/PaymentCallbacks.LoadDriver.csproj \
                  benchmarks/BoundedWork.AdaptiveSimulation/BoundedWork.AdaptiveSimulation.csproj; do
     dotnet build -c Release -v q -nologo "$project" >/dev/null
   done

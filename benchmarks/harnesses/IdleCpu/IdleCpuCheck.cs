@@ -1,21 +1,24 @@
 using System.Diagnostics;
 using System.Globalization;
+using BoundedWork.Benchmarks.Infrastructure;
 
-namespace BoundedWork.Benchmarks;
+namespace BoundedWork.Benchmarks.IdleCpu;
 
 /// <summary>
-/// <c>-- idle [seconds]</c>: checks that an idle executor costs no CPU. Parked workers must block, not spin or
-/// poll. Measures the process's CPU time over a quiet window with no executor (the control), then again with
+/// The idle-CPU harness (<c>[seconds]</c>, 2 by default): checks that an idle executor costs no CPU. Parked workers
+/// must block, not spin or poll. Measures the process's CPU time over a quiet window with no executor (the control), then again with
 /// an executor of 4 workers that has run some work and gone idle, and prints both.
 /// </summary>
 internal static class IdleCpuCheck
 {
+    private const string Usage = "dotnet run -c Release --project benchmarks/harnesses/IdleCpu -- [seconds]";
+
     /// <summary>Idle CPU above the control by more than this fails the check (5% of one core over 2 s).</summary>
     private static readonly TimeSpan Tolerance = TimeSpan.FromMilliseconds(100);
 
-    public static int Run(ReadOnlySpan<string> args)
+    public static int Run(IReadOnlyList<string> args)
     {
-        var seconds = args.Length > 0 ? double.Parse(args[0], CultureInfo.InvariantCulture) : 2.0;
+        var seconds = HarnessProgram.Number(args, 0, "seconds", fallback: 2.0, minimum: 0.1, Usage);
         var window = TimeSpan.FromSeconds(seconds);
 
         // Let start-up work (JIT, tiering, GC) settle before the control window.

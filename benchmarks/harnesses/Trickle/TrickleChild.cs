@@ -4,18 +4,21 @@ using BoundedWork.Benchmarks.Infrastructure;
 namespace BoundedWork.Benchmarks.Trickle;
 
 /// <summary>
-/// <c>-- trickle-child NAME RATE WARMUP SECONDS</c>: one row of the trickle benchmark, in a process of its own so that
+/// <c>--child NAME RATE WARMUP SECONDS</c>: one row of the trickle benchmark, in a process of its own so that
 /// the process CPU clock sees only this contender. A dedicated pacer thread submits items at RATE per second for
 /// WARMUP + SECONDS seconds without a break; the CPU clock is read when the first measured item is due and again
 /// when the schedule has ended and every item has run. Prints one tab-separated <c>RESULT</c> line.
 /// </summary>
 internal static class TrickleChild
 {
+    /// <summary>The first argument that makes the trickle program run one row instead of the harness.</summary>
+    public const string Verb = "--child";
+
     public static int Run(ReadOnlySpan<string> args)
     {
         if (args.Length != 4)
         {
-            Console.Error.WriteLine("Usage: trickle-child NAME RATE WARMUP-SECONDS SECONDS");
+            Console.Error.WriteLine($"Usage: {Verb} NAME RATE WARMUP-SECONDS SECONDS");
             return 2;
         }
 

@@ -4,24 +4,29 @@ using System.Threading.Tasks.Dataflow;
 using BoundedWork.Benchmarks.Contenders;
 using BoundedWork.Benchmarks.Infrastructure;
 
-namespace BoundedWork.Benchmarks;
+namespace BoundedWork.Benchmarks.WakeLatency;
 
 /// <summary>
-/// <c>-- wake [samples]</c>: latency of one item submitted to a contender whose single consumer has gone idle
-/// (parked), measured with a stopwatch from submit until the submitter sees the item finished.
+/// The wake-latency harness (<c>[samples]</c>, 400 by default): latency of one item submitted to a contender whose
+/// single consumer has gone idle (parked), measured with a stopwatch from submit until the submitter sees the item finished.
 /// </summary>
 /// <remarks>
-/// BenchmarkDotNet's <see cref="LatencyBenchmarks"/> submits items back to back, so a consumer that spins before
+/// The BenchmarkDotNet suite's <c>LatencyBenchmarks</c> submits items back to back, so a consumer that spins before
 /// parking (BoundedExecutor's workers do) is still awake when the next item arrives: that is "hot" latency. This
-/// mode sleeps 5 ms between items so every consumer has parked, which is the case of sparse traffic.
+/// harness sleeps 5 ms between items so every consumer has parked, which is the case of sparse traffic.
 /// </remarks>
 internal static class WakeLatencyCheck
 {
+    private const string Usage = "dotnet run -c Release --project benchmarks/harnesses/WakeLatency -- [samples]";
+
+    /// <summary>The queue bound of every contender, as in the BenchmarkDotNet suite.</summary>
+    private const int Capacity = 1024;
+
     private static readonly TimeSpan Gap = TimeSpan.FromMilliseconds(5);
 
-    public static int Run(ReadOnlySpan<string> args)
+    public static int Run(IReadOnlyList<string> args)
     {
-        var samples = args.Length > 0 ? int.Parse(args[0], CultureInfo.InvariantCulture) : 400;
+        var samples = (int)HarnessProgram.Number(args, 0, "samples", fallback: 400, minimum: 1, Usage);
         Console.WriteLine($"Wake-from-idle latency, 1 consumer, {samples} samples {Gap.TotalMilliseconds:0} ms apart (µs):");
         Console.WriteLine($"| Contender | Median | P90 | P99 | Max |");
         Console.WriteLine($"| --- | ---: | ---: | ---: | ---: |");
@@ -29,7 +34,7 @@ internal static class WakeLatencyCheck
         using var counter = new WorkCounter();
         Func<string> describe = static () => string.Empty;
 
-        using (var channel = new ChannelWorkerPool(1, ThroughputBenchmarks.Capacity))
+        using (var channel = new ChannelWorkerPool(1, Capacity))
         {
             Report("RawChannel", Measure(samples, () =>
             {
@@ -43,7 +48,7 @@ internal static class WakeLatencyCheck
         {
             Name = "wake-check",
             WorkerCount = 1,
-            QueueCapacity = ThroughputBenchmarks.Capacity,
+            QueueCapacity = Capacity,
             RejectionPolicy = RejectionPolicy.Wait,
             FlowExecutionContext = false,
         });
@@ -70,7 +75,7 @@ internal static class WakeLatencyCheck
         var block = new ActionBlock<Action>(static action => action(), new ExecutionDataflowBlockOptions
         {
             MaxDegreeOfParallelism = 1,
-            BoundedCapacity = ThroughputBenchmarks.Capacity,
+            BoundedCapacity = Capacity,
         });
         Report("Dataflow_ActionBlock", Measure(samples, () =>
         {
@@ -80,7 +85,7 @@ internal static class WakeLatencyCheck
         }));
         block.Complete();
 
-        using (var limiter = new LimiterGate(1, ThroughputBenchmarks.Capacity, counter.Work))
+        using (var limiter = new LimiterGate(1, Capacity, counter.Work))
         {
             Report("Limiter_ConcurrencyLimiter", Measure(samples, () =>
             {

@@ -7,7 +7,7 @@ using BoundedWork.Benchmarks.Infrastructure;
 namespace BoundedWork.Benchmarks.Trickle;
 
 /// <summary>
-/// <c>-- trickle</c>: CPU time per item and wake-up latency when items trickle in at a fixed rate (1k, 5k and 20k
+/// The trickle harness: CPU time per item and wake-up latency when items trickle in at a fixed rate (1k, 5k and 20k
 /// items/s by default), for BoundedExecutor with 2 and 1 workers, the shared ThreadPool and a raw channel read by
 /// dedicated threads. Every row runs in a child process of its own (<see cref="TrickleChild"/>), so the process CPU
 /// clock sees one contender only; the idle baseline (the same pacer, items run inline) is measured the same way at
@@ -15,14 +15,14 @@ namespace BoundedWork.Benchmarks.Trickle;
 /// </summary>
 internal static class TrickleHarness
 {
-    public const string Usage = "trickle [--quick] [--seconds S] [--warmup S] [--rates R,R,...] [--contenders NAME,NAME,...]";
+    public const string Usage = "[--quick] [--seconds S] [--warmup S] [--rates R,R,...] [--contenders NAME,NAME,...]";
 
     public static int Run(ReadOnlySpan<string> args)
     {
         var arguments = new HarnessArguments(args, Usage, "--quick");
         var quick = arguments.Has("--quick");
-        var seconds = arguments.Double("--seconds", quick ? 0.15 : 3.0, 0.05);
-        var warmup = arguments.Double("--warmup", quick ? 0.1 : 1.0, 0.0);
+        var seconds = arguments.Number("--seconds", quick ? 0.15 : 3.0, 0.05);
+        var warmup = arguments.Number("--warmup", quick ? 0.1 : 1.0, 0.0);
         var rates = ParseList(arguments.Text("--rates") ?? "1000,5000,20000", "--rates")
             .Select(r => double.TryParse(r, NumberStyles.Float, CultureInfo.InvariantCulture, out var rate) && rate >= 1 && rate <= 1_000_000
                 ? rate
@@ -105,11 +105,11 @@ internal static class TrickleHarness
         };
         if (string.Equals(Path.GetFileNameWithoutExtension(start.FileName), "dotnet", StringComparison.OrdinalIgnoreCase))
         {
-            // Started as `dotnet BoundedWork.Benchmarks.dll`: the child needs the assembly too.
+            // Started as `dotnet BoundedWork.Benchmarks.Trickle.dll`: the child needs the assembly too.
             start.ArgumentList.Add(typeof(TrickleHarness).Assembly.Location);
         }
 
-        foreach (var argument in new[] { "trickle-child", name, Invariant(rate), Invariant(warmup), Invariant(seconds) })
+        foreach (var argument in new[] { TrickleChild.Verb, name, Invariant(rate), Invariant(warmup), Invariant(seconds) })
         {
             start.ArgumentList.Add(argument);
         }

@@ -7,7 +7,7 @@
 //   capped   -- the pool capped at its minimum and every pool thread blocked (as the core's starvation tests do).
 //   flood    -- the pool left to grow as it does in production, with 4 x cores blocking items queued ahead.
 // Each starved scenario is measured through Kestrel (TCP) and through the console's local socket (LocalSocketPath).
-// Usage: dotnet run -c Release --project benchmarks/BoundedWork.AdminStarvation [-- samples]
+// Usage: dotnet run -c Release --project benchmarks/harnesses/AdminStarvation [-- samples]
 using System.Diagnostics;
 using System.Globalization;
 using System.Net;

@@ -6,7 +6,7 @@ using BoundedWork.Benchmarks.Infrastructure;
 namespace BoundedWork.Benchmarks.Compare;
 
 /// <summary>
-/// <c>-- compare</c>: time per item of <see cref="BoundedExecutor"/> in its default configuration (the producer's
+/// The comparison harness: time per item of <see cref="BoundedExecutor"/> in its default configuration (the producer's
 /// ExecutionContext flows to each item), of BoundedExecutor with the flow off, and of the raw channel with dedicated
 /// threads, with the method of the Java harness (<c>benchmarks/java/TpeCompare.java</c>): items that increment one
 /// shared counter (<see cref="CompareItem"/>; <c>--item empty</c> for no-ops), capacity 1024, producers that block
@@ -22,7 +22,7 @@ namespace BoundedWork.Benchmarks.Compare;
 internal static class CompareHarness
 {
     public const int Capacity = 1024;
-    public const string Usage = "compare [--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--item counter|empty] [--java FILE] | compare --report FILE [--java FILE]";
+    public const string Usage = "[--quick] [--items N] [--warmup K] [--rounds R] [--shapes P/W,P/W,...] [--item counter|empty] [--java FILE] | --report FILE [--java FILE]";
     private const string DefaultShapes = "1/1,2/2,4/8,1/4,4/2";
     private const string Default = "executor";
     private const string FlowOff = "executor-flow-off";
@@ -37,9 +37,9 @@ internal static class CompareHarness
         }
 
         var quick = arguments.Has("--quick");
-        var items = arguments.Int("--items", quick ? 20_000 : 2_000_000, 1);
-        var warmup = arguments.Int("--warmup", quick ? 1 : 3, 0);
-        var rounds = arguments.Int("--rounds", quick ? 3 : 7, 1);
+        var items = arguments.WholeNumber("--items", quick ? 20_000 : 2_000_000, 1);
+        var warmup = arguments.WholeNumber("--warmup", quick ? 1 : 3, 0);
+        var rounds = arguments.WholeNumber("--rounds", quick ? 3 : 7, 1);
         var shapes = ParseShapes(arguments.Text("--shapes") ?? DefaultShapes);
         var item = arguments.Text("--item") ?? CompareItem.Kinds[0];
         _ = new CompareItem(item); // validates the name

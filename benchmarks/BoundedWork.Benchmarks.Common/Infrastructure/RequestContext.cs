@@ -7,7 +7,7 @@ namespace BoundedWork.Benchmarks.Infrastructure;
 /// captures and restores a real one per item, as it does for request code; a thread that never set an AsyncLocal has
 /// only the empty default context, which costs next to nothing to flow and would flatter the default.
 /// </summary>
-internal static class RequestContext
+public static class RequestContext
 {
     private static readonly AsyncLocal<object?> s_request = new();
 

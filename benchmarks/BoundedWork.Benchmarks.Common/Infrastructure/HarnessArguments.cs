@@ -7,7 +7,7 @@ namespace BoundedWork.Benchmarks.Infrastructure;
 /// <c>--name value</c> options. Every option must be consumed, so a misspelt one fails with a message that names it
 /// instead of being ignored.
 /// </summary>
-internal sealed class HarnessArguments
+public sealed class HarnessArguments
 {
     private readonly Dictionary<string, string?> _values = new(StringComparer.Ordinal);
     private readonly HashSet<string> _consumed = new(StringComparer.Ordinal);
@@ -52,7 +52,7 @@ internal sealed class HarnessArguments
         return _values.TryGetValue(name, out var value) ? value : null;
     }
 
-    public int Int(string name, int fallback, int minimum)
+    public int WholeNumber(string name, int fallback, int minimum)
     {
         var text = Text(name);
         if (text is null)
@@ -68,7 +68,7 @@ internal sealed class HarnessArguments
         return value;
     }
 
-    public double Double(string name, double fallback, double minimum)
+    public double Number(string name, double fallback, double minimum)
     {
         var text = Text(name);
         if (text is null)
