@@ -72,7 +72,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
-    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default);
+    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default);
 
     /// <summary>
     /// Enqueues an item inside the caller's transaction unless an item with the same idempotency key is stored in the
@@ -90,7 +90,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
     /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
-    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
+    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
 
     /// <summary>
     /// Enqueues an item on the caller's open connection (inside the transaction in progress on it, if any) unless an
@@ -103,7 +103,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
-    Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
     /// <param name="cancellationToken">Cancels the query.</param>

@@ -17,6 +17,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>How often the listening thread looks at its token while no notification arrives.</summary>
     private static readonly TimeSpan ListenCheckInterval = TimeSpan.FromMilliseconds(250);
 
+    /// <summary>The shortest wait for a scheduled item's time: its time as the database reported it, rounded up to this.</summary>
+    private static readonly TimeSpan MinScheduleWait = TimeSpan.FromMilliseconds(1);
+
     public void Run(StoredItem item)
     {
         if (!item.TryStart())
@@ -60,7 +63,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (!cancellationToken.IsCancellationRequested)
         {
             var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
-            var claimed = 0;
+            var claim = new ClaimResult(0, 0, null);
             try
             {
                 if (reap.IsDue)
@@ -71,7 +74,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 if (requested > 0)
                 {
-                    claimed = Claim(requested);
+                    claim = Claim(requested);
                 }
 
                 if (_health.Succeeded(ClaimLoop))
@@ -87,12 +90,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 continue;
             }
 
-            if (requested > 0 && claimed == requested)
+            if (requested > 0 && (claim.Claimed == requested || claim.Promoted > 0))
             {
-                continue; // There may be more: claim again at once.
+                continue; // There may be more, or scheduled items just became ready: claim again at once.
             }
 
-            emptyClaims = requested > 0 && claimed == 0 ? emptyClaims + 1 : 0;
+            emptyClaims = requested > 0 && claim.Claimed == 0 ? emptyClaims + 1 : 0;
             if (emptyClaims >= 2)
             {
                 // Notified again and again, and another node took the items each time: wait a little before
@@ -102,15 +105,29 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 cancellationToken.WaitHandle.WaitOne(backoff);
             }
 
-            _wake.Wait(_options.PollInterval, cancellationToken);
+            // Until woken, the poll interval, or the time the next scheduled item falls due (as the last claim saw it;
+            // a delayed item enqueued since then by another node wakes this one with its notification).
+            var wait = _options.PollInterval;
+            if (claim.NextDue is { } nextDue && nextDue < wait)
+            {
+                wait = nextDue > MinScheduleWait ? nextDue : MinScheduleWait;
+            }
+
+            _wake.Wait(wait, cancellationToken);
         }
     }
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
 
-    private int Claim(int count)
+    /// <summary>
+    /// Claims up to <paramref name="count"/> ready items and hands them to the executor; in the same statement, makes
+    /// the scheduled items whose time has come ready (claimable by the next claim).
+    /// </summary>
+    private ClaimResult Claim(int count)
     {
         var claimed = new List<StoredItem>(Math.Min(count, 64));
+        int promoted = 0;
+        TimeSpan? nextDue = null;
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.Claim, connection))
         {
@@ -121,13 +138,21 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3), reader.GetBoolean(4)));
+                if (reader.IsDBNull(0))
+                {
+                    // The last row: the promotions, and when the next scheduled item is due.
+                    promoted = reader.GetInt32(2);
+                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
+                    continue;
+                }
+
+                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5)));
             }
         }
 
         if (claimed.Count == 0)
         {
-            return 0;
+            return new ClaimResult(0, promoted, nextDue);
         }
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
@@ -140,7 +165,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             Executor.TryExecute(s_run, item);
         }
 
-        return claimed.Count;
+        return new ClaimResult(claimed.Count, promoted, nextDue);
     }
 
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
@@ -250,7 +275,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries.</summary>
+    /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries (again, after a requeue).</summary>
     private int MaxDeliveries => _queueOptions.MaxRetryAttempts + 1;
 
     /// <summary>
@@ -294,7 +319,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        if (item.Attempts < MaxDeliveries)
+        if (item.Attempts - item.AttemptBase < MaxDeliveries)
         {
             var delay = RetryDelay(item.Attempts);
             _outcomes.Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
@@ -339,4 +364,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
+
+    /// <summary>What one claim statement did: items claimed, scheduled items made ready, and the time until the next scheduled item is due.</summary>
+    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue);
 }

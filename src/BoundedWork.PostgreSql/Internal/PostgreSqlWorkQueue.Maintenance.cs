@@ -61,6 +61,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 if (cleanup.IsDue)
                 {
                     Cleanup(StorageSql.Completed, _options.CompletedRetention, cancellationToken);
+                    Cleanup(StorageSql.Cancelled, _options.CompletedRetention, cancellationToken);
                     if (_options.DeadLetterRetention != Timeout.InfiniteTimeSpan)
                     {
                         Cleanup(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken);

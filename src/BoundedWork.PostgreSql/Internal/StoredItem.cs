@@ -6,7 +6,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// One delivery of a stored item to this node: the claimed row, as the executor item's state. It ends exactly once:
 /// it runs (and its outcome is written), or the executor never runs it and it is released back to the table.
 /// </summary>
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, DateTimeOffset enqueuedAt, bool isOrdered) : IWorkQueueEntry
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered) : IWorkQueueEntry
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -22,6 +22,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
     public int Attempts { get; } = attempts;
+
+    /// <summary>Gets the row's attempts when it was last requeued from the dead letters (zero if never): the retries left are counted from there.</summary>
+    public int AttemptBase { get; } = attemptBase;
 
     public DateTimeOffset EnqueuedAt { get; } = enqueuedAt;
 
