@@ -6,7 +6,8 @@ namespace BoundedWork.PostgreSql;
 
 /// <summary>
 /// A typed work queue stored in PostgreSQL (<c>services.AddWorkQueue&lt;T, THandler&gt;(name).UsePostgreSql(...)</c>):
-/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction. Inject it
+/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction and
+/// delayed items. Inject it
 /// (or <c>[FromKeyedServices("name")] IPostgreSqlWorkQueue&lt;T&gt;</c>).
 /// </summary>
 /// <typeparam name="T">The item type.</typeparam>
@@ -104,6 +105,39 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
     Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Enqueues an item in its own transaction as <paramref name="options"/> say: delayed or at a time
+    /// (<see cref="EnqueueOptions.Delay"/>, <see cref="EnqueueOptions.RunAt"/>), and with an idempotency key.
+    /// </summary>
+    /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
+    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The item's id, and whether its key was already taken.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
+    Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues an item inside the caller's transaction as <paramref name="options"/> say.</summary>
+    /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
+    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="transaction">The caller's open transaction; the queue's schema must be reachable on its connection's database.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The item's id, and whether its key was already taken.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
+    /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
+    Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues an item on the caller's open connection (inside the transaction in progress on it, if any) as <paramref name="options"/> say.</summary>
+    /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
+    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="connection">The caller's open connection.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The item's id, and whether its key was already taken.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
+    Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
     /// <param name="cancellationToken">Cancels the query.</param>

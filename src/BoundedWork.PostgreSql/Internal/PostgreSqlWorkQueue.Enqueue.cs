@@ -68,6 +68,34 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return InsertAsync(item, StoredFields.Now with { IdempotencyKey = idempotencyKey }, connection, transaction: null, notify: true, cancellationToken);
     }
 
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, CancellationToken cancellationToken = default) =>
+        EnqueueOwnAsync(item, FieldsOf(options), cancellationToken);
+
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        var fields = FieldsOf(options);
+        return InsertAsync(item, fields, ConnectionOf(transaction), transaction, notify: true, cancellationToken);
+    }
+
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        var fields = FieldsOf(options);
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertAsync(item, fields, connection, transaction: null, notify: true, cancellationToken);
+    }
+
+    /// <summary>Validates the options (the exception names the bad one) and turns them into what the row stores.</summary>
+    private StoredFields FieldsOf(EnqueueOptions options)
+    {
+        EnqueueOptions.Validate(options, _options.TimeProvider);
+        if (options.IdempotencyKey is { } key)
+        {
+            ValidateIdempotencyKey(key);
+        }
+
+        return new StoredFields(0, options.RunAt, options.Delay ?? TimeSpan.Zero, null, null, options.IdempotencyKey);
+    }
+
     private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
     {
         ArgumentNullException.ThrowIfNull(transaction);
