@@ -2,10 +2,17 @@ namespace BoundedWork.PostgreSql;
 
 /// <summary>
 /// How one enqueue stores its items (<c>IPostgreSqlWorkQueue&lt;T&gt;.EnqueueAsync(item, options)</c> and
-/// <c>EnqueueManyAsync(items, options)</c>): when they may run, and an idempotency key. Validated by the enqueue, which names the bad property.
+/// <c>EnqueueManyAsync(items, options)</c>): when they may run, how they rank against other ready items, and an
+/// idempotency key. Validated by the enqueue, which names the bad property.
 /// </summary>
 public sealed record EnqueueOptions
 {
+    /// <summary>The lowest <see cref="Priority"/>.</summary>
+    public const int MinPriority = -100;
+
+    /// <summary>The highest <see cref="Priority"/>.</summary>
+    public const int MaxPriority = 100;
+
     /// <summary>The longest <see cref="Delay"/>, and the furthest <see cref="RunAt"/> may lie ahead.</summary>
     public static readonly TimeSpan MaxDelay = TimeSpan.FromDays(365);
 
@@ -20,10 +27,19 @@ public sealed record EnqueueOptions
 
     /// <summary>
     /// Gets the time the item may run at, compared with the database server's clock; a time already past runs now
-    /// (before the items that became due after it). Not with <see cref="Delay"/>.
+    /// (and ranks before the items of its priority that became due after it). Not with <see cref="Delay"/>.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: now. At most 365 days ahead of this machine's clock.</value>
     public DateTimeOffset? RunAt { get; init; }
+
+    /// <summary>
+    /// Gets the item's priority: of the ready items of a queue, those with the highest priority are claimed first,
+    /// then, within a priority, the one that became due first (first in, first out). Priority is strict: lower
+    /// priorities wait while higher ones are ready (give work that must not wait a queue of its own). An ordering key
+    /// wins over priority: an item never overtakes an older item of its key.
+    /// </summary>
+    /// <value>Defaults to 0. Between <see cref="MinPriority"/> (-100) and <see cref="MaxPriority"/> (100); higher runs first.</value>
+    public int Priority { get; init; }
 
     /// <summary>
     /// Gets an idempotency key: when an item of the queue with this key is stored, the enqueue stores nothing and
@@ -53,6 +69,11 @@ public sealed record EnqueueOptions
             {
                 throw new ArgumentOutOfRangeException(nameof(options), runAt, "EnqueueOptions.RunAt must be at most 365 days ahead.");
             }
+        }
+
+        if (options.Priority is < MinPriority or > MaxPriority)
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), options.Priority, "EnqueueOptions.Priority must be between -100 and 100.");
         }
     }
 }

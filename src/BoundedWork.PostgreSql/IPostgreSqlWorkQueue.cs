@@ -6,8 +6,8 @@ namespace BoundedWork.PostgreSql;
 
 /// <summary>
 /// A typed work queue stored in PostgreSQL (<c>services.AddWorkQueue&lt;T, THandler&gt;(name).UsePostgreSql(...)</c>):
-/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction and
-/// delayed items. Inject it
+/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction, and
+/// delayed and prioritised items. Inject it
 /// (or <c>[FromKeyedServices("name")] IPostgreSqlWorkQueue&lt;T&gt;</c>).
 /// </summary>
 /// <typeparam name="T">The item type.</typeparam>
@@ -108,10 +108,11 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
 
     /// <summary>
     /// Enqueues an item in its own transaction as <paramref name="options"/> say: delayed or at a time
-    /// (<see cref="EnqueueOptions.Delay"/>, <see cref="EnqueueOptions.RunAt"/>), and with an idempotency key.
+    /// (<see cref="EnqueueOptions.Delay"/>, <see cref="EnqueueOptions.RunAt"/>), with a priority
+    /// (<see cref="EnqueueOptions.Priority"/>), and with an idempotency key.
     /// </summary>
     /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
-    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="options">When the item may run, its priority and its idempotency key.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The item's id, and whether its key was already taken.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
@@ -120,7 +121,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
 
     /// <summary>Enqueues an item inside the caller's transaction as <paramref name="options"/> say.</summary>
     /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
-    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="options">When the item may run, its priority and its idempotency key.</param>
     /// <param name="transaction">The caller's open transaction; the queue's schema must be reachable on its connection's database.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The item's id, and whether its key was already taken.</returns>
@@ -131,7 +132,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
 
     /// <summary>Enqueues an item on the caller's open connection (inside the transaction in progress on it, if any) as <paramref name="options"/> say.</summary>
     /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
-    /// <param name="options">When the item may run, and its idempotency key.</param>
+    /// <param name="options">When the item may run, its priority and its idempotency key.</param>
     /// <param name="connection">The caller's open connection.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The item's id, and whether its key was already taken.</returns>

@@ -93,7 +93,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ValidateIdempotencyKey(key);
         }
 
-        return new StoredFields(0, options.RunAt, options.Delay ?? TimeSpan.Zero, null, null, options.IdempotencyKey);
+        return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, null, null, options.IdempotencyKey);
     }
 
     private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
