@@ -37,9 +37,13 @@ public sealed class RecordingHandler(EffectStore store, WorkItemContext context)
         {
             BatchCommands =
             {
-                new NpgsqlBatchCommand($"INSERT INTO \"{store.Schema}\".deliveries (item_id, number, attempt, node) VALUES ($1, $2, $3, $4)")
+                new NpgsqlBatchCommand($"INSERT INTO \"{store.Schema}\".deliveries (item_id, number, attempt, node, traceparent) VALUES ($1, $2, $3, $4, $5)")
                 {
-                    Parameters = { new() { Value = context.ItemId }, new() { Value = item.Number }, new() { Value = context.Attempt }, new() { Value = node } },
+                    Parameters =
+                    {
+                        new() { Value = context.ItemId }, new() { Value = item.Number }, new() { Value = context.Attempt }, new() { Value = node },
+                        new() { Value = (object?)context.TraceParent ?? DBNull.Value, NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Text },
+                    },
                 },
                 new NpgsqlBatchCommand($"INSERT INTO \"{store.Schema}\".effects (item_id, number, node) VALUES ($1, $2, $3) ON CONFLICT (item_id) DO NOTHING")
                 {

@@ -28,7 +28,7 @@ public sealed class PostgresFixture : IAsyncLifetime
         var schema = "t_" + Guid.NewGuid().ToString("N")[..12];
         await ExecuteAsync($"""
             CREATE SCHEMA {schema};
-            CREATE TABLE {schema}.deliveries (item_id bigint NOT NULL, number integer NOT NULL, attempt integer NOT NULL, node integer NOT NULL);
+            CREATE TABLE {schema}.deliveries (item_id bigint NOT NULL, number integer NOT NULL, attempt integer NOT NULL, node integer NOT NULL, traceparent text);
             CREATE TABLE {schema}.effects (item_id bigint PRIMARY KEY, number integer NOT NULL, node integer NOT NULL);
             """);
         return schema;

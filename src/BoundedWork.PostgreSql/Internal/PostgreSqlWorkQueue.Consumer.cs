@@ -146,7 +146,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     continue;
                 }
 
-                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5)));
+                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
+                    reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7)));
             }
         }
 
@@ -292,7 +293,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true);
+        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true, item.TraceParent, item.TraceState);
         Exception? failure = null;
         try
         {

@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Diagnostics;
 using System.Text;
 using System.Text.Json;
 using BoundedWork.Hosting;
@@ -93,7 +94,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ValidateIdempotencyKey(key);
         }
 
-        return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, null, null, options.IdempotencyKey);
+        return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
     }
 
     private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
@@ -209,7 +210,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     /// <summary>
     /// An insert's command with the parameters every enqueue statement shares: $1 queue, $2 payload, $3 ordering key,
-    /// $4 priority, $5 run at, $6 delay, $7 traceparent, $8 tracestate. The caller adds the statement's own.
+    /// $4 priority, $5 run at, $6 delay, $7 traceparent, $8 tracestate. The caller adds the statement's own. The trace
+    /// context is the producer's current activity's, read here (on the producer's flow), when it has a W3C id.
     /// </summary>
     private NpgsqlCommand CreateInsertCommand(string sql, string payload, string? orderingKey, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction)
     {
@@ -227,8 +229,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         command.Parameters.Add(new NpgsqlParameter<short> { TypedValue = fields.Priority });
         command.Parameters.Add(new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.TimestampTz, Value = fields.RunAt is { } runAt ? runAt.ToUniversalTime() : DBNull.Value });
         command.Parameters.Add(new NpgsqlParameter<TimeSpan> { NpgsqlDbType = NpgsqlDbType.Interval, TypedValue = fields.Delay });
-        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = fields.TraceParent });
-        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = fields.TraceState });
+        var activity = Activity.Current is { IdFormat: ActivityIdFormat.W3C } current ? current : null;
+        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.Id });
+        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.TraceStateString });
     }
 
     private string? OrderingKeyOf(T item) =>
@@ -236,8 +239,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
 
-    /// <summary>What an enqueue stores beside the item: when it may run, its priority, the producer's trace context, and its idempotency key.</summary>
-    private readonly record struct StoredFields(short Priority, DateTimeOffset? RunAt, TimeSpan Delay, string? TraceParent, string? TraceState, string? IdempotencyKey)
+    /// <summary>What an enqueue stores beside the item (and the producer's trace context): when it may run, its priority, and its idempotency key.</summary>
+    private readonly record struct StoredFields(short Priority, DateTimeOffset? RunAt, TimeSpan Delay, string? IdempotencyKey)
     {
         /// <summary>Gets the fields of a plain enqueue: due now, priority 0, no key.</summary>
         public static StoredFields Now => default;

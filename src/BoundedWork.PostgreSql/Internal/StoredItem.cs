@@ -6,7 +6,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// One delivery of a stored item to this node: the claimed row, as the executor item's state. It ends exactly once:
 /// it runs (and its outcome is written), or the executor never runs it and it is released back to the table.
 /// </summary>
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered) : IWorkQueueEntry
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState) : IWorkQueueEntry
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -30,6 +30,12 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     /// <summary>Gets a value indicating whether the item has an ordering key: its end may let the next item of its key run.</summary>
     public bool IsOrdered { get; } = isOrdered;
+
+    /// <summary>Gets the producer's W3C traceparent, stored at enqueue; <see langword="null"/> when it had no W3C activity.</summary>
+    public string? TraceParent { get; } = traceParent;
+
+    /// <summary>Gets the producer's W3C tracestate, stored at enqueue.</summary>
+    public string? TraceState { get; } = traceState;
 
     /// <summary>Marks the delivery as running; <see langword="false"/> if it was already released.</summary>
     public bool TryStart() => Interlocked.CompareExchange(ref _state, Started, Claimed) == Claimed;
