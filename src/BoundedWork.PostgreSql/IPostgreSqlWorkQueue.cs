@@ -6,8 +6,8 @@ namespace BoundedWork.PostgreSql;
 
 /// <summary>
 /// A typed work queue stored in PostgreSQL (<c>services.AddWorkQueue&lt;T, THandler&gt;(name).UsePostgreSql(...)</c>):
-/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction, and
-/// delayed and prioritised items. Inject it
+/// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction,
+/// delayed and prioritised items, and bulk enqueue. Inject it
 /// (or <c>[FromKeyedServices("name")] IPostgreSqlWorkQueue&lt;T&gt;</c>).
 /// </summary>
 /// <typeparam name="T">The item type.</typeparam>
@@ -139,6 +139,63 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
     Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Enqueues many items in one statement, all or none (their payloads and ordering keys sent as arrays, one round
+    /// trip), and wakes the consumers once.
+    /// </summary>
+    /// <param name="items">The items, in the order their ids are assigned (within a priority, the order they run in).</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/> is <see langword="null"/>.</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues many items in one statement, all or none, every item as <paramref name="options"/> say.</summary>
+    /// <param name="items">The items, in the order their ids are assigned.</param>
+    /// <param name="options">When the items may run and their priority; an idempotency key is refused.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/> or <paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues many items inside the caller's transaction: they exist, and wake the consumers once, only if it commits.</summary>
+    /// <param name="items">The items, in the order their ids are assigned.</param>
+    /// <param name="transaction">The caller's open transaction.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
+    /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues many items inside the caller's transaction, every item as <paramref name="options"/> say.</summary>
+    /// <param name="items">The items, in the order their ids are assigned.</param>
+    /// <param name="options">When the items may run and their priority; an idempotency key is refused.</param>
+    /// <param name="transaction">The caller's open transaction.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/>, <paramref name="options"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
+    /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues many items in one statement on the caller's open connection: inside the transaction in progress on it, if any, else committed at once.</summary>
+    /// <param name="items">The items, in the order their ids are assigned.</param>
+    /// <param name="connection">The caller's open connection.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+
+    /// <summary>Enqueues many items on the caller's open connection, every item as <paramref name="options"/> say.</summary>
+    /// <param name="items">The items, in the order their ids are assigned.</param>
+    /// <param name="options">When the items may run and their priority; an idempotency key is refused.</param>
+    /// <param name="connection">The caller's open connection.</param>
+    /// <param name="cancellationToken">Cancels the insert.</param>
+    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="items"/>, <paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
+    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
     /// <param name="cancellationToken">Cancels the query.</param>

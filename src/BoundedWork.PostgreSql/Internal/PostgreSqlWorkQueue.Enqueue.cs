@@ -85,6 +85,31 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return InsertAsync(item, fields, connection, transaction: null, notify: true, cancellationToken);
     }
 
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, connection: null, transaction: null, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), ManyFieldsOf(options), connection: null, transaction: null, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlTransaction transaction, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, ConnectionOf(transaction), transaction, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), ManyFieldsOf(options), ConnectionOf(transaction), transaction, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(connection);
+        return EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, connection, transaction: null, cancellationToken);
+    }
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        var fields = ManyFieldsOf(options);
+        ArgumentNullException.ThrowIfNull(connection);
+        return EnqueueManyCoreAsync(ItemsOf(items), fields, connection, transaction: null, cancellationToken);
+    }
+
     /// <summary>Validates the options (the exception names the bad one) and turns them into what the row stores.</summary>
     private StoredFields FieldsOf(EnqueueOptions options)
     {
@@ -95,6 +120,81 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
 
         return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
+    }
+
+    private StoredFields ManyFieldsOf(EnqueueOptions options)
+    {
+        var fields = FieldsOf(options);
+        return fields.IdempotencyKey is null
+            ? fields
+            : throw new ArgumentException("EnqueueOptions.IdempotencyKey is for one item: a bulk enqueue cannot give one key to many items (enqueue them one by one, each with its key).", nameof(options));
+    }
+
+    /// <summary>Serializes the items and computes their ordering keys, before any I/O (a failure throws here, storing nothing).</summary>
+    private (string[] Payloads, string?[] OrderingKeys) ItemsOf(IEnumerable<T> items)
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        var payloads = new List<string>(items.TryGetNonEnumeratedCount(out var count) ? count : 16);
+        var keys = new List<string?>(payloads.Capacity);
+        foreach (var item in items)
+        {
+            payloads.Add(Serialize(item));
+            keys.Add(OrderingKeyOf(item));
+        }
+
+        return ([.. payloads], [.. keys]);
+    }
+
+    /// <summary>
+    /// Inserts every item in one statement (payloads and ordering keys as arrays). In the node's own transaction
+    /// (<paramref name="connection"/> null) the statement commits at once and the notifier wakes the consumers; on the
+    /// caller's connection or transaction the statement notifies, once, at its commit.
+    /// </summary>
+    private async Task<IReadOnlyList<long>> EnqueueManyCoreAsync((string[] Payloads, string?[] OrderingKeys) items, StoredFields fields, NpgsqlConnection? connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
+        if (items.Payloads.Length == 0)
+        {
+            return [];
+        }
+
+        var own = connection is null;
+        connection ??= await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        long[] ids;
+        try
+        {
+            var command = new NpgsqlCommand(_sql.EnqueueMany, connection, transaction);
+            await using (command.ConfigureAwait(false))
+            {
+                AddSharedParameters(command,
+                    new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Jsonb, TypedValue = items.Payloads },
+                    new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = items.OrderingKeys },
+                    fields);
+                command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = !own });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    ids = reader.GetFieldValue<long[]>(0);
+                }
+            }
+        }
+        finally
+        {
+            if (own)
+            {
+                await connection.DisposeAsync().ConfigureAwait(false);
+            }
+        }
+
+        if (own)
+        {
+            Committed();
+        }
+
+        return ids.Length == items.Payloads.Length
+            ? ids
+            : throw new InvalidOperationException($"Work queue '{Name}' stored {ids.Length} rows for {items.Payloads.Length} items.");
     }
 
     private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
