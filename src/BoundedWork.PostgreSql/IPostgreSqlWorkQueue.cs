@@ -7,7 +7,7 @@ namespace BoundedWork.PostgreSql;
 /// <summary>
 /// A typed work queue stored in PostgreSQL (<c>services.AddWorkQueue&lt;T, THandler&gt;(name).UsePostgreSql(...)</c>):
 /// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction,
-/// delayed and prioritised items, and bulk enqueue. Inject it
+/// delayed and prioritised items, bulk enqueue and cancellation by id. Inject it
 /// (or <c>[FromKeyedServices("name")] IPostgreSqlWorkQueue&lt;T&gt;</c>).
 /// </summary>
 /// <typeparam name="T">The item type.</typeparam>
@@ -196,6 +196,17 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>
     /// <exception cref="ArgumentNullException"><paramref name="items"/>, <paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
     Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Cancels a stored item of this queue by its id. A ready or scheduled item becomes cancelled (it will not run,
+    /// and the next item of its ordering key may); for a running item, the cancellation token its handler got fires
+    /// on whichever node runs it (told through PostgreSQL's <c>LISTEN/NOTIFY</c> at once, or by its next lease
+    /// renewal if that node was not listening). Finished items are left as they are, and the result says so.
+    /// </summary>
+    /// <param name="itemId">The item's id, as the enqueue returned it.</param>
+    /// <param name="cancellationToken">Cancels the call (the cancellation may still have been stored).</param>
+    /// <returns>What the item's state was, and so what the call did.</returns>
+    Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default);
 
     /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
     /// <param name="cancellationToken">Cancels the query.</param>

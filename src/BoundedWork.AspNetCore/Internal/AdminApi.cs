@@ -205,7 +205,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.DeadLettered,
             s.Completed,
             Math.Round(s.OldestReadyAge.TotalMilliseconds, 3),
-            s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt);
+            s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt,
+            s.Cancelled);
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

@@ -37,7 +37,8 @@ internal sealed record StorageView(
     long DeadLettered,
     long Completed,
     double OldestReadyAgeMs,
-    DateTimeOffset? ReadAt);
+    DateTimeOffset? ReadAt,
+    long Cancelled = 0);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item

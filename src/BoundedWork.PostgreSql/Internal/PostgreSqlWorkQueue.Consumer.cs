@@ -27,14 +27,43 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
+        if (item.IsCancellationRequested)
+        {
+            Cancelled(item, "cancelled before it ran");
+            return;
+        }
+
         // The item stays held (and its worker's claim counted) until the writer has written the outcome posted here.
         RunDelivery(item);
     }
 
     public void Release(StoredItem item)
     {
-        _outcomes.Post(item, OutcomeWriter.Kind.Released);
+        Post(item, OutcomeWriter.Kind.Released);
         StorageMetrics.Released.Add(1, StorageMetrics.QueueTag(Name));
+    }
+
+    /// <summary>Posts a delivery's outcome: from now on a cancellation of the item no longer concerns this node.</summary>
+    private void Post(StoredItem item, OutcomeWriter.Kind kind, TimeSpan retryDelay = default, string? error = null)
+    {
+        _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
+        _outcomes.Post(item, kind, retryDelay, error);
+    }
+
+    private void Cancelled(StoredItem item, string error)
+    {
+        Post(item, OutcomeWriter.Kind.Cancelled, error: error);
+        StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+    }
+
+    /// <summary>Someone asked to cancel a stored item: if this node holds it, its handler's token fires (or, not started, it will not run).</summary>
+    private void OnCancellationRequested(long id)
+    {
+        if (_deliveries.TryGetValue(id, out var item))
+        {
+            var callbackFailure = item.RequestCancellation();
+            _logger.CancellationRequested(Name, id, callbackFailure);
+        }
     }
 
     /// <summary>The writer wrote (or, at a stop, gave up on) <paramref name="count"/> outcomes: those items are no longer held, and the claim loop may take more.</summary>
@@ -161,6 +190,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         foreach (var item in claimed)
         {
             Interlocked.Increment(ref _held);
+            _deliveries[item.Id] = item;
 
             // Refused (the executor is shutting down): the OnRejected hook releases the row at once.
             Executor.TryExecute(s_run, item);
@@ -183,7 +213,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             while (reader.Read())
             {
                 reaped++;
-                if (reader.GetInt16(1) == StorageSql.Dead)
+                if (reader.GetInt16(1) == StorageSql.Cancelled)
+                {
+                    StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+                }
+                else if (reader.GetInt16(1) == StorageSql.Dead)
                 {
                     var payload = reader.GetString(2);
                     var (item, error) = TryDeserialize(payload);
@@ -215,15 +249,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             try
             {
                 using var connection = _listenerSource.OpenConnection();
-                connection.Notification += (_, notification) =>
+                connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
+                foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel])
                 {
-                    if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))
-                    {
-                        _wake.Set();
-                    }
-                };
-                using (var listen = new NpgsqlCommand($"LISTEN {StorageSql.NotifyChannel}", connection))
-                {
+                    using var listen = new NpgsqlCommand($"LISTEN {channel}", connection);
                     listen.ExecuteNonQuery();
                 }
 
@@ -246,6 +275,25 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 failureDelay = ReportFailure(ListenLoop, ex, failureDelay, cancellationToken);
             }
+        }
+    }
+
+    /// <summary>Handles a notification on the listening thread: a wake-up for this queue, or a cancellation request for an item of it (<c>id:queue</c>).</summary>
+    private void OnNotification(string channel, string payload)
+    {
+        if (string.Equals(channel, StorageSql.NotifyChannel, StringComparison.Ordinal))
+        {
+            if (string.Equals(payload, Name, StringComparison.Ordinal))
+            {
+                _wake.Set();
+            }
+        }
+        else if (string.Equals(channel, StorageSql.CancelChannel, StringComparison.Ordinal)
+            && payload.IndexOf(':', StringComparison.Ordinal) is var colon and > 0
+            && payload.AsSpan(colon + 1).SequenceEqual(Name)
+            && long.TryParse(payload.AsSpan(0, colon), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
+        {
+            OnCancellationRequested(id);
         }
     }
 
@@ -306,7 +354,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                         ExceptionDispatchInfo.Throw(exception);
                     }
                 },
-                (this, value!, attempt));
+                (this, value!, attempt),
+                item.CancellationToken);
         }
         catch (Exception ex)
         {
@@ -315,15 +364,23 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (failure is null)
         {
-            _outcomes.Post(item, OutcomeWriter.Kind.Completed);
+            // Finished despite a cancellation asked meanwhile: it completed.
+            Post(item, OutcomeWriter.Kind.Completed);
             StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
+            return;
+        }
+
+        if (item.IsCancellationRequested)
+        {
+            // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
+            Cancelled(item, "cancelled while running: " + Describe(failure));
             return;
         }
 
         if (item.Attempts - item.AttemptBase < MaxDeliveries)
         {
             var delay = RetryDelay(item.Attempts);
-            _outcomes.Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
+            Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
             StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
             _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
             return;
@@ -336,7 +393,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
         Deliver(letter);
-        _outcomes.Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
+        Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 

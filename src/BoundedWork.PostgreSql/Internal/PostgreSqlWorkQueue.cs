@@ -59,6 +59,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly CancellationTokenSource _abandonOutcomes = new();
     private readonly List<StorageThread> _claimThreads = [];
     private readonly List<StorageThread> _backgroundThreads = [];
+
+    /// <summary>The deliveries this node holds whose outcome is not posted yet, by item id: where a cancellation request finds its item.</summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, StoredItem> _deliveries = new();
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
     /// <summary>
@@ -113,6 +116,54 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     }
 
     private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
+
+    public async Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default)
+    {
+        short? found;
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var command = new NpgsqlCommand(_sql.Cancel, connection)
+            {
+                Parameters =
+                {
+                    new NpgsqlParameter<string> { TypedValue = Name },
+                    new NpgsqlParameter<long> { TypedValue = itemId },
+                    new NpgsqlParameter<string> { TypedValue = "cancelled before it ran" },
+                    new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
+                    new NpgsqlParameter<string> { TypedValue = StorageSql.CancelChannel },
+                },
+            };
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    found = reader.IsDBNull(0) ? null : reader.GetInt16(0);
+                }
+            }
+        }
+
+        switch (found)
+        {
+            case StorageSql.Ready or StorageSql.Scheduled:
+                StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+                _wake.Set(); // the next item of its key may run here too
+                return CancelResult.Cancelled;
+            case StorageSql.Running:
+                OnCancellationRequested(itemId); // this node's own delivery hears of it without the notification's round trip
+                return CancelResult.CancellationRequested;
+            case StorageSql.Completed:
+                return CancelResult.AlreadyCompleted;
+            case StorageSql.Dead:
+                return CancelResult.AlreadyDeadLettered;
+            case StorageSql.Cancelled:
+                return CancelResult.AlreadyCancelled;
+            default:
+                return CancelResult.NotFound;
+        }
+    }
 
     public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
     {

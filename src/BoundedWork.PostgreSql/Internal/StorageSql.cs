@@ -249,6 +249,26 @@ internal sealed class StorageSql
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 4)
             """;
 
+        // Cancels item $2 of queue $1, whatever its state, under the row's lock (so a claim or an outcome racing with it
+        // is either before or after, never half-seen): a ready or scheduled item is cancelled ($3 its last_error) and
+        // wakes the nodes ($4) if it held an ordering key; a running item gets cancel_requested_at and a notification
+        // on $5 (id:queue) to the node that runs it. Returns the state found (null: no such item in the queue).
+        Cancel = $"""
+            WITH target AS (
+                SELECT id, state FROM {Items} WHERE queue = $1 AND id = $2 FOR UPDATE),
+            cancelled AS (
+                UPDATE {Items} i SET state = 4, finished_at = now(), last_error = $3
+                FROM target t WHERE i.id = t.id AND t.state IN (0, 5)
+                RETURNING i.ordering_key IS NOT NULL AS ordered),
+            requested AS (
+                UPDATE {Items} i SET cancel_requested_at = coalesce(i.cancel_requested_at, now())
+                FROM target t WHERE i.id = t.id AND t.state = 1
+                RETURNING i.id),
+            woken AS (SELECT pg_notify($4, $1) FROM cancelled WHERE ordered),
+            signalled AS (SELECT pg_notify($5, $2::text || ':' || $1) FROM requested)
+            SELECT (SELECT state FROM target), (SELECT count(*) FROM woken), (SELECT count(*) FROM signalled)
+            """;
+
         // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
         Cleanup = $"""
             DELETE FROM {Items} WHERE id IN (
@@ -287,6 +307,8 @@ internal sealed class StorageSql
     public string Statistics { get; }
 
     public string Cleanup { get; }
+
+    public string Cancel { get; }
 
     private string OutcomesStatement(string completed) => $"""
         WITH done AS (
