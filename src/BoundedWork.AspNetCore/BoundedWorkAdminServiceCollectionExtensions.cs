@@ -47,6 +47,10 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<AdminSampler>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+        services.TryAddSingleton(static provider => new DeadLetterApi(
+            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
+            provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         AdminAuthorizationResultHandler.Register(services);
         return services;

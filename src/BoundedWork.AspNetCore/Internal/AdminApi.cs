@@ -39,26 +39,9 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
     {
         var name = request.ExecutorName;
         registry.TryGetExecutor(name, out var executor); // null for a name that is not registered: refused below, after the checks that come first
-        if (request.OriginRefusal is { } refusal)
+        if (CheckChangeRules(request, "the settings") is { } broken)
         {
-            return Refuse(request, executor, refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
-        }
-
-        if (!IsJson(request.ContentType))
-        {
-            return Refuse(request, executor, "unsupported_media_type", AdminReply.Problem(
-                415,
-                "Unsupported media type",
-                $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
-        }
-
-        if (!request.HasRequestHeader)
-        {
-            return Refuse(request, executor, "missing_header", AdminReply.Problem(
-                400,
-                "Missing request header",
-                $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
-                header: BoundedWorkAdminOptions.RequestHeaderName));
+            return Refuse(request, executor, broken.Reason, broken.Problem);
         }
 
         if (executor is null)
@@ -100,6 +83,40 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         return AdminReply.Ok(
             new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
             AdminJsonContext.Readable.ReconfigurationResponse);
+    }
+
+    /// <summary>
+    /// The rules every change meets before anything else, in order: where it comes from (an anonymous console's
+    /// <see cref="LocalOrigin"/> rule), a JSON content type, and the request header that cross-site requests cannot
+    /// add. Returns the refusal's reason (for the log and the metric) and its answer, or <see langword="null"/>.
+    /// </summary>
+    /// <param name="request">The change.</param>
+    /// <param name="what">What the body holds, for the 415 answer ("the settings").</param>
+    public static (string Reason, AdminReply Problem)? CheckChangeRules(ChangeRequest request, string what)
+    {
+        if (request.OriginRefusal is { } refusal)
+        {
+            return (refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
+        }
+
+        if (!IsJson(request.ContentType))
+        {
+            return ("unsupported_media_type", AdminReply.Problem(
+                415,
+                "Unsupported media type",
+                $"Send {what} as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
+        }
+
+        if (!request.HasRequestHeader)
+        {
+            return ("missing_header", AdminReply.Problem(
+                400,
+                "Missing request header",
+                $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
+                header: BoundedWorkAdminOptions.RequestHeaderName));
+        }
+
+        return null;
     }
 
     /// <summary>Whether a Content-Type names JSON: <c>application/json</c> or <c>application/*+json</c>, any parameters.</summary>

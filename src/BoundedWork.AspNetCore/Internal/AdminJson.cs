@@ -112,6 +112,9 @@ internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyLi
 [JsonSerializable(typeof(ReconfigurationResponse))]
 [JsonSerializable(typeof(ThreadPoolResponse))]
 [JsonSerializable(typeof(ProblemDocument))]
+[JsonSerializable(typeof(DeadLetterListResponse))]
+[JsonSerializable(typeof(DeadLetterResponse))]
+[JsonSerializable(typeof(DeadLetterChangeResponse))]
 internal sealed partial class AdminJsonContext : JsonSerializerContext
 {
     /// <summary>

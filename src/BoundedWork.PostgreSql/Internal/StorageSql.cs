@@ -269,6 +269,50 @@ internal sealed class StorageSql
             SELECT (SELECT state FROM target), (SELECT count(*) FROM woken), (SELECT count(*) FROM signalled)
             """;
 
+        // The dead letters of queue $1 that a selection takes: $2 ids (null: all), dead at or after $3, before $4 (each
+        // null for no bound). Served by items_finished (queue, state, finished_at).
+        const string Selected = """
+            queue = $1 AND state = 3
+              AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+              AND ($3::timestamptz IS NULL OR finished_at >= $3::timestamptz)
+              AND ($4::timestamptz IS NULL OR finished_at < $4::timestamptz)
+            """;
+
+        // A page of the dead letters of queue $1, the most recent first: dead at or after $2 and before $3 (each null for
+        // no bound), after the cursor ($4 dead at, $5 id) when there is one, at most $6 rows (the caller asks for one
+        // more than it shows, to know whether there is a next page).
+        ListDeadLetters = $"""
+            SELECT id, attempts, last_error, enqueued_at, finished_at, priority, ordering_key, traceparent, tracestate
+            FROM {Items}
+            WHERE queue = $1 AND state = 3
+              AND ($2::timestamptz IS NULL OR finished_at >= $2::timestamptz)
+              AND ($3::timestamptz IS NULL OR finished_at < $3::timestamptz)
+              AND ($4::timestamptz IS NULL OR (finished_at, id) < ($4::timestamptz, $5::bigint))
+            ORDER BY finished_at DESC, id DESC
+            LIMIT $6
+            """;
+
+        // One dead letter with the first $3 characters of its payload and the payload's length.
+        GetDeadLetter = $"""
+            SELECT id, attempts, last_error, enqueued_at, finished_at, priority, ordering_key, traceparent, tracestate,
+                   left(payload::text, $3), length(payload::text)
+            FROM {Items} WHERE queue = $1 AND id = $2 AND state = 3
+            """;
+
+        // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far), keeping id,
+        // payload, priority, key and trace context; then one wake-up ($5) for every node.
+        RequeueDeadLetters = $"""
+            WITH requeued AS (
+                UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, finished_at = NULL,
+                    lease_owner = NULL, lease_until = NULL, cancel_requested_at = NULL
+                WHERE {Selected}
+                RETURNING 1),
+            woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))
+            SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken)
+            """;
+
+        PurgeDeadLetters = $"DELETE FROM {Items} WHERE {Selected}";
+
         // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
         Cleanup = $"""
             DELETE FROM {Items} WHERE id IN (
@@ -309,6 +353,14 @@ internal sealed class StorageSql
     public string Cleanup { get; }
 
     public string Cancel { get; }
+
+    public string ListDeadLetters { get; }
+
+    public string GetDeadLetter { get; }
+
+    public string RequeueDeadLetters { get; }
+
+    public string PurgeDeadLetters { get; }
 
     private string OutcomesStatement(string completed) => $"""
         WITH done AS (
