@@ -1,3 +1,4 @@
+using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using Npgsql;
@@ -118,6 +119,19 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
         Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), again);
         Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), plain);
         Assert.Equal(1L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items"));
+    }
+
+    [Fact]
+    public async Task DelayedEnqueueOfEveryTypedQueue_OnAStoredQueue_StoresTheItemScheduled()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        IWorkQueue<Notice> queue = producer.Queue;
+
+        await queue.EnqueueAsync(new Notice(1), TimeSpan.FromHours(1));
+        await queue.EnqueueAsync(new Notice(2), DateTimeOffset.UtcNow.AddHours(2));
+
+        Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 5 AND run_at > now() + interval '50 minutes'"));
     }
 
     [Fact]

@@ -23,7 +23,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, and reading statistics
 /// plus cleanup.
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IDelayedEnqueue<T>, IStoredItemOwner, IDisposable
 {
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
