@@ -42,16 +42,7 @@ internal sealed class OutcomeWriter : IDisposable
         _settled = settled;
     }
 
-    public enum Kind
-    {
-        Completed,
-        Retry,
-        Dead,
-        Released,
-        Cancelled,
-    }
-
-    public void Post(StoredItem item, Kind kind, TimeSpan retryDelay = default, string? error = null)
+    public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         try
         {
@@ -59,7 +50,7 @@ internal sealed class OutcomeWriter : IDisposable
             // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
             // claim loop is woken when the batch is written (the settled callback), and notifying every node for
             // every batch would make each of them run an empty claim.
-            var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead or Kind.Cancelled);
+            var wakesOthers = kind == OutcomeKind.Released || (item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
@@ -148,24 +139,37 @@ internal sealed class OutcomeWriter : IDisposable
 
     private void Write(List<Outcome> outcomes)
     {
-        var completed = Select(outcomes, Kind.Completed);
-        var released = Select(outcomes, Kind.Released);
-        var retried = Select(outcomes, Kind.Retry);
-        var dead = Select(outcomes, Kind.Dead);
-        var cancelled = Select(outcomes, Kind.Cancelled);
+        var kinds = 0;
+        foreach (var outcome in outcomes)
+        {
+            kinds |= 1 << (int)outcome.Kind;
+        }
+
         long recorded;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_deleteCompleted ? _sql.WriteOutcomesDeletingCompleted : _sql.WriteOutcomes, connection))
+        using (var command = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection))
         {
-            AddIds(command, completed);
-            AddIds(command, released);
-            AddIds(command, retried);
-            command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. retried.Select(outcome => outcome.DelayMilliseconds)] });
-            AddErrors(command, retried);
-            AddIds(command, dead);
-            AddErrors(command, dead);
-            AddIds(command, cancelled);
-            AddErrors(command, cancelled);
+            // The parameters of each kind present, in the statement's order (see StorageSql.WriteOutcomes).
+            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+            {
+                if ((kinds & (1 << (int)kind)) == 0)
+                {
+                    continue;
+                }
+
+                var selected = Select(outcomes, kind);
+                AddIds(command, selected);
+                if (kind == OutcomeKind.Retry)
+                {
+                    command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
+                }
+
+                if (kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled)
+                {
+                    AddErrors(command, selected);
+                }
+            }
+
             recorded = (long)command.ExecuteScalar()!;
         }
 
@@ -185,9 +189,9 @@ internal sealed class OutcomeWriter : IDisposable
     private static void AddErrors(NpgsqlCommand command, List<Outcome> outcomes) =>
         command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
 
-    private static List<Outcome> Select(List<Outcome> outcomes, Kind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
+    private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 
     public void Dispose() => _outcomes.Dispose();
 
-    private readonly record struct Outcome(Kind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
+    private readonly record struct Outcome(OutcomeKind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
 }

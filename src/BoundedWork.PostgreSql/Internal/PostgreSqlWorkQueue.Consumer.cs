@@ -39,12 +39,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     public void Release(StoredItem item)
     {
-        Post(item, OutcomeWriter.Kind.Released);
+        Post(item, OutcomeKind.Released);
         StorageMetrics.Released.Add(1, StorageMetrics.QueueTag(Name));
     }
 
     /// <summary>Posts a delivery's outcome: from now on a cancellation of the item no longer concerns this node.</summary>
-    private void Post(StoredItem item, OutcomeWriter.Kind kind, TimeSpan retryDelay = default, string? error = null)
+    private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
         _outcomes.Post(item, kind, retryDelay, error);
@@ -52,7 +52,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private void Cancelled(StoredItem item, string error)
     {
-        Post(item, OutcomeWriter.Kind.Cancelled, error: error);
+        Post(item, OutcomeKind.Cancelled, error: error);
         StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
     }
 
@@ -365,7 +365,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         if (failure is null)
         {
             // Finished despite a cancellation asked meanwhile: it completed.
-            Post(item, OutcomeWriter.Kind.Completed);
+            Post(item, OutcomeKind.Completed);
             StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
             return;
         }
@@ -380,7 +380,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         if (item.Attempts - item.AttemptBase < MaxDeliveries)
         {
             var delay = RetryDelay(item.Attempts);
-            Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
+            Post(item, OutcomeKind.Retry, delay, Describe(failure));
             StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
             _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
             return;
@@ -393,7 +393,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
         Deliver(letter);
-        Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
+        Post(item, OutcomeKind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 

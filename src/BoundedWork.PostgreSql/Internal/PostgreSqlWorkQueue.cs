@@ -36,6 +36,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
 
     private const string NotifyLoop = "notifying";
 
+    /// <summary>Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>).</summary>
+    private const string IndexPathsOnly = "SET enable_seqscan = off";
+
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
     private readonly WorkQueueOptions<T> _queueOptions;
@@ -307,11 +310,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     };
 
     /// <summary>
-    /// The queue's own data sources, built from the connection string with three changes. No logging through the
+    /// The queue's own data sources, built from the connection string with four changes. No logging through the
     /// application's logger factory: Npgsql logs every command at Information, and these loops run several a second
     /// (the queue's own log events report every failure). No connection reset when a pooled connection is returned
     /// (the loops leave no session state behind, and the reset would cost one more statement per operation), and the
-    /// loops' statements prepared automatically. The listener's connection is not pooled: its LISTEN ends with it.
+    /// loops' statements prepared automatically. And sequential scans off in the queue's own sessions, so that a
+    /// prepared statement's plan stays on the indexes its statement is written for whatever the table's size was
+    /// when the plan was made (see <see cref="StorageSql"/>, plan shapes): without it, an outcome write of forty rows
+    /// read 14,000 buffers once the table had grown. The listener's connection is not pooled: its LISTEN ends with it.
     /// </summary>
     private static NpgsqlDataSource CreateDataSource(string connectionString, string name, bool pooled)
     {
@@ -321,6 +327,20 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
             builder.ConnectionStringBuilder.NoResetOnClose = true;
             builder.ConnectionStringBuilder.MaxAutoPrepare = 32;
             builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
+            builder.UsePhysicalConnectionInitializer(
+                static connection =>
+                {
+                    using var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    command.ExecuteNonQuery();
+                },
+                static async connection =>
+                {
+                    var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    await using (command.ConfigureAwait(false))
+                    {
+                        await command.ExecuteNonQueryAsync().ConfigureAwait(false);
+                    }
+                });
         }
         else
         {

@@ -19,6 +19,16 @@ namespace BoundedWork.PostgreSql.Internal;
 /// with the key stores nothing until cleanup deletes the first row. <c>traceparent</c> and <c>tracestate</c> are the
 /// producer's W3C trace context at enqueue; nothing changes them afterwards.
 /// </summary>
+/// <remarks>
+/// <b>Plan shapes.</b> The table grows and shrinks by orders of magnitude between two analyzes (a bulk insert, a drain),
+/// and PostgreSQL keeps a prepared statement's generic plan, made with the statistics of the moment, until an analyze.
+/// A plan made while the table was small (a sequential scan, a hash join over the whole table: the cheapest then)
+/// would read all of it on every call once it is large. So every statement here leaves the planner one good path:
+/// rows are reached by id through the primary key (<c>id = ANY(array)</c>, never a join the planner could turn around),
+/// or through the partial index of their state, whose predicate the statement's conditions imply; key checks stay
+/// per-row index probes (<c>OFFSET 0</c> keeps a <c>NOT EXISTS</c> from becoming a join); and the queue's sessions turn
+/// sequential scans off, the one path left besides those.
+/// </remarks>
 internal sealed class StorageSql
 {
     /// <summary>The channel of the wake-up notifications; the payload is the queue's name.</summary>
@@ -36,6 +46,9 @@ internal sealed class StorageSql
 
     /// <summary>The most scheduled rows one claim statement makes ready; the claim loop runs again at once while there are more.</summary>
     public const int MaxPromotions = 1000;
+
+    /// <summary>The outcome statements made so far, by combination of kinds (and whether completed rows are deleted).</summary>
+    private readonly string?[] _outcomeStatements = new string?[(1 << 5) * 2];
 
     public StorageSql(string schema)
     {
@@ -154,12 +167,14 @@ internal sealed class StorageSql
         // ordered items, every item whose key has an older item that is not finished (ready, scheduled or running
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
         // meanwhile). The claimed rows come back, then one last row with a null id: how many scheduled items became
-        // ready, and the seconds until the next scheduled item is due (null if none).
+        // ready, and the seconds until the next scheduled item is due (null if none). Written for plans that stay good
+        // whatever the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay
+        // index probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
         Claim = $"""
             WITH promoted AS (
-                UPDATE {Items} SET state = 0 WHERE id IN (
+                UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
                     SELECT id FROM {Items} WHERE queue = $1 AND state = 5 AND run_at <= now()
-                    ORDER BY run_at LIMIT {MaxPromotions} FOR UPDATE SKIP LOCKED)
+                    ORDER BY run_at LIMIT {MaxPromotions} FOR UPDATE SKIP LOCKED))
                 RETURNING 1),
             next AS (
                 SELECT c.id FROM {Items} c
@@ -167,16 +182,18 @@ internal sealed class StorageSql
                   AND (c.ordering_key IS NULL OR (
                       NOT EXISTS (
                           SELECT 1 FROM {Items} e
-                          WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1, 5) AND e.id < c.id)
+                          WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1, 5) AND e.id < c.id
+                          OFFSET 0)
                       AND NOT EXISTS (
                           SELECT 1 FROM {Items} r
-                          WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1)))
+                          WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1
+                          OFFSET 0)))
                 ORDER BY c.priority DESC, c.run_at, c.id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
             claimed AS (
                 UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
-                FROM next WHERE i.id = next.id
+                WHERE i.id = ANY(ARRAY(SELECT id FROM next))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
                           i.traceparent, i.tracestate)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due FROM claimed
@@ -210,28 +227,6 @@ internal sealed class StorageSql
             RETURNING id, state, payload::text, attempts, enqueued_at, last_error
             """;
 
-        // Every outcome kind of a batch in one statement (one round trip, one transaction). Each kind takes the ids and
-        // attempts of its deliveries (an outcome lands only on its own delivery: the row's attempts match and no later
-        // claim exists; a completion, retry, dead letter or cancellation also lands on a row whose lease expired and
-        // which went back to ready without being claimed again). A release (the delivery never ran) makes the row
-        // ready at once and does not count the delivery. A release or a retry of an item whose cancellation was asked
-        // meanwhile cancels it instead. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool
-        // task, and these writes must go on while the pool is starved. The wake-up of other nodes is sent afterwards,
-        // by the notifier (see OutcomeWriter).
-        // $1/$2 completed, $3/$4 released, $5/$6 retried with $7 delays (ms) and $8 errors, $9/$10 dead with $11 errors,
-        // $12/$13 cancelled with $14 errors.
-        WriteOutcomes = OutcomesStatement($"""
-            UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1
-            """);
-        WriteOutcomesDeletingCompleted = OutcomesStatement($"""
-            DELETE FROM {Items} i USING unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1
-            """);
-
         // Each count through the partial index of its state, and the earliest due time of a ready item (how long the
         // longest-waiting ready item has waited since it became due), index-only like the counts, so reading the
         // statistics costs what the unfinished items cost, not a scan of the whole table. The completed and cancelled
@@ -258,11 +253,11 @@ internal sealed class StorageSql
                 SELECT id, state FROM {Items} WHERE queue = $1 AND id = $2 FOR UPDATE),
             cancelled AS (
                 UPDATE {Items} i SET state = 4, finished_at = now(), last_error = $3
-                FROM target t WHERE i.id = t.id AND t.state IN (0, 5)
+                WHERE i.queue = $1 AND i.id = $2 AND (SELECT state FROM target) IN (0, 5)
                 RETURNING i.ordering_key IS NOT NULL AS ordered),
             requested AS (
                 UPDATE {Items} i SET cancel_requested_at = coalesce(i.cancel_requested_at, now())
-                FROM target t WHERE i.id = t.id AND t.state = 1
+                WHERE i.queue = $1 AND i.id = $2 AND (SELECT state FROM target) = 1
                 RETURNING i.id),
             woken AS (SELECT pg_notify($4, $1) FROM cancelled WHERE ordered),
             signalled AS (SELECT pg_notify($5, $2::text || ':' || $1) FROM requested)
@@ -315,9 +310,9 @@ internal sealed class StorageSql
 
         // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
         Cleanup = $"""
-            DELETE FROM {Items} WHERE id IN (
+            DELETE FROM {Items} WHERE id = ANY(ARRAY(
                 SELECT id FROM {Items} WHERE queue = $1 AND state = $2 AND finished_at < now() - $3
-                ORDER BY finished_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+                ORDER BY finished_at LIMIT $4 FOR UPDATE SKIP LOCKED))
             """;
     }
 
@@ -344,9 +339,6 @@ internal sealed class StorageSql
 
     public string ReapExpired { get; }
 
-    public string WriteOutcomes { get; }
-
-    public string WriteOutcomesDeletingCompleted { get; }
 
     public string Statistics { get; }
 
@@ -362,37 +354,101 @@ internal sealed class StorageSql
 
     public string PurgeDeadLetters { get; }
 
-    private string OutcomesStatement(string completed) => $"""
-        WITH done AS (
-            {completed}),
-        released AS (
-            UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
-                attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
-                finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
-            FROM unnest($3::bigint[], $4::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
-            RETURNING 1),
-        retried AS (
-            UPDATE {Items} i SET
-                state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 WHEN d.delay_ms > 0 THEN 5 ELSE 0 END,
-                run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
-                finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                lease_owner = NULL, lease_until = NULL
-            FROM unnest($5::bigint[], $6::integer[], $7::double precision[], $8::text[]) AS d(id, attempts, delay_ms, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1),
-        dead AS (
-            UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
-            FROM unnest($9::bigint[], $10::integer[], $11::text[]) AS d(id, attempts, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1),
-        cancelled AS (
-            UPDATE {Items} i SET state = 4, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
-            FROM unnest($12::bigint[], $13::integer[], $14::text[]) AS d(id, attempts, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1)
-        SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM released) + (SELECT count(*) FROM retried)
-             + (SELECT count(*) FROM dead) + (SELECT count(*) FROM cancelled)
-        """;
+    /// <summary>
+    /// The statement that writes a batch of outcomes: one part for each kind of outcome the batch has (the kinds in
+    /// <paramref name="kinds"/>, bit <c>1 &lt;&lt; (int)kind</c>), in one statement (one round trip, one transaction),
+    /// returning how many outcomes landed. Each part takes the ids and attempts of its deliveries (an outcome lands
+    /// only on its own delivery: the row's attempts match and no later claim exists; a completion, retry, dead letter
+    /// or cancellation also lands on a row whose lease expired and which went back to ready without being claimed
+    /// again). A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
+    /// release or a retry of an item whose cancellation was asked meanwhile cancels it instead. With
+    /// <paramref name="deleteCompleted"/> completed rows are deleted. Parameters: each present kind's arrays in the
+    /// order of <see cref="OutcomeKind"/>: ids and attempts, then delays (ms) and errors for retries, errors for dead
+    /// letters and cancellations. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
+    /// and these writes must go on while the pool is starved. Made once per combination and kept.
+    /// </summary>
+    public string WriteOutcomes(int kinds, bool deleteCompleted)
+    {
+        var index = (kinds << 1) | (deleteCompleted ? 1 : 0);
+        return Volatile.Read(ref _outcomeStatements[index]) ?? (_outcomeStatements[index] = BuildOutcomes(kinds, deleteCompleted));
+    }
+
+    private string BuildOutcomes(int kinds, bool deleteCompleted)
+    {
+        var parts = new List<(string Name, string Sql)>();
+        var next = 1;
+        string P(string type) => $"${next++}::{type}";
+        bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
+
+        // The rows of a part are those whose id is in its id array (the primary key, whatever the statistics: see
+        // PlanShapes); each row's own values (attempts, delay, error) are read at the position of its id.
+        static string At(string array, string ids) => $"({array})[array_position({ids}, i.id)]";
+        static string Mine(string ids, string attempts, string states) => $"i.id = ANY({ids}) AND i.state IN ({states}) AND i.attempts = {At(attempts, ids)}";
+        if (Has(OutcomeKind.Completed))
+        {
+            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            parts.Add(("done", deleteCompleted
+                ? $"DELETE FROM {Items} i WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"
+                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"));
+        }
+
+        if (Has(OutcomeKind.Released))
+        {
+            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            parts.Add(("released", $"""
+                UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
+                    attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
+                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
+                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
+                WHERE {Mine(ids, attempts, "1")}
+                RETURNING 1
+                """));
+        }
+
+        if (Has(OutcomeKind.Retry))
+        {
+            var (ids, attempts, delays, errors) = (P("bigint[]"), P("integer[]"), P("double precision[]"), P("text[]"));
+            var delay = At(delays, ids);
+            parts.Add(("retried", $"""
+                UPDATE {Items} i SET
+                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 WHEN {delay} > 0 THEN 5 ELSE 0 END,
+                    run_at = now() + {delay} * interval '1 millisecond', last_error = {At(errors, ids)},
+                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
+                    lease_owner = NULL, lease_until = NULL
+                WHERE {Mine(ids, attempts, "0, 1")}
+                RETURNING 1
+                """));
+        }
+
+        foreach (var (kind, name, state) in new[] { (OutcomeKind.Dead, "dead", 3), (OutcomeKind.Cancelled, "cancelled", 4) })
+        {
+            if (Has(kind))
+            {
+                var (ids, attempts, errors) = (P("bigint[]"), P("integer[]"), P("text[]"));
+                parts.Add((name, $"""
+                    UPDATE {Items} i SET state = {state}, finished_at = now(), last_error = {At(errors, ids)}, lease_owner = NULL, lease_until = NULL
+                    WHERE {Mine(ids, attempts, "0, 1")}
+                    RETURNING 1
+                    """));
+            }
+        }
+
+        if (parts.Count == 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
+        }
+
+        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
+            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
+    }
+}
+
+/// <summary>The kinds of outcome a delivery ends with; their order is the order of an outcome statement's parts and parameters.</summary>
+internal enum OutcomeKind
+{
+    Completed,
+    Released,
+    Retry,
+    Dead,
+    Cancelled,
 }
