@@ -46,7 +46,8 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetServices<BoundedWork.Hosting.IWorkQueueStorage>(),
             provider.GetRequiredService<AdminSampler>(),
             provider.GetRequiredService<AdminMetrics>(),
-            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
+            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>()));
         services.TryAddSingleton(static provider => new DeadLetterApi(
             provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
             provider.GetRequiredService<AdminMetrics>(),

@@ -9,9 +9,10 @@ namespace BoundedWork.AspNetCore.Internal;
 /// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
 /// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
 /// </summary>
-internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
+internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger, IEnumerable<IDeadLetterStore>? deadLetterStores = null)
 {
     private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
+    private readonly HashSet<string> _deadLetterQueues = new((deadLetterStores ?? []).Select(store => store.QueueName), StringComparer.Ordinal);
 
     public AdminReply ListExecutors(bool history)
     {
@@ -209,7 +210,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null);
     }
 
-    private static StorageView DescribeStorage(IWorkQueueStorage storage)
+    private StorageView DescribeStorage(IWorkQueueStorage storage)
     {
         var s = storage.Statistics;
         return new StorageView(
@@ -223,7 +224,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.Completed,
             Math.Round(s.OldestReadyAge.TotalMilliseconds, 3),
             s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt,
-            s.Cancelled);
+            s.Cancelled,
+            _deadLetterQueues.Contains(storage.QueueName));
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

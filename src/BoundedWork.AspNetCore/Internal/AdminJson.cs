@@ -25,7 +25,8 @@ internal sealed record ExecutorResponse(
 
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
-/// (every node's items, not only this node's), and whether this node reaches it.
+/// (every node's items, not only this node's), whether this node reaches it, and whether the console serves the
+/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>).
 /// </summary>
 internal sealed record StorageView(
     string Kind,
@@ -38,7 +39,8 @@ internal sealed record StorageView(
     long Completed,
     double OldestReadyAgeMs,
     DateTimeOffset? ReadAt,
-    long Cancelled = 0);
+    long Cancelled = 0,
+    bool DeadLetters = false);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
