@@ -2,7 +2,7 @@
 # Throughput of BoundedExecutor (its default configuration, the ExecutionContext flowing to each item, and with the
 # flow off) against the raw channel (.NET) and Java's ThreadPoolExecutor, same shapes, items (one increment of a
 # shared counter), item counts and method on both sides (see README.md, "Java ThreadPoolExecutor comparison").
-# Builds both, runs the Java harness, then the .NET one, and prints one markdown table on stdout (progress and raw
+# Builds both, runs the Java harness, then the .NET one (harnesses/Compare), and prints one markdown table on stdout (progress and raw
 # lines go to stderr).
 #
 #   benchmarks/compare-java.sh            # 2,000,000 items/round, 3 warm-up + 7 measured rounds, 5 shapes
@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 
 echo "== build (javac, dotnet -c Release)" >&2
 javac -Xlint:all -Werror -d "$work/classes" benchmarks/java/TpeCompare.java
-dotnet build benchmarks/BoundedWork.Benchmarks/BoundedWork.Benchmarks.csproj -c Release --nologo -v quiet >&2
+dotnet build benchmarks/harnesses/Compare -c Release --nologo -v quiet >&2
 
 processes=1
 args=()
@@ -56,10 +56,10 @@ for ((run = 1; run <= processes; run++)); do
   grep '^RESULT' "$work/java-run.txt" | tee -a "$work/java.txt" >&2 || true
 
   echo "== .NET: BoundedExecutor and raw channel (process $run of $processes)" >&2
-  dotnet run -c Release --no-build --project benchmarks/BoundedWork.Benchmarks -- compare "${args[@]}" > "$work/dotnet-run.txt"
+  dotnet run -c Release --no-build --project benchmarks/harnesses/Compare -- "${args[@]}" > "$work/dotnet-run.txt"
   grep '^RESULT' "$work/dotnet-run.txt" | tee -a "$work/dotnet.txt" >&2 || true
 done
 
 grep '^#' "$work/java-run.txt" || true
 grep '^#' "$work/dotnet-run.txt" || true
-dotnet run -c Release --no-build --project benchmarks/BoundedWork.Benchmarks -- compare --report "$work/dotnet.txt" --java "$work/java.txt"
+dotnet run -c Release --no-build --project benchmarks/harnesses/Compare -- --report "$work/dotnet.txt" --java "$work/java.txt"

@@ -30,11 +30,11 @@ done
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 if [ "$BUILD" = 1 ]; then
   dotnet build -c Release samples/PaymentCallbacks >/dev/null
-  dotnet build -c Release benchmarks/PaymentCallbacks.LoadDriver >/dev/null
+  dotnet build -c Release samples/PaymentCallbacks/LoadDriver >/dev/null
   dotnet build -c Release src/BoundedWork.Cli >/dev/null
 fi
 APP=samples/PaymentCallbacks/bin/Release/net10.0/PaymentCallbacks.dll
-DRIVER=benchmarks/PaymentCallbacks.LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll
+DRIVER=samples/PaymentCallbacks/LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll
 BW=src/BoundedWork.Cli/bin/Release/net10.0/bw.dll
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 TICKS=$(getconf CLK_TCK)

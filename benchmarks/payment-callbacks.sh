@@ -50,11 +50,11 @@ install_if_missing wrk wrk
 install_if_missing gnuplot gnuplot-nox
 
 APP="$ROOT/samples/PaymentCallbacks/bin/Release/net10.0/PaymentCallbacks.dll"
-DRIVER="$ROOT/benchmarks/PaymentCallbacks.LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll"
+DRIVER="$ROOT/samples/PaymentCallbacks/LoadDriver/bin/Release/net10.0/PaymentCallbacks.LoadDriver.dll"
 if [ "$BUILD" = 1 ]; then
   echo "== build (Release)"
   dotnet build -c Release -v q -nologo samples/PaymentCallbacks/PaymentCallbacks.csproj >/dev/null
-  dotnet build -c Release -v q -nologo benchmarks/PaymentCallbacks.LoadDriver/PaymentCallbacks.LoadDriver.csproj >/dev/null
+  dotnet build -c Release -v q -nologo samples/PaymentCallbacks/LoadDriver/PaymentCallbacks.LoadDriver.csproj >/dev/null
 fi
 
 rm -rf "$OUT"; mkdir -p "$OUT/raw"

@@ -2,16 +2,21 @@
 # End-to-end benchmark of the durable work queue (BoundedWork.PostgreSql; see README.md, "Durable queue on
 # PostgreSQL"). Builds the driver in Release; the driver starts its own throwaway PostgreSQL cluster (initdb in a
 # temporary folder, Unix socket only; needs Debian's postgresql package or BOUNDEDWORK_PG_BIN), runs the producers
-# in its own process and the consumer nodes as child processes, and prints one markdown table on stdout (a second
-# one with --bloat); progress goes to stderr.
+# in its own process and the consumer nodes as child processes, and prints markdown tables on stdout (the rows, what
+# the server ran per item, and with --bloat the table's size); progress goes to stderr.
 #
-#   benchmarks/postgresql.sh                      # 20,000 items per row, 1/2/4 consumer processes, latency at 200/s (~2-3 min)
+#   benchmarks/postgresql.sh                      # 20,000 items per row, 1/2/4 consumer processes, latency at 200/s,
+#                                                 # bulk insert, and 200,000 items drained by 1/2/4 processes (~6-8 min)
 #   benchmarks/postgresql.sh --quick              # 2,000 items, 1 s of latency: checks that everything runs (<1 min)
 #   benchmarks/postgresql.sh --bloat 120          # adds 120 s of steady load and the table-size samples
 #   benchmarks/postgresql.sh --fsync off          # the server without fsync (the tests' setting): no disk flush per commit
+#   benchmarks/postgresql.sh --shapes drain       # only the shape others publish: 200,000 items bulk-inserted, then drained
+#   benchmarks/postgresql.sh --shapes bulk        # only the bulk insert: EnqueueManyAsync against binary COPY, alternating
 #
 # Options: --quick, --items N, --warmup-items N, --producers P, --consumers 1,2,4, --workers W, --latency-rate R,
-# --latency-seconds S, --latency-warmup S, --bloat SECONDS, --bloat-rate R, --bloat-sample S, --fsync on|off.
+# --latency-seconds S, --latency-warmup S, --bloat SECONDS, --bloat-rate R, --bloat-sample S, --fsync on|off,
+# --statements, --shapes per-item,latency,bulk,drain, --drain-items N, --bulk-batch B, --drain-claims-per-worker C,
+# --bulk-rounds R.
 #
 # The driver stops its consumers and the server however it ends (Ctrl-C included); if the driver itself is killed,
 # this script stops the server it left behind (SIGQUIT to the postmaster: an immediate shutdown) and deletes its folder.

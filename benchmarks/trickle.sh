@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPU time per item and wake-up latency when items trickle in at a fixed rate (see README.md, "Trickle: CPU per
-# item at a fixed arrival rate"). Builds the benchmarks in Release, then runs one child process per contender and
+# item at a fixed arrival rate"). Builds the harness (harnesses/Trickle) in Release, then runs one child process per contender and
 # rate, and prints one markdown table on stdout (progress goes to stderr).
 #
 #   benchmarks/trickle.sh                 # 1k, 5k and 20k items/s; 1 s warm-up + 3 s measured per row (~80 s)
@@ -12,5 +12,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dotnet build benchmarks/BoundedWork.Benchmarks/BoundedWork.Benchmarks.csproj -c Release --nologo -v quiet >&2
-dotnet run -c Release --no-build --project benchmarks/BoundedWork.Benchmarks -- trickle "$@"
+dotnet build benchmarks/harnesses/Trickle -c Release --nologo -v quiet >&2
+dotnet run -c Release --no-build --project benchmarks/harnesses/Trickle -- "$@"

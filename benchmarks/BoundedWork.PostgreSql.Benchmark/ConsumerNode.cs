@@ -8,7 +8,8 @@ using Microsoft.Extensions.Logging.Console;
 namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
-/// The <c>consumer</c> verb: one consumer node in its own process, started by the driver. It prints <c>READY</c> once
+/// The <c>consumer</c> verb: one consumer node in its own process, started by the driver (<c>--claims-per-worker</c>
+/// for the drain shape). It prints <c>READY</c> once
 /// its host has started, then every 100 ms <c>COUNT handled last-ended cpu-ticks</c> and, when recording starts, one
 /// <c>S number started</c> line per item; it stops on <c>STOP</c> or the end of its standard input (the driver went
 /// away), and prints <c>STOPPED</c>. Log lines (warnings and errors only) go to standard error.
@@ -27,12 +28,14 @@ internal static class ConsumerNode
         var recordStarts = arguments.Flag("record-starts");
         var retention = TimeSpan.FromMilliseconds(arguments.Int("retention-ms", -1, -1));
         var cleanup = TimeSpan.FromMilliseconds(arguments.Int("cleanup-ms", -1, -1));
+        var claimsPerWorker = arguments.Int("claims-per-worker", 2, 1, 100);
         arguments.CheckAllUsed();
 
         var recorder = new Recorder(recordStarts);
         using var host = BuildHost(recorder, workers, builder => builder.UsePostgreSql(connectionString, BenchJson.Default.BenchItem, o =>
         {
             o.Schema = schema;
+            o.ClaimsPerWorker = claimsPerWorker;
             if (retention >= TimeSpan.Zero)
             {
                 o.CompletedRetention = retention;

@@ -11,11 +11,12 @@ namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
 /// The <c>run</c> verb: starts a throwaway PostgreSQL cluster, measures throughput (in memory, enqueue only, then 1, 2
-/// and 4 consumer processes), latency from commit to handler start, and optionally table bloat under a steady load;
-/// prints the tables on stdout, progress on stderr. Every wait is bounded; the consumers and the server are stopped
-/// however the run ends.
+/// and 4 consumer processes), latency from commit to handler start, bulk insert (the library against binary COPY),
+/// the bulk-insert-then-drain shape, and optionally table bloat under a steady load; prints the tables on stdout,
+/// progress on stderr. pg_stat_statements counts what the server ran for each PostgreSQL row. Every wait is bounded;
+/// the consumers and the server are stopped however the run ends.
 /// </summary>
-internal sealed class Driver : IAsyncDisposable
+internal sealed partial class Driver : IAsyncDisposable
 {
     private static readonly TimeSpan HostTimeout = TimeSpan.FromSeconds(60);
     private static readonly TimeSpan RowsCompletedTimeout = TimeSpan.FromSeconds(60);
@@ -89,7 +90,7 @@ internal sealed class Driver : IAsyncDisposable
         Progress($"items {s.Items} ({s.WarmUpItems} warm-up), {s.Producers} producers, consumers {string.Join(",", s.Consumers)} x {s.Workers} workers, "
             + $"latency {s.LatencyRate}/s for {s.LatencySeconds} s, bloat {(s.BloatSeconds > 0 ? s.BloatSeconds + " s at " + s.BloatRate + "/s" : "off")}, fsync {(s.Fsync ? "on" : "off")}");
         Progress("starting PostgreSQL (initdb in a temporary folder)");
-        string[] serverSettings = [.. s.Fsync ? ["fsync=on"] : Array.Empty<string>(), .. s.Statements ? ["shared_preload_libraries=pg_stat_statements"] : Array.Empty<string>()];
+        string[] serverSettings = [.. s.Fsync ? ["fsync=on"] : Array.Empty<string>(), "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on"];
         _server = await PostgresServer.StartAsync(serverSettings).WaitAsync(TimeSpan.FromMinutes(3), _cancellation);
         if (s.ServerDirectoryFile is { } file)
         {
@@ -98,25 +99,43 @@ internal sealed class Driver : IAsyncDisposable
 
         _database = NpgsqlDataSource.Create(ConnectionString);
         var version = await ScalarAsync<string>("SELECT current_setting('server_version') || ', fsync ' || current_setting('fsync') || ', synchronous_commit ' || current_setting('synchronous_commit')");
-        if (s.Statements)
-        {
-            await ScalarAsync<int>("CREATE EXTENSION pg_stat_statements; SELECT 1");
-        }
-
-        _notes.Add($"PostgreSQL {version}; Unix socket; shared_buffers 128MB; autovacuum at its defaults (naptime 1 min)");
+        await ScalarAsync<int>("CREATE EXTENSION pg_stat_statements; SELECT 1");
+        _notes.Add($"PostgreSQL {version}; Unix socket; shared_buffers 128MB; autovacuum at its defaults (naptime 1 min); pg_stat_statements loaded (it counts the statements)");
         Progress("PostgreSQL " + version);
 
         var inMemory = await InMemoryThroughputAsync();
         _rows.Add(inMemory);
-        _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate));
-        _rows.Add(await RawInsertAsync(inMemory.HandledRate));
-        foreach (var consumers in s.Consumers)
+        if (s.Shapes.Contains("per-item"))
         {
-            _rows.Add(await PostgresThroughputAsync(consumers, inMemory.HandledRate));
+            _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate));
+            _rows.Add(await RawInsertAsync(inMemory.HandledRate, notify: true));
+            _rows.Add(await RawInsertAsync(inMemory.HandledRate, notify: false));
+            foreach (var consumers in s.Consumers)
+            {
+                _rows.Add(await PostgresThroughputAsync(consumers, inMemory.HandledRate));
+            }
         }
 
-        _rows.Add(await InMemoryLatencyAsync());
-        _rows.Add(await PostgresLatencyAsync());
+        if (s.Shapes.Contains("latency"))
+        {
+            _rows.Add(await InMemoryLatencyAsync());
+            _rows.Add(await PostgresLatencyAsync(inCallersTransaction: true));
+            _rows.Add(await PostgresLatencyAsync(inCallersTransaction: false));
+        }
+
+        if (s.Shapes.Contains("bulk"))
+        {
+            _rows.AddRange(await BulkInsertComparisonAsync(inMemory.HandledRate));
+        }
+
+        if (s.Shapes.Contains("drain"))
+        {
+            foreach (var consumers in s.Consumers)
+            {
+                _rows.Add(await DrainAsync(consumers, inMemory.HandledRate));
+            }
+        }
+
         if (s.BloatSeconds > 0)
         {
             await BloatAsync();
@@ -169,10 +188,12 @@ internal sealed class Driver : IAsyncDisposable
         {
             var queue = host.Services.GetRequiredService<IWorkQueue<BenchItem>>();
             await ProduceAsync(queue, 0, _settings.WarmUpItems);
+            await ResetStatementsAsync();
             var cpu = Environment.CpuUsage.TotalTime;
             var serverCpu = ServerCpu.Read(Server.DataDirectory);
             var start = Stopwatch.GetTimestamp();
             var produced = await ProduceAsync(queue, _settings.WarmUpItems, _settings.Items);
+            var counts = await StatementCounts.ReadAsync(Database, _cancellation);
             var stored = await ScalarAsync<long>($"SELECT count(*) FROM {Schema}.items WHERE state = 0");
             if (stored != _settings.WarmUpItems + _settings.Items)
             {
@@ -185,6 +206,7 @@ internal sealed class Driver : IAsyncDisposable
                 EnqueueRate = rate,
                 Ratio = inMemoryRate is { } r ? rate / r : null,
                 Cpu = $"{PerItem(Environment.CpuUsage.TotalTime - cpu)} / – / {PerItem(ServerCpu.Read(Server.DataDirectory) - serverCpu)}",
+                Counts = counts,
             };
         }
         finally
@@ -194,14 +216,15 @@ internal sealed class Driver : IAsyncDisposable
     }
 
     /// <summary>
-    /// The control for the enqueue rate: the same insert and notification as the queue's enqueue (one batch, one
-    /// implicit transaction, a pooled connection opened per item), written with Npgsql directly into a copy of the
-    /// items table: what the database and the driver cost without the library.
+    /// The controls for the enqueue rate: the insert, with or without a notification in its own transaction (one
+    /// batch, one implicit transaction, a pooled connection opened per item), written with Npgsql directly into a copy of
+    /// the items table: what the database and the driver cost without the library, and what a notification sent by
+    /// every committing transaction costs (PostgreSQL serializes such commits).
     /// </summary>
-    private async Task<Row> RawInsertAsync(double? inMemoryRate)
+    private async Task<Row> RawInsertAsync(double? inMemoryRate, bool notify)
     {
-        const string Schema = "bench_raw";
-        Progress($"raw Npgsql insert + pg_notify (no library): {_settings.Producers} producers");
+        var Schema = notify ? "bench_raw" : "bench_raw_quiet";
+        Progress($"raw Npgsql insert{(notify ? " + pg_notify" : ", no notification")} (no library): {_settings.Producers} producers");
         await ScalarAsync<int>($"CREATE SCHEMA {Schema}; CREATE TABLE {Schema}.items (LIKE bench_enqueue.items INCLUDING ALL); SELECT 1");
         await using var dataSource = NpgsqlDataSource.Create(ConnectionString);
         var insert = $"INSERT INTO {Schema}.items (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id";
@@ -228,12 +251,16 @@ internal sealed class Driver : IAsyncDisposable
                                         new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Text, TypedValue = null },
                                     },
                                 },
-                                new NpgsqlBatchCommand("SELECT pg_notify($1, $2)")
-                                {
-                                    Parameters = { new NpgsqlParameter<string> { TypedValue = "boundedwork_raw" }, new NpgsqlParameter<string> { TypedValue = ConsumerNode.QueueName } },
-                                },
                             },
                         };
+                        if (notify)
+                        {
+                            batch.BatchCommands.Add(new NpgsqlBatchCommand("SELECT pg_notify($1, $2)")
+                            {
+                                Parameters = { new NpgsqlParameter<string> { TypedValue = "boundedwork_raw" }, new NpgsqlParameter<string> { TypedValue = ConsumerNode.QueueName } },
+                            });
+                        }
+
                         await using (batch)
                         {
                             await batch.ExecuteScalarAsync(_cancellation);
@@ -251,7 +278,7 @@ internal sealed class Driver : IAsyncDisposable
         var start = Stopwatch.GetTimestamp();
         var produced = await ProduceRawAsync(_settings.WarmUpItems, _settings.Items);
         var rate = Rate(_settings.Items, start, produced);
-        return new Row("raw Npgsql insert + notify (no library), enqueue only", "none", _settings.Items)
+        return new Row(notify ? "raw Npgsql insert + notify (no library), enqueue only" : "raw Npgsql insert, no notification (no library), enqueue only", "none", _settings.Items)
         {
             EnqueueRate = rate,
             Ratio = inMemoryRate is { } r ? rate / r : null,
@@ -289,6 +316,7 @@ internal sealed class Driver : IAsyncDisposable
             var completed = await WaitRowsCompletedAsync(schema, total);
             await Task.Delay(TimeSpan.FromMilliseconds(200), _cancellation); // The last CPU reports.
             var consumersUsed = Sum(consumers.Select(c => c.Cpu)) - consumerCpu;
+            var counts = await StatementCounts.ReadAsync(Database, _cancellation);
             await CheckDeliveriesAsync(schema, total, consumers.Sum(c => c.Count), $"{consumerCount} consumer(s)");
             await PrintStatementsAsync($"{consumerCount} consumer process(es)");
 
@@ -300,6 +328,7 @@ internal sealed class Driver : IAsyncDisposable
                 Ratio = inMemoryRate is { } r ? rate / r : null,
                 RowsCompletedAfter = Milliseconds(ended, completed),
                 Cpu = $"{PerItem(producerCpu)} / {PerItem(consumersUsed)} / {PerItem(serverUsed)}",
+                Counts = counts,
             };
         }
         finally
@@ -340,10 +369,14 @@ internal sealed class Driver : IAsyncDisposable
         }
     }
 
-    private async Task<Row> PostgresLatencyAsync()
+    /// <summary>
+    /// Commit to handler start, one item at a time: in the caller's transaction (the statement notifies at the commit)
+    /// or in the queue's own (the node's notifier notifies after the commit).
+    /// </summary>
+    private async Task<Row> PostgresLatencyAsync(bool inCallersTransaction)
     {
-        const string Schema = "bench_latency";
-        Progress($"PostgreSQL, latency: 1 consumer process, {_settings.LatencyRate} items/s for {_settings.LatencySeconds} s, each in its own transaction");
+        var Schema = inCallersTransaction ? "bench_latency" : "bench_latency_own";
+        Progress($"PostgreSQL, latency: 1 consumer process, {_settings.LatencyRate} items/s for {_settings.LatencySeconds} s, each in {(inCallersTransaction ? "the caller's" : "its own")} transaction");
         var host = await StartProducerHostAsync(Schema);
         List<ConsumerProcess> consumers = [];
         try
@@ -356,6 +389,12 @@ internal sealed class Driver : IAsyncDisposable
             {
                 var (total, warmUp, committed) = await PaceAsync(async number =>
                 {
+                    if (!inCallersTransaction)
+                    {
+                        await queue.EnqueueAsync(new BenchItem(number), _cancellation);
+                        return Stopwatch.GetTimestamp();
+                    }
+
                     var transaction = await connection.BeginTransactionAsync(_cancellation);
                     await using (transaction)
                     {
@@ -371,7 +410,8 @@ internal sealed class Driver : IAsyncDisposable
                     starts.TryAdd(number, started);
                 }
 
-                return LatencyRow("PostgreSQL, latency", "1 × " + _settings.Workers.ToString(CultureInfo.InvariantCulture), starts, committed, warmUp, "commit return");
+                return LatencyRow(inCallersTransaction ? "PostgreSQL, latency (caller's transaction)" : "PostgreSQL, latency (own transaction, notifier)",
+                    "1 × " + _settings.Workers.ToString(CultureInfo.InvariantCulture), starts, committed, warmUp, "commit return");
             }
         }
         finally
@@ -685,17 +725,12 @@ internal sealed class Driver : IAsyncDisposable
         }
     }
 
-    private async Task ResetStatementsAsync()
-    {
-        if (_settings.Statements)
-        {
-            await ScalarAsync<object>("SELECT pg_stat_statements_reset()");
-        }
-    }
+    private async Task ResetStatementsAsync() => await ScalarAsync<object>("SELECT pg_stat_statements_reset(), pg_stat_reset_shared('wal')");
 
     /// <summary>With --statements: what the server ran since the last reset, per measured item, on stderr.</summary>
-    private async Task PrintStatementsAsync(string what)
+    private async Task PrintStatementsAsync(string what, int? measuredItems = null)
     {
+        var items = measuredItems ?? _settings.Items;
         if (!_settings.Statements)
         {
             return;
@@ -713,12 +748,12 @@ internal sealed class Driver : IAsyncDisposable
                 var reader = await command.ExecuteReaderAsync(_cancellation);
                 await using (reader)
                 {
-                    Console.Error.WriteLine($"statements, {what}, {_settings.Items} items: calls/item, rows/call, exec µs/item, statement");
+                    Console.Error.WriteLine($"statements, {what}, {items} items: calls/item, rows/call, exec µs/item, statement");
                     while (await reader.ReadAsync(_cancellation))
                     {
                         var calls = reader.GetInt64(0);
                         Console.Error.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                            $"  {calls / (double)_settings.Items,8:0.000} {reader.GetInt64(1) / (double)Math.Max(calls, 1),8:0.00} {reader.GetDouble(2) * 1000 / _settings.Items,8:0.0}  {reader.GetString(3)}"));
+                            $"  {calls / (double)items,8:0.000} {reader.GetInt64(1) / (double)Math.Max(calls, 1),8:0.00} {reader.GetDouble(2) * 1000 / items,8:0.0}  {reader.GetString(3)}"));
                     }
                 }
             }
@@ -792,6 +827,17 @@ internal sealed class Driver : IAsyncDisposable
             text.AppendLine("- " + note);
         }
 
+        if (_rows.Any(row => row.Counts is not null))
+        {
+            text.AppendLine();
+            text.AppendLine("| row (counts per measured item, pg_stat_statements) | consumer processes × workers | statements (= round trips) | enqueue statements | NOTIFY statements of their own | claims | items per claim | outcome writes | items per outcome write | WAL bytes | WAL flushes | planning µs | execution µs |");
+            text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+            foreach (var row in _rows.Where(row => row.Counts is not null))
+            {
+                text.AppendLine(CultureInfo.InvariantCulture, $"| {row.Name} | {row.Shape} | {row.Counts!.Describe(row.Items)} |");
+            }
+        }
+
         if (_bloat.Count > 0)
         {
             text.AppendLine();
@@ -832,6 +878,9 @@ internal sealed class Driver : IAsyncDisposable
         public string? Cpu { get; init; }
 
         public (double P50, double P99, double Max)? Latency { get; init; }
+
+        /// <summary>Gets what the server ran for the measured items (pg_stat_statements), for the counts table.</summary>
+        public StatementCounts? Counts { get; init; }
     }
 
     private sealed record BloatSample(double Seconds, long Enqueued, long Handled, long Ready, long Completed, long TotalBytes, long TableBytes, long LiveTuples, long DeadTuples, long Autovacuums)

@@ -11,7 +11,8 @@ if (args.Length == 0 || args[0] is not ("run" or "consumer"))
         Usage: run [--quick] [--items N] [--warmup-items N] [--producers P] [--consumers 1,2,4] [--workers W]
                    [--latency-rate R] [--latency-seconds S] [--latency-warmup S]
                    [--bloat SECONDS] [--bloat-rate R] [--bloat-sample S] [--fsync on|off] [--statements] [--server-dir-file F]
-               consumer --connection CS --schema S [--workers W] [--record-starts] [--retention-ms MS] [--cleanup-ms MS]
+                   [--shapes per-item,latency,bulk,drain] [--drain-items N] [--bulk-batch B] [--drain-claims-per-worker C] [--bulk-rounds R]
+               consumer --connection CS --schema S [--workers W] [--claims-per-worker C] [--record-starts] [--retention-ms MS] [--cleanup-ms MS]
         """);
     return 2;
 }

@@ -31,8 +31,32 @@ internal sealed class Settings
 
     public string? ServerDirectoryFile { get; private init; }
 
-    /// <summary>Gets a value indicating whether to load pg_stat_statements and print, per PostgreSQL throughput row, what the server ran (stderr).</summary>
+    /// <summary>Gets a value indicating whether to print, per PostgreSQL throughput row, the statements the server ran (stderr).</summary>
     public bool Statements { get; private init; }
+
+    /// <summary>Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>latency</c>, <c>bulk</c> (bulk insert, library against binary COPY) and <c>drain</c>.</summary>
+    public IReadOnlySet<string> Shapes { get; private init; } = new HashSet<string>();
+
+    /// <summary>Gets how many items the drain shape bulk-inserts, then drains, per consumer count.</summary>
+    public int DrainItems { get; private init; }
+
+    /// <summary>Gets how many items one bulk statement (or COPY) takes.</summary>
+    public int BulkBatch { get; private init; }
+
+    /// <summary>Gets the claims per worker of the drain shape's consumers (the per-item rows keep the default, 2).</summary>
+    public int DrainClaimsPerWorker { get; private init; }
+
+    /// <summary>Gets how many times the bulk-insert comparison runs each side, alternating.</summary>
+    public int BulkRounds { get; private init; }
+
+    private static HashSet<string> ParseShapes(string text)
+    {
+        string[] known = ["per-item", "latency", "bulk", "drain"];
+        var shapes = text.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).ToHashSet(StringComparer.Ordinal);
+        return shapes.Count > 0 && shapes.All(known.Contains)
+            ? shapes
+            : throw new ArgumentException($"--shapes must be a comma-separated list of {string.Join(", ", known)} (was '{text}').");
+    }
 
     public static Settings From(Arguments arguments)
     {
@@ -60,6 +84,11 @@ internal sealed class Settings
             Fsync = fsync == "on",
             ServerDirectoryFile = arguments.Text("server-dir-file"),
             Statements = arguments.Flag("statements"),
+            Shapes = ParseShapes(arguments.Text("shapes") ?? "per-item,latency,bulk,drain"),
+            DrainItems = arguments.Int("drain-items", quick ? 5000 : 200_000, 1),
+            BulkBatch = arguments.Int("bulk-batch", 5000, 1, 100_000),
+            DrainClaimsPerWorker = arguments.Int("drain-claims-per-worker", 50, 1, 100),
+            BulkRounds = arguments.Int("bulk-rounds", quick ? 1 : 3, 1, 100),
         };
         arguments.CheckAllUsed();
         return settings;

@@ -20,8 +20,12 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <c>GET {prefix}/</c> (the dashboard page),
     /// <c>GET {prefix}/executors</c>, <c>GET {prefix}/executors/{name}</c>,
     /// <c>PUT {prefix}/executors/{name}/workers</c>, <c>PATCH {prefix}/executors/{name}</c> and
-    /// <c>GET {prefix}/threadpool</c>; <c>HEAD</c> wherever <c>GET</c> is. Any other method on these paths gets 405 with
-    /// an <c>Allow</c> header that lists exactly the methods above.
+    /// <c>GET {prefix}/threadpool</c>; for durable queues' dead letters,
+    /// <c>GET {prefix}/queues/{name}/dead-letters</c> (a page: <c>limit</c>, <c>since</c>, <c>until</c>, <c>cursor</c>),
+    /// <c>GET {prefix}/queues/{name}/dead-letters/{id}</c>, <c>POST {prefix}/queues/{name}/dead-letters/{id}/requeue</c>,
+    /// <c>DELETE {prefix}/queues/{name}/dead-letters/{id}</c>, and <c>POST {prefix}/queues/{name}/dead-letters/requeue</c>
+    /// and <c>.../purge</c> with a selection; <c>HEAD</c> wherever <c>GET</c> is. Any other method on these paths gets 405
+    /// with an <c>Allow</c> header that lists exactly the methods above.
     /// </summary>
     /// <param name="endpoints">The app or route builder.</param>
     /// <param name="prefix">The route prefix of the console.</param>
@@ -39,8 +43,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <para>
     /// Changes are never made by GET. A change must have a JSON content type (else 415) and carry the
     /// <see cref="BoundedWorkAdminOptions.RequestHeaderName"/> header (else 400), so neither a cross-site form post
-    /// nor a simple cross-origin request can make one. Every change is logged (event 200) and counted
-    /// (<c>boundedwork.admin.changes</c>).
+    /// nor a simple cross-origin request can make one. Every change is logged (event 200; dead letters 206 and 207) and
+    /// counted (<c>boundedwork.admin.changes</c>, <c>boundedwork.admin.dead_letters</c>).
     /// </para>
     /// </remarks>
     /// <exception cref="ArgumentNullException"><paramref name="endpoints"/> or <paramref name="prefix"/> is <see langword="null"/>.</exception>
@@ -66,6 +70,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
         var mapping = new AdminMapping(prefix);
         var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
+        var deadLetters = new DeadLetterEndpoints(services.GetRequiredService<DeadLetterApi>(), mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);
@@ -85,6 +90,19 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         MapRoute(group, "/threadpool", (s_read, api.GetThreadPool));
         MapRoute(group, "/executors/{name}", (s_read, api.GetExecutor), (["PATCH"], api.PatchSettings));
         MapRoute(group, "/executors/{name}/workers", (["PUT"], api.PutWorkers));
+        MapRoute(group, "/queues/{name}/dead-letters", (s_read, deadLetters.List));
+        MapRoute(group, "/queues/{name}/dead-letters/requeue", (["POST"], deadLetters.RequeueSelection));
+        MapRoute(group, "/queues/{name}/dead-letters/purge", (["POST"], deadLetters.PurgeSelection));
+        MapRoute(group, "/queues/{name}/dead-letters/{id}", (s_read, deadLetters.Show), (["DELETE"], deadLetters.PurgeOne));
+
+        // The {id} route takes GET, HEAD and DELETE for any id, "requeue" and "purge" included: answer those methods on
+        // the two literal paths with their own 405 (same order; a literal segment outranks a parameter).
+        foreach (var literal in (string[])["/queues/{name}/dead-letters/requeue", "/queues/{name}/dead-letters/purge"])
+        {
+            group.MapMethods(literal, [.. s_read, "DELETE"], static context => AdminEndpoints.MethodNotAllowed(context, "POST"));
+        }
+
+        MapRoute(group, "/queues/{name}/dead-letters/{id}/requeue", (["POST"], deadLetters.RequeueOne));
 
         return new BoundedWorkAdminConventionBuilder(group, mapping);
     }

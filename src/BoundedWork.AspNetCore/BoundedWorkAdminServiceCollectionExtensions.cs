@@ -46,6 +46,11 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetServices<BoundedWork.Hosting.IWorkQueueStorage>(),
             provider.GetRequiredService<AdminSampler>(),
             provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
+            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>()));
+        services.TryAddSingleton(static provider => new DeadLetterApi(
+            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
+            provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         AdminAuthorizationResultHandler.Register(services);

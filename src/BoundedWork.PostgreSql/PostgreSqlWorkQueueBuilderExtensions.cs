@@ -97,6 +97,7 @@ public static class PostgreSqlWorkQueueBuilderExtensions
         }
 
         services.AddSingleton<IWorkQueueStorage>(provider => (IWorkQueueStorage)provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
+        services.AddSingleton<IDeadLetterStore>(provider => (IDeadLetterStore)provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
         return builder;
     }
 }

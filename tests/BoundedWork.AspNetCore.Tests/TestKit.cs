@@ -202,7 +202,7 @@ public sealed class AdminServer : IAsyncDisposable
 
 /// <summary>
 /// Records every measurement of the <c>BoundedWork.Admin</c> meter of one host (its <see cref="IMeterFactory"/>): the
-/// instrument, the value, the executor tag and the setting or reason tag.
+/// instrument, the value, the executor tag and the setting, reason or operation tag.
 /// </summary>
 public sealed class AdminMeterRecorder : IDisposable
 {
@@ -228,7 +228,7 @@ public sealed class AdminMeterRecorder : IDisposable
                 {
                     executor = (string?)tag.Value;
                 }
-                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason")
+                else if (tag.Key is "boundedwork.setting" or "boundedwork.reason" or "boundedwork.operation")
                 {
                     setting = (string?)tag.Value;
                 }

@@ -59,6 +59,8 @@ public sealed class AdminConsoleTests(PostgresFixture postgres)
             Assert.Equal("PostgreSql", storage.GetProperty("kind").GetString());
             Assert.True(storage.GetProperty("available").GetBoolean());
             Assert.Equal(0, storage.GetProperty("deadLettered").GetInt64());
+            Assert.Equal(0, storage.GetProperty("cancelled").GetInt64());
+            Assert.True(storage.GetProperty("deadLetters").GetBoolean()); // the console serves this queue's dead letters
             Assert.True(storage.GetProperty("oldestReadyAgeMs").GetDouble() >= 0);
 
             var list = await client.GetFromJsonAsync<JsonElement>("/bounded-work/executors");

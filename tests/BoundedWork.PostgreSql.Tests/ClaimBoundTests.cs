@@ -24,10 +24,7 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         var owner = ((PostgreSqlWorkQueue<Notice>)lagging.Queue).NodeId;
         await using var gate = await OutcomeGate.CloseAsync(postgres, schema, owner);
 
-        for (var i = 0; i < Items; i++)
-        {
-            await lagging.Queue.EnqueueAsync(new Notice(i));
-        }
+        await MultiProcessTests.EnqueueMixAsync(lagging.Queue, 0, Items);
 
         // The lagging node has handled items whose outcomes it cannot write. A second node takes whatever the first
         // leaves in the table, so every item is handled once the first stops claiming.
@@ -58,10 +55,7 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         // may expire while the gate is closed. The test ends the victim's leases itself once it is dead.
         await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, TimeSpan.FromMinutes(5));
         await using var gate = await OutcomeGate.CloseAsync(postgres, schema, $"%:{victim.Id}:%");
-        for (var i = 0; i < Items; i++)
-        {
-            await producer.Queue.EnqueueAsync(new Notice(i));
-        }
+        await MultiProcessTests.EnqueueMixAsync(producer.Queue, 0, Items);
 
         await gate.WaitUntilHoldingAsync();
         await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromMinutes(5));

@@ -112,7 +112,7 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         var id = await node.Queue.EnqueueWithIdAsync(new Notice(1));
 
         // The retry is a row scheduled about an hour ahead (±20% jitter), with the failure recorded; no worker holds it.
-        await WaitForRowAsync(schema, id, state: 0, extraCondition: "run_at > now() + interval '30 minutes'");
+        await WaitForRowAsync(schema, id, state: StorageSql.Scheduled, extraCondition: "run_at > now() + interval '30 minutes'");
         Assert.Contains("first delivery fails", await postgres.ScalarAsync<string>($"SELECT last_error FROM {schema}.items WHERE id = {id}"), StringComparison.Ordinal);
         Assert.Equal(0, node.Executor.GetStatistics().BusyWorkerCount);
 
@@ -302,12 +302,48 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
 
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
 
-        Assert.Equal([1, 2], (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        Assert.Equal([1, 2, 3], (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
         var keyed = await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade");
         Assert.True((await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade")).IsDuplicate);
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the keyed one are handled");
         Assert.Equal([1, 2], behavior.Deliveries.Select(d => d.Item.Number).Order());
         Assert.Contains(behavior.Deliveries, d => d.Id == keyed.ItemId);
+    }
+
+    [Fact]
+    public async Task DatabaseAtSchemaVersion2_IsUpgradedOnStart_StoredRetriesBecomeScheduled_AndEveryItemStillRunsInItsTurn()
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var sql = new StorageSql(schema);
+        await postgres.ExecuteAsync($$"""
+            CREATE SCHEMA {{schema}};
+            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            {{sql.Migrations[0]}}
+            {{sql.Migrations[1]}}
+            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1), (2);
+            INSERT INTO {{sql.Items}} (queue, payload, ordering_key) VALUES ('notices', '{"Number": 1, "Key": "k"}', 'k');
+            INSERT INTO {{sql.Items}} (queue, payload, ordering_key, attempts, run_at, last_error)
+                VALUES ('notices', '{"Number": 2, "Key": "k"}', 'k', 1, now() + interval '1 hour', 'a stored retry');
+            INSERT INTO {{sql.Items}} (queue, payload, ordering_key) VALUES ('notices', '{"Number": 3, "Key": "k"}', 'k');
+            INSERT INTO {{sql.Items}} (queue, payload, state, finished_at) VALUES ('notices', '{"Number": 4}', 2, now());
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema,
+            queue: o => o.OrderingKey = n => n.Key);
+
+        Assert.Equal([1, 2, 3], (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        Assert.Equal(StorageSql.Scheduled, await postgres.ScalarAsync<short>($"SELECT state FROM {schema}.items WHERE payload->>'Number' = '2'"));
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 1, "the ready item of the key is handled");
+
+        // The retry holds its key: the third item waits behind it, as it did before the upgrade.
+        await WaitAsync(() => node.Queue.ReadStatisticsAsync().Result is { Scheduled: 1, Ready: 1, Running: 0 }, "the retry is scheduled and the item behind it ready");
+        Assert.Equal([1], behavior.Deliveries.Select(d => d.Item.Number));
+
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET run_at = now() WHERE payload->>'Number' = '2'");
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 3, "the retry, then the item behind it, are handled");
+        Assert.Equal([1, 2, 3], behavior.Deliveries.Select(d => d.Item.Number));
+        Assert.Equal(2, behavior.Deliveries.Single(d => d.Item.Number == 2).Attempt);
     }
 
     [Fact]

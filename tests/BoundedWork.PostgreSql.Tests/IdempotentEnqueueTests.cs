@@ -39,7 +39,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         Assert.Equal(1L, Scalar<long>(server, "SELECT count(*) FROM ambiguous.callbacks")); // it committed all the same
 
         // The caller cannot tell, so it retries the whole transaction.
-        IdempotentEnqueueResult retried;
+        EnqueueResult retried;
         await using (var connection = new NpgsqlConnection(server.ConnectionString))
         {
             await connection.OpenAsync();
@@ -49,7 +49,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
             await transaction.CommitAsync();
         }
 
-        Assert.Equal(new IdempotentEnqueueResult(firstId, IsDuplicate: true), retried);
+        Assert.Equal(new EnqueueResult(firstId, IsDuplicate: true), retried);
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Any(d => d.Id == firstId), "the item is handled");
         Assert.Equal(1L, Scalar<long>(server, "SELECT count(*) FROM ambiguous.items"));
         Assert.Single(behavior.Deliveries);
@@ -68,7 +68,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         var other = await node.Queue.EnqueueIdempotentAsync(new Notice(3), "order-8");
 
         Assert.False(first.IsDuplicate); // the other queue's key does not count
-        Assert.Equal(new IdempotentEnqueueResult(first.ItemId, IsDuplicate: true), second);
+        Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), second);
         Assert.False(other.IsDuplicate);
         Assert.NotEqual(first.ItemId, other.ItemId);
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both stored items are handled");
@@ -111,8 +111,8 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         var dead = await node.Queue.EnqueueIdempotentAsync(new Notice(-1), "failed");
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state IN (2, 3)").Result == 2, "one item completed and one dead letter, both recorded");
 
-        Assert.Equal(new IdempotentEnqueueResult(completed.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(1), "done"));
-        Assert.Equal(new IdempotentEnqueueResult(dead.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(-1), "failed"));
+        Assert.Equal(new EnqueueResult(completed.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(1), "done"));
+        Assert.Equal(new EnqueueResult(dead.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(-1), "failed"));
 
         // Cleanup deletes the completed row once its retention has passed: the key is free again.
         await postgres.ExecuteAsync($"UPDATE {schema}.items SET finished_at = now() - interval '2 hours' WHERE id = {completed.ItemId}");
@@ -150,7 +150,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         if (commit)
         {
             await firstTransaction.CommitAsync();
-            Assert.Equal(new IdempotentEnqueueResult(first.ItemId, IsDuplicate: true), await second);
+            Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), await second);
         }
         else
         {

@@ -2,10 +2,40 @@ using BoundedWork.PostgreSql.TestConsumer;
 
 namespace BoundedWork.PostgreSql.Tests;
 
-/// <summary>Several consumer processes on one queue, a consumer killed with SIGKILL, and a database restart mid-run.</summary>
+/// <summary>
+/// Several consumer processes on one queue, a consumer killed with SIGKILL, one stopped with SIGTERM, and a database
+/// restart mid-run; the items are a mix of single, bulk-enqueued, delayed and prioritised ones (<see cref="EnqueueMixAsync"/>).
+/// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class MultiProcessTests(PostgresFixture postgres)
 {
+    /// <summary>
+    /// Enqueues items <paramref name="from"/> to <paramref name="from"/> + <paramref name="count"/> - 1, in blocks of 30:
+    /// ten one by one with priorities -1, 0 and 1, ten in one bulk statement, and ten delayed by 0 to 60 ms with
+    /// priorities -1 to 1.
+    /// </summary>
+    internal static async Task EnqueueMixAsync(IPostgreSqlWorkQueue<Notice> queue, int from, int count)
+    {
+        for (var block = from; block < from + count; block += 30)
+        {
+            var end = Math.Min(block + 30, from + count);
+            for (var i = block; i < Math.Min(block + 10, end); i++)
+            {
+                await queue.EnqueueAsync(new Notice(i), new EnqueueOptions { Priority = i % 3 - 1 });
+            }
+
+            if (block + 10 < end)
+            {
+                await queue.EnqueueManyAsync(Enumerable.Range(block + 10, Math.Min(10, end - block - 10)).Select(i => new Notice(i)));
+            }
+
+            for (var i = block + 20; i < end; i++)
+            {
+                await queue.EnqueueAsync(new Notice(i), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(i % 7 * 10), Priority = i % 3 - 1 });
+            }
+        }
+    }
+
     [Fact]
     public async Task ThreeConsumerProcesses_DrainOneQueue_EveryItemHandled_EffectsExactlyOnce()
     {
@@ -19,13 +49,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
                 consumers.Add(await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, TimeSpan.FromSeconds(5)));
             }
 
-            await Task.WhenAll(Enumerable.Range(0, 4).Select(async p =>
-            {
-                for (var i = p; i < 2000; i += 4)
-                {
-                    await producer.Queue.EnqueueAsync(new Notice(i));
-                }
-            }));
+            await Task.WhenAll(Enumerable.Range(0, 4).Select(p => EnqueueMixAsync(producer.Queue, p * 500, 500)));
 
             await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == 2000, "every item has its effect");
             var deliveries = await postgres.DeliveriesAsync(schema);
@@ -51,10 +75,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
         await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
         await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
         await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
-        for (var i = 0; i < 300; i++)
-        {
-            await producer.Queue.EnqueueAsync(new Notice(i));
-        }
+        await EnqueueMixAsync(producer.Queue, 0, 300);
 
         var victimClaims = $"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'";
         await DurableQueueTests.WaitAsync(
@@ -82,10 +103,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
         await using var stopped = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(10));
-        for (var i = 0; i < 50; i++)
-        {
-            await producer.Queue.EnqueueAsync(new Notice(i));
-        }
+        await EnqueueMixAsync(producer.Queue, 0, 50);
 
         var claims = $"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{stopped.Id}:%'";
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>(claims).Result == 2, "the consumer holds its two claims (one worker, two claims per worker)");
@@ -108,10 +126,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
         var local = new Behavior();
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, local);
         await using var consumer = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(2), TimeSpan.FromSeconds(5));
-        for (var i = 0; i < 600; i++)
-        {
-            await node.Queue.EnqueueAsync(new Notice(i));
-        }
+        await EnqueueMixAsync(node.Queue, 0, 600);
 
         await local.WaitUntilAsync(() => local.Deliveries.Count >= 100, "the in-process node has handled 100 items");
         await postgres.Server.RestartAsync(whileDown: () =>
@@ -119,10 +134,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
         Npgsql.NpgsqlConnection.ClearAllPools(); // the test's own pooled connections died with the server
         await DurableQueueTests.WaitAsync(() => node.Storage.Statistics.IsAvailable, "the node reports its storage available again");
 
-        for (var i = 600; i < 800; i++)
-        {
-            await node.Queue.EnqueueAsync(new Notice(i));
-        }
+        await EnqueueMixAsync(node.Queue, 600, 200);
 
         int[] Handled() => [.. local.Deliveries.Select(d => d.Item.Number).Concat(postgres.DeliveriesAsync(schema).Result.Select(d => d.Number)).Distinct().Order()];
         await DurableQueueTests.WaitAsync(() => Handled().Length == 800, "every item is handled by one of the nodes");

@@ -20,14 +20,14 @@ public sealed class OperationsTests(PostgresFixture postgres)
             await producer.Queue.EnqueueAsync(new Notice(i));
         }
 
-        await postgres.ExecuteAsync($"UPDATE {schema}.items SET run_at = now() + interval '1 hour', enqueued_at = now() - interval '1 minute' WHERE id = (SELECT min(id) FROM {schema}.items)");
-        await postgres.ExecuteAsync($"UPDATE {schema}.items SET enqueued_at = now() - interval '30 seconds' WHERE id = (SELECT min(id) + 1 FROM {schema}.items)");
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET state = 5, run_at = now() + interval '1 hour', enqueued_at = now() - interval '1 minute' WHERE id = (SELECT min(id) FROM {schema}.items)");
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET run_at = now() - interval '30 seconds' WHERE id = (SELECT min(id) + 1 FROM {schema}.items)");
 
         var statistics = await producer.Queue.ReadStatisticsAsync();
         Assert.Equal(4, statistics.Ready);
         Assert.Equal(1, statistics.Scheduled);
         Assert.Equal(0, statistics.Running);
-        Assert.InRange(statistics.OldestReadyAge, TimeSpan.FromSeconds(29), TimeSpan.FromMinutes(5)); // the scheduled one is not ready
+        Assert.InRange(statistics.OldestReadyAge, TimeSpan.FromSeconds(29), TimeSpan.FromMinutes(5)); // due 30 s ago; the scheduled one is not ready
         Assert.True(statistics.IsAvailable);
 
         // The monitoring view is the same reading, refreshed in the background.

@@ -11,8 +11,8 @@ namespace BoundedWork.PostgreSql.Tests;
 /// </summary>
 public sealed class OutcomeGate : IAsyncDisposable
 {
-    /// <summary>A writer held at the gate: the outcome statement (it begins with <c>WITH done AS</c>) waiting for the advisory lock.</summary>
-    private const string HeldWriters = "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%WITH done AS%'";
+    /// <summary>A writer held at the gate: the outcome statement (its text begins with <c>/* BoundedWork outcomes */</c>) waiting for the advisory lock.</summary>
+    private const string HeldWriters = "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%BoundedWork outcomes%'";
 
     private readonly PostgresFixture _postgres;
     private readonly string _schema;

@@ -22,14 +22,16 @@ public sealed class PostgresFixture : IAsyncLifetime
         }
     }
 
-    /// <summary>A new schema name, with the tables the test consumers write to.</summary>
+    /// <summary>A new schema name, with the tables the test consumers write to (deliveries, effects, starts of long handlers, cancellations).</summary>
     public async Task<string> NewSchemaAsync()
     {
         var schema = "t_" + Guid.NewGuid().ToString("N")[..12];
         await ExecuteAsync($"""
             CREATE SCHEMA {schema};
-            CREATE TABLE {schema}.deliveries (item_id bigint NOT NULL, number integer NOT NULL, attempt integer NOT NULL, node integer NOT NULL);
+            CREATE TABLE {schema}.deliveries (item_id bigint NOT NULL, number integer NOT NULL, attempt integer NOT NULL, node integer NOT NULL, traceparent text);
             CREATE TABLE {schema}.effects (item_id bigint PRIMARY KEY, number integer NOT NULL, node integer NOT NULL);
+            CREATE TABLE {schema}.starts (item_id bigint NOT NULL, node integer NOT NULL);
+            CREATE TABLE {schema}.cancellations (item_id bigint NOT NULL, node integer NOT NULL);
             """);
         return schema;
     }

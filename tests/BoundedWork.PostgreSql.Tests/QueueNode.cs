@@ -14,6 +14,9 @@ public sealed class Behavior
 
     public Action<Notice, WorkItemContext> Handle { get; set; } = (_, _) => { };
 
+    /// <summary>Gets or sets a handler that also gets the attempt's cancellation token; when set, it runs instead of <see cref="Handle"/>.</summary>
+    public Action<Notice, WorkItemContext, CancellationToken>? HandleWithToken { get; set; }
+
     public ConcurrentQueue<(Notice Item, long Id, int Attempt, string Node)> Deliveries { get; } = new();
 
     public ConcurrentQueue<DeadLetter<Notice>> DeadLetters { get; } = new();
@@ -52,7 +55,15 @@ public sealed class TestHandler(Behavior behavior, WorkItemContext context, Queu
 {
     public void Handle(Notice item, CancellationToken cancellationToken)
     {
-        behavior.Handle(item, context);
+        if (behavior.HandleWithToken is { } handle)
+        {
+            handle(item, context, cancellationToken);
+        }
+        else
+        {
+            behavior.Handle(item, context);
+        }
+
         behavior.Record(item, context, node.Value);
     }
 }

@@ -8,30 +8,46 @@ namespace BoundedWork.PostgreSql.Tests;
 
 /// <summary>
 /// Conservation for a stored queue, against the real database: whatever the workers, claims per worker, failures,
-/// retries and ordering, and however often the consuming node is stopped gracefully and replaced mid-run, every item enqueued
-/// ends exactly once in the table (completed or dead letter), each completed item was handled and each dead letter
-/// delivered, failing items get exactly their allowed deliveries, and items of one key complete in enqueue order.
+/// retries, ordering, delays, priorities, bulk enqueues and cancellations, and however often the consuming node is
+/// stopped gracefully and replaced mid-run, every item enqueued ends exactly once in the table (completed, dead letter
+/// or cancelled), each completed item was handled once and each dead letter delivered once, no cancelled item was
+/// handled, no item started before its time, failing items get exactly their allowed deliveries unless cancelled, and
+/// items of one key complete in enqueue order.
 /// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class StoredConservationProperties(PostgresFixture postgres)
 {
-    private sealed record Scenario(int Workers, int ClaimsPerWorker, int MaxRetryAttempts, bool Ordered, int[] Failures, int[] Handovers)
+    /// <summary>One item: how many of its deliveries fail, its delay, its priority, and whether it is cancelled right after its enqueue.</summary>
+    private sealed record ItemPlan(int Failures, int DelayMs, int Priority, bool Cancel)
+    {
+        public override string ToString() => $"{Failures}{(DelayMs > 0 ? "+" + DelayMs + "ms" : string.Empty)}{(Priority != 0 ? "p" + Priority : string.Empty)}{(Cancel ? "x" : string.Empty)}";
+    }
+
+    private sealed record Scenario(int Workers, int ClaimsPerWorker, int MaxRetryAttempts, bool Ordered, int BulkSize, ItemPlan[] Items, int[] Handovers)
     {
         public override string ToString() =>
-            $"workers={Workers} claims/worker={ClaimsPerWorker} retries={MaxRetryAttempts} ordered={Ordered} failures=[{string.Join(",", Failures)}] handovers=[{string.Join(",", Handovers)}]";
+            $"workers={Workers} claims/worker={ClaimsPerWorker} retries={MaxRetryAttempts} ordered={Ordered} bulk={BulkSize} items=[{string.Join(",", Items.AsEnumerable())}] handovers=[{string.Join(",", Handovers)}]";
     }
+
+    private static readonly Gen<ItemPlan> Items =
+        from failures in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 3)))
+        from delay in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 200)))
+        from priority in Gen.Frequency((2, Gen.Constant(0)), (1, Gen.Choose(-2, 2)))
+        from cancel in Gen.Frequency((5, Gen.Constant(false)), (1, Gen.Constant(true)))
+        select new ItemPlan(failures, delay, priority, cancel);
 
     private static readonly Gen<Scenario> Scenarios =
         from workers in Gen.Choose(1, 3)
         from claims in Gen.Choose(1, 3)
         from retries in Gen.Choose(0, 2)
         from ordered in Gen.Elements(true, false)
-        from failures in Gen.Choose(1, 25).SelectMany(length => Gen.ArrayOf(Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 3))), length))
+        from bulk in Gen.Frequency((2, Gen.Constant(1)), (1, Gen.Choose(2, 6)))
+        from items in Gen.Choose(1, 25).SelectMany(length => Gen.ArrayOf(Items, length))
         from handovers in Gen.Choose(0, 2).SelectMany(n => Gen.ArrayOf(Gen.Choose(0, 25), n))
-        select new Scenario(workers, claims, retries, ordered, failures, handovers);
+        select new Scenario(workers, claims, retries, ordered, bulk, items, handovers);
 
     [Fact]
-    public void EveryStoredItemEndsOnce_HandledOrDeadLettered_AcrossNodeHandovers() =>
+    public void EveryStoredItemEndsOnce_HandledDeadLetteredOrCancelled_NeverBeforeItsTime_AcrossNodeHandovers() =>
         Check.One(
             Config.QuickThrowOnFailure.WithMaxTest(15),
             Prop.ForAll(Scenarios.ToArbitrary(), scenario => RunAsync(scenario).GetAwaiter().GetResult()));
@@ -40,10 +56,12 @@ public sealed class StoredConservationProperties(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var completedOrder = new ConcurrentQueue<Notice>();
+        var starts = new ConcurrentQueue<(int Number, int Attempt, DateTimeOffset At)>();
         var behavior = new Behavior();
         behavior.Handle = (item, context) =>
         {
-            if (context.Attempt <= scenario.Failures[item.Number])
+            starts.Enqueue((item.Number, context.Attempt, DateTimeOffset.UtcNow));
+            if (context.Attempt <= scenario.Items[item.Number].Failures)
             {
                 throw new InvalidOperationException($"item {item.Number} delivery {context.Attempt}");
             }
@@ -70,39 +88,82 @@ public sealed class StoredConservationProperties(PostgresFixture postgres)
         try
         {
             var ids = new Dictionary<long, int>();
-            for (var i = 0; i < scenario.Failures.Length; i++)
+            var earliest = new Dictionary<int, DateTimeOffset>(); // no delivery of the item may start before this
+            var cancels = new Dictionary<int, CancelResult>();
+            for (var first = 0; first < scenario.Items.Length; first += scenario.BulkSize)
             {
-                if (scenario.Handovers.Contains(i))
+                if (scenario.Handovers.Any(h => h >= first && h < first + scenario.BulkSize))
                 {
                     // A graceful stop mid-run (claims released or finished) and a new node in its place.
                     await node.DisposeAsync();
-                    node = Start(i + 1);
+                    node = Start(first + 1);
                 }
 
-                ids.Add(await node.Queue.EnqueueWithIdAsync(new Notice(i, "key-" + (i % 3))), i);
+                // A chunk: one item, or several enqueued in one statement with the first one's delay and priority.
+                var numbers = Enumerable.Range(first, Math.Min(scenario.BulkSize, scenario.Items.Length - first)).ToArray();
+                var plan = scenario.Items[first];
+                var options = new EnqueueOptions { Delay = plan.DelayMs > 0 ? TimeSpan.FromMilliseconds(plan.DelayMs) : null, Priority = plan.Priority };
+                var before = DateTimeOffset.UtcNow;
+                var chunkIds = numbers.Length == 1
+                    ? [(await node.Queue.EnqueueAsync(new Notice(first, "key-" + (first % 3)), options)).ItemId]
+                    : await node.Queue.EnqueueManyAsync(numbers.Select(n => new Notice(n, "key-" + (n % 3))), options);
+                for (var i = 0; i < numbers.Length; i++)
+                {
+                    ids.Add(chunkIds[i], numbers[i]);
+                    earliest[numbers[i]] = before + TimeSpan.FromMilliseconds(plan.DelayMs) - TimeSpan.FromMilliseconds(1); // the server's now() follows this reading
+                    if (scenario.Items[numbers[i]].Cancel)
+                    {
+                        cancels[numbers[i]] = await node.Queue.CancelAsync(chunkIds[i]);
+                    }
+                }
             }
 
             await DurableQueueTests.WaitAsync(
-                () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state IN (2, 3)").Result == scenario.Failures.Length,
+                () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state IN (2, 3, 4)").Result == scenario.Items.Length,
                 $"every item is finished in the table ({scenario})");
+            Assert.Equal(scenario.Items.Length, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items"));
 
-            var allowed = scenario.MaxRetryAttempts + 1;
-            var dead = postgres.ScalarAsync<long[]>($"SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM {schema}.items WHERE state = 3").Result;
-            var expectedDead = ids.Where(pair => scenario.Failures[pair.Value] >= allowed).Select(pair => pair.Key).Order().ToArray();
-            Assert.Equal(expectedDead, dead);
-
-            // Each item handled (completed) exactly once, none of the dead ones; each dead one delivered as a dead letter once.
-            var handled = behavior.Deliveries.Select(d => d.Item.Number).Order().ToArray();
-            Assert.Equal(ids.Where(pair => !dead.Contains(pair.Key)).Select(pair => pair.Value).Order(), handled);
-            Assert.Equal(expectedDead, behavior.DeadLetters.Select(letter => letter.ItemId).Order());
-            Assert.All(behavior.DeadLetters, letter => Assert.Equal(DeadLetterReason.Failed, letter.Reason));
-            Assert.All(behavior.DeadLetters, letter => Assert.Equal(allowed, letter.Attempts));
-
-            // Deliveries: a failing item is delivered exactly (its failures + 1) times, or its allowance if it died.
+            var states = new Dictionary<int, short>();
             foreach (var (id, number) in ids)
             {
-                var expected = Math.Min(scenario.Failures[number] + 1, allowed);
-                Assert.Equal(expected, await postgres.ScalarAsync<int>($"SELECT attempts FROM {schema}.items WHERE id = {id}"));
+                states[number] = await postgres.ScalarAsync<short>($"SELECT state FROM {schema}.items WHERE id = {id}");
+            }
+
+            // Each completed item handled exactly once; no dead or cancelled one handled; each dead one delivered once.
+            var handled = behavior.Deliveries.Select(d => d.Item.Number).Order().ToArray();
+            Assert.Equal(states.Where(s => s.Value == 2).Select(s => s.Key).Order(), handled);
+            var dead = states.Where(s => s.Value == 3).Select(s => s.Key).Order().ToArray();
+            Assert.Equal(dead, behavior.DeadLetters.Select(letter => ids[letter.ItemId]).Order());
+            Assert.All(behavior.DeadLetters, letter => Assert.Equal(DeadLetterReason.Failed, letter.Reason));
+
+            // What each cancellation found decides what the item could end as.
+            var allowed = scenario.MaxRetryAttempts + 1;
+            foreach (var (number, state) in states)
+            {
+                var failures = scenario.Items[number].Failures;
+                short[] expected = cancels.TryGetValue(number, out var cancel)
+                    ? cancel switch
+                    {
+                        CancelResult.Cancelled => [4],
+                        CancelResult.CancellationRequested => [2, 3, 4],
+                        CancelResult.AlreadyCompleted => [2],
+                        CancelResult.AlreadyDeadLettered => [3],
+                        _ => throw new InvalidOperationException($"item {number}: {cancel} after one cancellation ({scenario})"),
+                    }
+                    : [failures >= allowed ? (short)3 : (short)2];
+                Assert.True(expected.Contains(state), $"item {number} ended in state {state}, expected one of [{string.Join(",", expected)}] ({scenario})");
+                if (!cancels.ContainsKey(number))
+                {
+                    // Not cancelled: delivered exactly its failures + 1 times, or its allowance if it died.
+                    var id = ids.Single(pair => pair.Value == number).Key;
+                    Assert.Equal(Math.Min(failures + 1, allowed), await postgres.ScalarAsync<int>($"SELECT attempts FROM {schema}.items WHERE id = {id}"));
+                }
+            }
+
+            // Never before its time.
+            foreach (var (number, attempt, at) in starts)
+            {
+                Assert.True(at >= earliest[number], $"item {number} delivery {attempt} started at {at:O}, before {earliest[number]:O} ({scenario})");
             }
 
             if (scenario.Ordered)

@@ -82,7 +82,16 @@ internal static partial class CallbackServer
 
         builder.Services.AddOptions<SideEffectOptions>().BindConfiguration(SideEffectOptions.Section).ValidateOnStart();
         builder.Services.AddSingleton<IValidateOptions<SideEffectOptions>, SideEffectOptionsValidator>();
-        builder.Services.AddSingleton<IPaymentDependency, SlowDependency>();
+        builder.Services.AddOptions<DownstreamOptions>().BindConfiguration(DownstreamOptions.Section).ValidateOnStart();
+        builder.Services.AddSingleton<IValidateOptions<DownstreamOptions>, DownstreamOptionsValidator>();
+        builder.Services.AddSingleton<LimitedCapacityDependency>();
+
+        // The plain slow dependency, or (--Downstream:Capacity=12) one of limited capacity: K connections, the knee
+        // the adaptive-workers benchmark's executor does not know.
+        builder.Services.AddSingleton<IPaymentDependency>(sp =>
+            sp.GetRequiredService<IOptions<DownstreamOptions>>().Value.Capacity > 0
+                ? sp.GetRequiredService<LimitedCapacityDependency>()
+                : ActivatorUtilities.CreateInstance<SlowDependency>(sp));
         builder.Services.AddSingleton<CallbackCounters>();
         builder.Services.AddSingleton<HandedBackCallbacks>();
         builder.Services.AddSingleton<IAbandonedWorkHandler>(sp => sp.GetRequiredService<HandedBackCallbacks>());
@@ -166,6 +175,8 @@ internal static partial class CallbackServer
 
         app.MapGet("/stats", (HttpContext context) =>
             Results.Json(ReadStats(context.RequestServices, context.Request.Query.ContainsKey("collect")), StatsJson.Default.ServerStats));
+        app.MapGet("/stats/capacity", (HttpContext context) =>
+            Results.Json(ReadCapacity(context.RequestServices), CapacityJson.Default.CapacityStats));
         app.MapPost("/stats/reset-peaks", (ThreadPoolSampler sampler) =>
         {
             sampler.ResetPeaks();
@@ -228,6 +239,21 @@ internal static partial class CallbackServer
             services.GetRequiredService<ThreadPoolSampler>().Current,
             new ProcessStats(GC.GetTotalMemory(false), process.WorkingSet64, process.PrivateMemorySize64, process.Threads.Count,
                 GC.CollectionCount(2), GC.GetTotalPauseDuration().TotalMilliseconds));
+    }
+
+    /// <summary>Reads the workers, the queue, the endpoints and the dependency for the adaptive-workers benchmark.</summary>
+    /// <param name="services">The app's services.</param>
+    /// <returns>The capacity stats.</returns>
+    internal static CapacityStats ReadCapacity(IServiceProvider services)
+    {
+        var counters = services.GetRequiredService<CallbackCounters>();
+        var executor = services.GetRequiredKeyedService<BoundedExecutor>(IncidentReplay.ExecutorName);
+        var dependency = services.GetRequiredService<IPaymentDependency>() as LimitedCapacityDependency;
+        var s = executor.GetStatistics();
+        return new CapacityStats(
+            Stopwatch.GetElapsedTime(s_started).TotalSeconds, s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount,
+            s.QueueLength, s.OldestQueuedItemAge.TotalMilliseconds, counters.Bounded.Completed, counters.Bounded.Rejected,
+            counters.Naive.Completed, counters.Naive.Received, ThreadPool.ThreadCount, dependency?.Read());
     }
 
     private static EndpointStats Naive(EndpointCounter counter)

@@ -35,10 +35,18 @@ internal sealed class SlowDependency(IOptions<SideEffectOptions> options) : IPay
             Thread.Sleep(delay);
         }
 
+        Hash(callback, _options.CpuIterations);
+    }
+
+    /// <summary>The side effect's CPU part: <paramref name="iterations"/> SHA-256 hashes of a 256-byte buffer.</summary>
+    /// <param name="callback">The callback (its order id seeds the buffer).</param>
+    /// <param name="iterations">How many hashes.</param>
+    internal static void Hash(PaymentCallback callback, int iterations)
+    {
         Span<byte> buffer = stackalloc byte[256];
         BitConverter.TryWriteBytes(buffer, callback.OrderId);
         Span<byte> hash = stackalloc byte[32];
-        for (var i = 0; i < _options.CpuIterations; i++)
+        for (var i = 0; i < iterations; i++)
         {
             SHA256.HashData(buffer, hash);
             hash.CopyTo(buffer[8..]);

@@ -9,9 +9,10 @@ namespace BoundedWork.AspNetCore.Internal;
 /// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
 /// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
 /// </summary>
-internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger)
+internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger, IEnumerable<IDeadLetterStore>? deadLetterStores = null)
 {
     private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
+    private readonly HashSet<string> _deadLetterQueues = new((deadLetterStores ?? []).Select(store => store.QueueName), StringComparer.Ordinal);
 
     public AdminReply ListExecutors(bool history)
     {
@@ -39,26 +40,9 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
     {
         var name = request.ExecutorName;
         registry.TryGetExecutor(name, out var executor); // null for a name that is not registered: refused below, after the checks that come first
-        if (request.OriginRefusal is { } refusal)
+        if (CheckChangeRules(request, "the settings") is { } broken)
         {
-            return Refuse(request, executor, refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
-        }
-
-        if (!IsJson(request.ContentType))
-        {
-            return Refuse(request, executor, "unsupported_media_type", AdminReply.Problem(
-                415,
-                "Unsupported media type",
-                $"Send the settings as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
-        }
-
-        if (!request.HasRequestHeader)
-        {
-            return Refuse(request, executor, "missing_header", AdminReply.Problem(
-                400,
-                "Missing request header",
-                $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
-                header: BoundedWorkAdminOptions.RequestHeaderName));
+            return Refuse(request, executor, broken.Reason, broken.Problem);
         }
 
         if (executor is null)
@@ -100,6 +84,40 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         return AdminReply.Ok(
             new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
             AdminJsonContext.Readable.ReconfigurationResponse);
+    }
+
+    /// <summary>
+    /// The rules every change meets before anything else, in order: where it comes from (an anonymous console's
+    /// <see cref="LocalOrigin"/> rule), a JSON content type, and the request header that cross-site requests cannot
+    /// add. Returns the refusal's reason (for the log and the metric) and its answer, or <see langword="null"/>.
+    /// </summary>
+    /// <param name="request">The change.</param>
+    /// <param name="what">What the body holds, for the 415 answer ("the settings").</param>
+    public static (string Reason, AdminReply Problem)? CheckChangeRules(ChangeRequest request, string what)
+    {
+        if (request.OriginRefusal is { } refusal)
+        {
+            return (refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
+        }
+
+        if (!IsJson(request.ContentType))
+        {
+            return ("unsupported_media_type", AdminReply.Problem(
+                415,
+                "Unsupported media type",
+                $"Send {what} as JSON: the Content-Type must be application/json (was '{request.ContentType ?? "none"}')."));
+        }
+
+        if (!request.HasRequestHeader)
+        {
+            return ("missing_header", AdminReply.Problem(
+                400,
+                "Missing request header",
+                $"Changes must carry the request header '{BoundedWorkAdminOptions.RequestHeaderName}' (any non-empty value), which a cross-site form or a simple cross-origin request cannot add.",
+                header: BoundedWorkAdminOptions.RequestHeaderName));
+        }
+
+        return null;
     }
 
     /// <summary>Whether a Content-Type names JSON: <c>application/json</c> or <c>application/*+json</c>, any parameters.</summary>
@@ -167,7 +185,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null);
     }
 
-    private static StorageView DescribeStorage(IWorkQueueStorage storage)
+    private StorageView DescribeStorage(IWorkQueueStorage storage)
     {
         var s = storage.Statistics;
         return new StorageView(
@@ -180,7 +198,9 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.DeadLettered,
             s.Completed,
             Math.Round(s.OldestReadyAge.TotalMilliseconds, 3),
-            s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt);
+            s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt,
+            s.Cancelled,
+            _deadLetterQueues.Contains(storage.QueueName));
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

@@ -43,21 +43,11 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
     private async Task ChangeSettings(HttpContext context, bool workersOnly)
     {
         var reader = context.Request.BodyReader;
-        var (body, tooLarge) = await ReadBody(reader, context.RequestAborted).ConfigureAwait(false);
+        var (body, tooLarge) = await ReadBody(reader, SettingsRequest.MaxBodyBytes, context.RequestAborted).ConfigureAwait(false);
         AdminReply reply;
         try
         {
-            reply = api.ChangeSettings(
-                new ChangeRequest(
-                    RouteName(context),
-                    context.Request.ContentType,
-                    !string.IsNullOrWhiteSpace(context.Request.Headers[BoundedWorkAdminOptions.RequestHeaderName]),
-                    body,
-                    tooLarge,
-                    context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous",
-                    context.Connection.RemoteIpAddress?.ToString() ?? "unknown",
-                    mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null),
-                workersOnly);
+            reply = api.ChangeSettings(DescribeChange(context, mapping, body, tooLarge), workersOnly);
         }
         finally
         {
@@ -67,16 +57,28 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
         await Write(context, reply).ConfigureAwait(false);
     }
 
+    /// <summary>A change as it arrived over HTTP: the route's name, content type, request header, body, who sent it and, for an anonymous console, whether its origin is refused.</summary>
+    public static ChangeRequest DescribeChange(HttpContext context, AdminMapping mapping, ReadOnlySequence<byte> body, bool tooLarge) =>
+        new(
+            RouteName(context),
+            context.Request.ContentType,
+            !string.IsNullOrWhiteSpace(context.Request.Headers[BoundedWorkAdminOptions.RequestHeaderName]),
+            body,
+            tooLarge,
+            context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous",
+            context.Connection.RemoteIpAddress?.ToString() ?? "unknown",
+            mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null);
+
     /// <summary>
-    /// Reads the whole body, up to <see cref="SettingsRequest.MaxBodyBytes"/>. The caller advances the reader past the
-    /// returned buffer. A body that has already arrived is read without yielding.
+    /// Reads the whole body, up to <paramref name="maxBytes"/>. The caller advances the reader past the returned
+    /// buffer. A body that has already arrived is read without yielding.
     /// </summary>
-    private static async ValueTask<(ReadOnlySequence<byte> Buffer, bool TooLarge)> ReadBody(PipeReader reader, CancellationToken cancellationToken)
+    public static async ValueTask<(ReadOnlySequence<byte> Buffer, bool TooLarge)> ReadBody(PipeReader reader, int maxBytes, CancellationToken cancellationToken)
     {
         while (true)
         {
             var read = await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-            if (read.Buffer.Length > SettingsRequest.MaxBodyBytes)
+            if (read.Buffer.Length > maxBytes)
             {
                 return (read.Buffer, true);
             }
@@ -90,7 +92,7 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
         }
     }
 
-    private static string RouteName(HttpContext context) => context.Request.RouteValues["name"] as string ?? string.Empty;
+    public static string RouteName(HttpContext context) => context.Request.RouteValues["name"] as string ?? string.Empty;
 
     private static bool WantsHistory(HttpContext context) =>
         context.Request.Query.TryGetValue("history", out var value) && string.Equals(value, "true", StringComparison.OrdinalIgnoreCase);

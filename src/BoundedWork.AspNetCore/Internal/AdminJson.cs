@@ -25,7 +25,8 @@ internal sealed record ExecutorResponse(
 
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
-/// (every node's items, not only this node's), and whether this node reaches it.
+/// (every node's items, not only this node's), whether this node reaches it, and whether the console serves the
+/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>).
 /// </summary>
 internal sealed record StorageView(
     string Kind,
@@ -37,7 +38,9 @@ internal sealed record StorageView(
     long DeadLettered,
     long Completed,
     double OldestReadyAgeMs,
-    DateTimeOffset? ReadAt);
+    DateTimeOffset? ReadAt,
+    long Cancelled = 0,
+    bool DeadLetters = false);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item
@@ -118,6 +121,9 @@ internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyLi
 [JsonSerializable(typeof(ReconfigurationResponse))]
 [JsonSerializable(typeof(ThreadPoolResponse))]
 [JsonSerializable(typeof(ProblemDocument))]
+[JsonSerializable(typeof(DeadLetterListResponse))]
+[JsonSerializable(typeof(DeadLetterResponse))]
+[JsonSerializable(typeof(DeadLetterChangeResponse))]
 internal sealed partial class AdminJsonContext : JsonSerializerContext
 {
     /// <summary>

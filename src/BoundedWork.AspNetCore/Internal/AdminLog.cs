@@ -92,4 +92,20 @@ internal static partial class AdminLog
     [LoggerMessage(EventId = 205, EventName = "LocalSocketFailed", Level = LogLevel.Error,
         Message = "The BoundedWork admin console's local socket '{SocketPath}' failed to serve a request; it keeps listening.")]
     public static partial void LocalSocketFailed(this ILogger logger, string socketPath, Exception exception);
+
+    [LoggerMessage(EventId = 206, EventName = "DeadLettersRequeued", Level = LogLevel.Information,
+        Message = "{Count} dead letters of work queue '{QueueName}' requeued by {User} ({RemoteAddress}) through the admin console: {Selection}.")]
+    public static partial void DeadLettersRequeued(this ILogger logger, string queueName, string user, string remoteAddress, string selection, int count);
+
+    [LoggerMessage(EventId = 207, EventName = "DeadLettersPurged", Level = LogLevel.Warning,
+        Message = "{Count} dead letters of work queue '{QueueName}' purged (deleted) by {User} ({RemoteAddress}) through the admin console: {Selection}.")]
+    public static partial void DeadLettersPurged(this ILogger logger, string queueName, string user, string remoteAddress, string selection, int count);
+
+    [LoggerMessage(EventId = 208, EventName = "DeadLetterChangeRefused", Level = LogLevel.Warning,
+        Message = "Refused a dead-letter {Operation} on work queue '{QueueName}' by {User} ({RemoteAddress}) through the admin console: {StatusCode} {Reason}")]
+    public static partial void DeadLetterChangeRefused(this ILogger logger, string queueName, string operation, string user, string remoteAddress, int statusCode, string reason);
+
+    [LoggerMessage(EventId = 209, EventName = "DeadLetterStorageFailed", Level = LogLevel.Error,
+        Message = "The admin console could not {What} of work queue '{QueueName}': its storage failed.")]
+    public static partial void DeadLetterStorageFailed(this ILogger logger, string queueName, string what, Exception exception);
 }

@@ -15,11 +15,11 @@ internal sealed record AdminReply(int Status, string ContentType, byte[] Body, s
 
     public static AdminReply Ok<T>(T value, JsonTypeInfo<T> typeInfo) => new(200, Json, JsonSerializer.SerializeToUtf8Bytes(value, typeInfo));
 
-    public static AdminReply Problem(int status, string title, string detail, IReadOnlyDictionary<string, string[]>? errors = null, string? executor = null, string? header = null, string? allow = null, int? errorCount = null) =>
+    public static AdminReply Problem(int status, string title, string detail, IReadOnlyDictionary<string, string[]>? errors = null, string? executor = null, string? header = null, string? allow = null, int? errorCount = null, string? queue = null) =>
         new(
             status,
             ProblemJson,
-            JsonSerializer.SerializeToUtf8Bytes(new ProblemDocument(TypeOf(status), title, status, detail, errors, executor, header, errorCount), AdminJsonContext.Readable.ProblemDocument),
+            JsonSerializer.SerializeToUtf8Bytes(new ProblemDocument(TypeOf(status), title, status, detail, errors, executor, header, errorCount, queue), AdminJsonContext.Readable.ProblemDocument),
             allow);
 
     private static string TypeOf(int status) => status switch
@@ -31,6 +31,7 @@ internal sealed record AdminReply(int Status, string ContentType, byte[] Body, s
         405 => "https://tools.ietf.org/html/rfc9110#section-15.5.6",
         409 => "https://tools.ietf.org/html/rfc9110#section-15.5.10",
         415 => "https://tools.ietf.org/html/rfc9110#section-15.5.16",
+        503 => "https://tools.ietf.org/html/rfc9110#section-15.6.4",
         _ => "about:blank",
     };
 }
@@ -47,4 +48,5 @@ internal sealed record ProblemDocument(
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyDictionary<string, string[]>? Errors,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Executor,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Header,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] int? ErrorCount = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] int? ErrorCount = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Queue = null);

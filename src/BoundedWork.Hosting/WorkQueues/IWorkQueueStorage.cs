@@ -23,7 +23,7 @@ public sealed record WorkQueueStorageStatistics
     /// <summary>Gets the number of stored items ready to run now, across every node.</summary>
     public long Ready { get; init; }
 
-    /// <summary>Gets the number of stored items waiting for a later time (a stored retry's backoff).</summary>
+    /// <summary>Gets the number of stored items waiting for a later time (a delayed enqueue, or a stored retry's backoff).</summary>
     public long Scheduled { get; init; }
 
     /// <summary>Gets the number of stored items claimed by some node and not yet finished.</summary>
@@ -35,7 +35,10 @@ public sealed record WorkQueueStorageStatistics
     /// <summary>Gets the number of finished items kept until their retention ends.</summary>
     public long Completed { get; init; }
 
-    /// <summary>Gets how long the oldest ready item has waited to run; zero when none is ready.</summary>
+    /// <summary>Gets the number of cancelled items kept until their retention ends (cancelled before they ran, or stopped by their handler after a cancellation).</summary>
+    public long Cancelled { get; init; }
+
+    /// <summary>Gets how long the longest-waiting ready item has waited to run since it became due (enqueued, or its delay or retry backoff ended); zero when none is ready.</summary>
     public TimeSpan OldestReadyAge { get; init; }
 
     /// <summary>Gets a value indicating whether the storage answered the latest read and every loop of this node is connected.</summary>

@@ -24,4 +24,16 @@ public sealed class WorkItemContext
 
     /// <summary>Gets a value indicating whether the item is stored durably (it survives a crash and may be delivered again).</summary>
     public bool IsDurable { get; internal set; }
+
+    /// <summary>
+    /// Gets the W3C <c>traceparent</c> of the producer's <see cref="System.Diagnostics.Activity"/> when the item was
+    /// enqueued, stored with a durable item (the same on every delivery, retries and requeues included), so the
+    /// handler's work can join the producer's trace on whichever node runs it;
+    /// <see langword="null"/> when the producer had no W3C activity, and for in-memory queues (whose items carry the
+    /// producer's activity in their execution context instead).
+    /// </summary>
+    public string? TraceParent { get; internal set; }
+
+    /// <summary>Gets the W3C <c>tracestate</c> stored with <see cref="TraceParent"/>; <see langword="null"/> when there was none.</summary>
+    public string? TraceState { get; internal set; }
 }

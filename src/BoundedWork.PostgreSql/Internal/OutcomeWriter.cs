@@ -6,12 +6,13 @@ using NpgsqlTypes;
 namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
-/// Writes the outcomes of a node's deliveries (completed, retry stored, dead letter, released) to the table, batched:
+/// Writes the outcomes of a node's deliveries (completed, retry stored, dead letter, cancelled, released) to the table, batched:
 /// one round trip carries every outcome that arrived while the previous one was in flight. A failed write is retried,
 /// the same outcomes, until it succeeds or the node stops; an outcome that is never written leaves its item claimed
 /// until the lease expires, after which it runs again (at least once). Runs on its own thread with synchronous I/O.
 /// Every posted outcome is settled exactly once, through the <c>settled</c> callback: when its batch is written, or
-/// when the writer gives up on it at a stop. The queue counts its item as held until then.
+/// when the writer gives up on it at a stop. The queue counts its item as held until then. When a written batch made
+/// an item claimable for other nodes, the writer wakes them through the node's notifier, after the write committed.
 /// </summary>
 internal sealed class OutcomeWriter : IDisposable
 {
@@ -26,9 +27,11 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly StorageHealth _health;
     private readonly TimeSpan _maxDelay;
     private readonly Action<int> _settled;
+    private readonly Action _wakeOthers;
 
-    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled)
+    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled, Action wakeOthers)
     {
+        _wakeOthers = wakeOthers;
         _dataSource = dataSource;
         _sql = sql;
         _queueName = queueName;
@@ -39,15 +42,7 @@ internal sealed class OutcomeWriter : IDisposable
         _settled = settled;
     }
 
-    public enum Kind
-    {
-        Completed,
-        Retry,
-        Dead,
-        Released,
-    }
-
-    public void Post(StoredItem item, Kind kind, TimeSpan retryDelay = default, string? error = null)
+    public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         try
         {
@@ -55,7 +50,7 @@ internal sealed class OutcomeWriter : IDisposable
             // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
             // claim loop is woken when the batch is written (the settled callback), and notifying every node for
             // every batch would make each of them run an empty claim.
-            var wakesOthers = kind == Kind.Released || (item.IsOrdered && kind is Kind.Completed or Kind.Dead);
+            var wakesOthers = kind == OutcomeKind.Released || (item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
@@ -81,6 +76,11 @@ internal sealed class OutcomeWriter : IDisposable
                 }
 
                 WriteWithRetries(batch, abandon);
+                if (batch.Exists(outcome => outcome.WakesOthers))
+                {
+                    _wakeOthers();
+                }
+
                 _settled(batch.Count);
                 batch.Clear();
             }
@@ -139,24 +139,37 @@ internal sealed class OutcomeWriter : IDisposable
 
     private void Write(List<Outcome> outcomes)
     {
-        var completed = Select(outcomes, Kind.Completed);
-        var released = Select(outcomes, Kind.Released);
-        var retried = Select(outcomes, Kind.Retry);
-        var dead = Select(outcomes, Kind.Dead);
+        var kinds = 0;
+        foreach (var outcome in outcomes)
+        {
+            kinds |= 1 << (int)outcome.Kind;
+        }
+
         long recorded;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_deleteCompleted ? _sql.WriteOutcomesDeletingCompleted : _sql.WriteOutcomes, connection))
+        using (var command = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection))
         {
-            AddIds(command, completed);
-            AddIds(command, released);
-            AddIds(command, retried);
-            command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. retried.Select(outcome => outcome.DelayMilliseconds)] });
-            command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. retried.Select(outcome => outcome.Error)] });
-            AddIds(command, dead);
-            command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. dead.Select(outcome => outcome.Error)] });
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _queueName });
-            command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = outcomes.Exists(outcome => outcome.WakesOthers) });
+            // The parameters of each kind present, in the statement's order (see StorageSql.WriteOutcomes).
+            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+            {
+                if ((kinds & (1 << (int)kind)) == 0)
+                {
+                    continue;
+                }
+
+                var selected = Select(outcomes, kind);
+                AddIds(command, selected);
+                if (kind == OutcomeKind.Retry)
+                {
+                    command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
+                }
+
+                if (kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled)
+                {
+                    AddErrors(command, selected);
+                }
+            }
+
             recorded = (long)command.ExecuteScalar()!;
         }
 
@@ -173,9 +186,12 @@ internal sealed class OutcomeWriter : IDisposable
         command.Parameters.Add(new NpgsqlParameter<int[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Integer, TypedValue = [.. outcomes.Select(outcome => outcome.Attempts)] });
     }
 
-    private static List<Outcome> Select(List<Outcome> outcomes, Kind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
+    private static void AddErrors(NpgsqlCommand command, List<Outcome> outcomes) =>
+        command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
+
+    private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 
     public void Dispose() => _outcomes.Dispose();
 
-    private readonly record struct Outcome(Kind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
+    private readonly record struct Outcome(OutcomeKind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
 }

@@ -41,4 +41,8 @@ internal static partial class PostgreSqlLog
     [LoggerMessage(EventId = 307, EventName = "RetryStored", Level = LogLevel.Warning,
         Message = "Work queue '{QueueName}': item {ItemId} failed on delivery {Attempt}; retry stored for {RetryDelay} from now.")]
     public static partial void RetryStored(this ILogger logger, string queueName, long itemId, int attempt, TimeSpan retryDelay, Exception exception);
+
+    [LoggerMessage(EventId = 308, EventName = "CancellationRequested", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': item {ItemId}, held by this node, was cancelled; its handler's cancellation token fired (or, not started yet, it will not run).")]
+    public static partial void CancellationRequested(this ILogger logger, string queueName, long itemId, Exception? exception);
 }

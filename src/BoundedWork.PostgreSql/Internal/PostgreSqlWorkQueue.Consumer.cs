@@ -17,10 +17,19 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>How often the listening thread looks at its token while no notification arrives.</summary>
     private static readonly TimeSpan ListenCheckInterval = TimeSpan.FromMilliseconds(250);
 
+    /// <summary>The shortest wait for a scheduled item's time: its time as the database reported it, rounded up to this.</summary>
+    private static readonly TimeSpan MinScheduleWait = TimeSpan.FromMilliseconds(1);
+
     public void Run(StoredItem item)
     {
         if (!item.TryStart())
         {
+            return;
+        }
+
+        if (item.IsCancellationRequested)
+        {
+            Cancelled(item, "cancelled before it ran");
             return;
         }
 
@@ -30,8 +39,31 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     public void Release(StoredItem item)
     {
-        _outcomes.Post(item, OutcomeWriter.Kind.Released);
+        Post(item, OutcomeKind.Released);
         StorageMetrics.Released.Add(1, StorageMetrics.QueueTag(Name));
+    }
+
+    /// <summary>Posts a delivery's outcome: from now on a cancellation of the item no longer concerns this node.</summary>
+    private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
+    {
+        _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
+        _outcomes.Post(item, kind, retryDelay, error);
+    }
+
+    private void Cancelled(StoredItem item, string error)
+    {
+        Post(item, OutcomeKind.Cancelled, error: error);
+        StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+    }
+
+    /// <summary>Someone asked to cancel a stored item: if this node holds it, its handler's token fires (or, not started, it will not run).</summary>
+    private void OnCancellationRequested(long id)
+    {
+        if (_deliveries.TryGetValue(id, out var item))
+        {
+            var callbackFailure = item.RequestCancellation();
+            _logger.CancellationRequested(Name, id, callbackFailure);
+        }
     }
 
     /// <summary>The writer wrote (or, at a stop, gave up on) <paramref name="count"/> outcomes: those items are no longer held, and the claim loop may take more.</summary>
@@ -60,7 +92,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (!cancellationToken.IsCancellationRequested)
         {
             var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
-            var claimed = 0;
+            var claim = new ClaimResult(0, 0, null);
             try
             {
                 if (reap.IsDue)
@@ -71,7 +103,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 if (requested > 0)
                 {
-                    claimed = Claim(requested);
+                    claim = Claim(requested);
                 }
 
                 if (_health.Succeeded(ClaimLoop))
@@ -87,12 +119,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 continue;
             }
 
-            if (requested > 0 && claimed == requested)
+            if (requested > 0 && (claim.Claimed == requested || claim.Promoted > 0))
             {
-                continue; // There may be more: claim again at once.
+                continue; // There may be more, or scheduled items just became ready: claim again at once.
             }
 
-            emptyClaims = requested > 0 && claimed == 0 ? emptyClaims + 1 : 0;
+            emptyClaims = requested > 0 && claim.Claimed == 0 ? emptyClaims + 1 : 0;
             if (emptyClaims >= 2)
             {
                 // Notified again and again, and another node took the items each time: wait a little before
@@ -102,15 +134,29 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 cancellationToken.WaitHandle.WaitOne(backoff);
             }
 
-            _wake.Wait(_options.PollInterval, cancellationToken);
+            // Until woken, the poll interval, or the time the next scheduled item falls due (as the last claim saw it;
+            // a delayed item enqueued since then by another node wakes this one with its notification).
+            var wait = _options.PollInterval;
+            if (claim.NextDue is { } nextDue && nextDue < wait)
+            {
+                wait = nextDue > MinScheduleWait ? nextDue : MinScheduleWait;
+            }
+
+            _wake.Wait(wait, cancellationToken);
         }
     }
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
 
-    private int Claim(int count)
+    /// <summary>
+    /// Claims up to <paramref name="count"/> ready items and hands them to the executor; in the same statement, makes
+    /// the scheduled items whose time has come ready (claimable by the next claim).
+    /// </summary>
+    private ClaimResult Claim(int count)
     {
         var claimed = new List<StoredItem>(Math.Min(count, 64));
+        int promoted = 0;
+        TimeSpan? nextDue = null;
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.Claim, connection))
         {
@@ -121,13 +167,22 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetFieldValue<DateTimeOffset>(3), reader.GetBoolean(4)));
+                if (reader.IsDBNull(0))
+                {
+                    // The last row: the promotions, and when the next scheduled item is due.
+                    promoted = reader.GetInt32(2);
+                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
+                    continue;
+                }
+
+                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
+                    reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7)));
             }
         }
 
         if (claimed.Count == 0)
         {
-            return 0;
+            return new ClaimResult(0, promoted, nextDue);
         }
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
@@ -135,12 +190,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         foreach (var item in claimed)
         {
             Interlocked.Increment(ref _held);
+            _deliveries[item.Id] = item;
 
             // Refused (the executor is shutting down): the OnRejected hook releases the row at once.
             Executor.TryExecute(s_run, item);
         }
 
-        return claimed.Count;
+        return new ClaimResult(claimed.Count, promoted, nextDue);
     }
 
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
@@ -157,7 +213,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             while (reader.Read())
             {
                 reaped++;
-                if (reader.GetInt16(1) == StorageSql.Dead)
+                if (reader.GetInt16(1) == StorageSql.Cancelled)
+                {
+                    StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+                }
+                else if (reader.GetInt16(1) == StorageSql.Dead)
                 {
                     var payload = reader.GetString(2);
                     var (item, error) = TryDeserialize(payload);
@@ -189,15 +249,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             try
             {
                 using var connection = _listenerSource.OpenConnection();
-                connection.Notification += (_, notification) =>
+                connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
+                foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel])
                 {
-                    if (string.Equals(notification.Payload, Name, StringComparison.Ordinal))
-                    {
-                        _wake.Set();
-                    }
-                };
-                using (var listen = new NpgsqlCommand($"LISTEN {StorageSql.NotifyChannel}", connection))
-                {
+                    using var listen = new NpgsqlCommand($"LISTEN {channel}", connection);
                     listen.ExecuteNonQuery();
                 }
 
@@ -220,6 +275,25 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 failureDelay = ReportFailure(ListenLoop, ex, failureDelay, cancellationToken);
             }
+        }
+    }
+
+    /// <summary>Handles a notification on the listening thread: a wake-up for this queue, or a cancellation request for an item of it (<c>id:queue</c>).</summary>
+    private void OnNotification(string channel, string payload)
+    {
+        if (string.Equals(channel, StorageSql.NotifyChannel, StringComparison.Ordinal))
+        {
+            if (string.Equals(payload, Name, StringComparison.Ordinal))
+            {
+                _wake.Set();
+            }
+        }
+        else if (string.Equals(channel, StorageSql.CancelChannel, StringComparison.Ordinal)
+            && payload.IndexOf(':', StringComparison.Ordinal) is var colon and > 0
+            && payload.AsSpan(colon + 1).SequenceEqual(Name)
+            && long.TryParse(payload.AsSpan(0, colon), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
+        {
+            OnCancellationRequested(id);
         }
     }
 
@@ -250,7 +324,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries.</summary>
+    /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries (again, after a requeue).</summary>
     private int MaxDeliveries => _queueOptions.MaxRetryAttempts + 1;
 
     /// <summary>
@@ -267,7 +341,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true);
+        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true, item.TraceParent, item.TraceState);
         Exception? failure = null;
         try
         {
@@ -280,7 +354,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                         ExceptionDispatchInfo.Throw(exception);
                     }
                 },
-                (this, value!, attempt));
+                (this, value!, attempt),
+                item.CancellationToken);
         }
         catch (Exception ex)
         {
@@ -289,15 +364,23 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (failure is null)
         {
-            _outcomes.Post(item, OutcomeWriter.Kind.Completed);
+            // Finished despite a cancellation asked meanwhile: it completed.
+            Post(item, OutcomeKind.Completed);
             StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
             return;
         }
 
-        if (item.Attempts < MaxDeliveries)
+        if (item.IsCancellationRequested)
+        {
+            // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
+            Cancelled(item, "cancelled while running: " + Describe(failure));
+            return;
+        }
+
+        if (item.Attempts - item.AttemptBase < MaxDeliveries)
         {
             var delay = RetryDelay(item.Attempts);
-            _outcomes.Post(item, OutcomeWriter.Kind.Retry, delay, Describe(failure));
+            Post(item, OutcomeKind.Retry, delay, Describe(failure));
             StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
             _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
             return;
@@ -310,7 +393,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
         Deliver(letter);
-        _outcomes.Post(item, OutcomeWriter.Kind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
+        Post(item, OutcomeKind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 
@@ -339,4 +422,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
+
+    /// <summary>What one claim statement did: items claimed, scheduled items made ready, and the time until the next scheduled item is due.</summary>
+    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue);
 }

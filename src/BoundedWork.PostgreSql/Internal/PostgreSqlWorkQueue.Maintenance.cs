@@ -20,7 +20,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 if (Volatile.Read(ref _held) > 0)
                 {
-                    Execute(_sql.Heartbeat, Name, NodeId, _options.LeaseDuration);
+                    RenewLeases();
                 }
 
                 if (_health.Succeeded(HeartbeatLoop))
@@ -39,6 +39,32 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     _logger.StorageUnavailable(Name, HeartbeatLoop, delay, ex);
                 }
             }
+        }
+    }
+
+    /// <summary>
+    /// Renews this node's leases; the items among them that someone asked to cancel (a notification this node's
+    /// listener missed while it reconnected) get their cancellation now.
+    /// </summary>
+    private void RenewLeases()
+    {
+        List<long>? cancelled = null;
+        using (var connection = _dataSource.OpenConnection())
+        using (var command = new NpgsqlCommand(_sql.Heartbeat, connection))
+        {
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
+            command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
+            {
+                (cancelled ??= []).Add(reader.GetInt64(0));
+            }
+        }
+
+        foreach (var id in cancelled ?? [])
+        {
+            OnCancellationRequested(id);
         }
     }
 
@@ -61,6 +87,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 if (cleanup.IsDue)
                 {
                     Cleanup(StorageSql.Completed, _options.CompletedRetention, cancellationToken);
+                    Cleanup(StorageSql.Cancelled, _options.CompletedRetention, cancellationToken);
                     if (_options.DeadLetterRetention != Timeout.InfiniteTimeSpan)
                     {
                         Cleanup(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken);

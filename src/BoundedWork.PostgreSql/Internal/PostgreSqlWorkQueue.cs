@@ -1,5 +1,3 @@
-using System.Buffers;
-using System.Text;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
 using BoundedWork.Hosting;
@@ -8,7 +6,6 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Npgsql;
-using NpgsqlTypes;
 using Polly;
 
 namespace BoundedWork.PostgreSql.Internal;
@@ -21,10 +18,12 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// Loops, each on a dedicated thread with synchronous single-statement I/O (so they go on while the ThreadPool is
 /// starved), and each retrying with backoff when the database is unreachable: claiming
-/// (woken by notifications, local enqueues and written outcomes, else every poll interval; it also returns expired
-/// leases to ready), listening, writing outcomes, renewing this node's leases, and reading statistics plus cleanup.
+/// (woken by notifications, local enqueues and written outcomes, else every poll interval or when the next scheduled
+/// item falls due; it also makes due scheduled items ready and returns expired leases to ready), listening, writing
+/// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, and reading statistics
+/// plus cleanup.
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IStoredItemOwner, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IDelayedEnqueue<T>, IStoredItemOwner, IDisposable
 {
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
@@ -34,6 +33,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
 
     /// <summary>The longest a stopping node waits for its last outcomes to be written, whatever the host's deadline.</summary>
     private static readonly TimeSpan OutcomeFlushGrace = TimeSpan.FromSeconds(5);
+
+    private const string NotifyLoop = "notifying";
+
+    /// <summary>Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>).</summary>
+    private const string IndexPathsOnly = "SET enable_seqscan = off";
 
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
@@ -51,12 +55,16 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly StorageSql _sql;
     private readonly StorageHealth _health;
     private readonly OutcomeWriter _outcomes;
+    private readonly Notifier _notifier;
     private readonly WakeSignal _wake = new();
     private readonly CancellationTokenSource _claiming = new();
     private readonly CancellationTokenSource _background = new();
     private readonly CancellationTokenSource _abandonOutcomes = new();
     private readonly List<StorageThread> _claimThreads = [];
     private readonly List<StorageThread> _backgroundThreads = [];
+
+    /// <summary>The deliveries this node holds whose outcome is not posted yet, by item id: where a cancellation request finds its item.</summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, StoredItem> _deliveries = new();
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
     /// <summary>
@@ -87,7 +95,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
-        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled);
+        _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal);
     }
 
     public string Name { get; }
@@ -111,84 +120,52 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
 
     private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
 
-    public bool TryEnqueue(T item)
+    public async Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default)
     {
-        try
-        {
-            using (var connection = _dataSource.OpenConnection())
-            using (var insert = CreateEnqueueCommand(item, connection, transaction: null))
-            {
-                insert.ExecuteScalar();
-            }
-
-            _wake.Set();
-            return true;
-        }
-        catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
-        {
-            Deliver(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
-            return false;
-        }
-    }
-
-    public async ValueTask EnqueueAsync(T item, CancellationToken cancellationToken = default) =>
-        await EnqueueWithIdAsync(item, cancellationToken).ConfigureAwait(false);
-
-    public async Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default)
-    {
+        short? found;
         var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var id = await InsertAsync(item, connection, transaction: null, cancellationToken).ConfigureAwait(false);
-            _wake.Set();
-            return id;
-        }
-    }
-
-    public Task<long> EnqueueAsync(T item, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(transaction);
-        var connection = transaction.Connection
-            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
-        return InsertAsync(item, connection, transaction, cancellationToken);
-    }
-
-    public Task<long> EnqueueAsync(T item, NpgsqlConnection connection, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(connection);
-        return InsertAsync(item, connection, transaction: null, cancellationToken);
-    }
-
-    public async Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
-    {
-        ValidateIdempotencyKey(idempotencyKey);
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
-        {
-            var result = await InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken).ConfigureAwait(false);
-            if (!result.IsDuplicate)
+            var command = new NpgsqlCommand(_sql.Cancel, connection)
             {
-                _wake.Set();
+                Parameters =
+                {
+                    new NpgsqlParameter<string> { TypedValue = Name },
+                    new NpgsqlParameter<long> { TypedValue = itemId },
+                    new NpgsqlParameter<string> { TypedValue = "cancelled before it ran" },
+                    new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
+                    new NpgsqlParameter<string> { TypedValue = StorageSql.CancelChannel },
+                },
+            };
+            await using (command.ConfigureAwait(false))
+            {
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    found = reader.IsDBNull(0) ? null : reader.GetInt16(0);
+                }
             }
-
-            return result;
         }
-    }
 
-    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
-    {
-        ValidateIdempotencyKey(idempotencyKey);
-        ArgumentNullException.ThrowIfNull(transaction);
-        var connection = transaction.Connection
-            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
-        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction, cancellationToken);
-    }
-
-    public Task<IdempotentEnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default)
-    {
-        ValidateIdempotencyKey(idempotencyKey);
-        ArgumentNullException.ThrowIfNull(connection);
-        return InsertIdempotentAsync(item, idempotencyKey, connection, transaction: null, cancellationToken);
+        switch (found)
+        {
+            case StorageSql.Ready or StorageSql.Scheduled:
+                StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
+                _wake.Set(); // the next item of its key may run here too
+                return CancelResult.Cancelled;
+            case StorageSql.Running:
+                OnCancellationRequested(itemId); // this node's own delivery hears of it without the notification's round trip
+                return CancelResult.CancellationRequested;
+            case StorageSql.Completed:
+                return CancelResult.AlreadyCompleted;
+            case StorageSql.Dead:
+                return CancelResult.AlreadyDeadLettered;
+            case StorageSql.Cancelled:
+                return CancelResult.AlreadyCancelled;
+            default:
+                return CancelResult.NotFound;
+        }
     }
 
     public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
@@ -234,7 +211,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
 
         _backgroundThreads.Add(StartThread("maintenance", () => RunMaintenance(_background.Token)));
+        _backgroundThreads.Add(StartThread("notifier", () => _notifier.Run(_background.Token)));
     }
+
+    /// <summary>Gets how many wake-up notifications this node has sent on its own connection (not those sent by statements in callers' transactions).</summary>
+    internal long NotificationsSent => _notifier.Sent;
 
     public Task StoppingAsync(CancellationToken cancellationToken)
     {
@@ -298,6 +279,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         _background.Dispose();
         _abandonOutcomes.Dispose();
         _outcomes.Dispose();
+        _notifier.Dispose();
         _wake.Dispose();
     }
 
@@ -322,16 +304,20 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         DeadLettered = reader.GetInt64(3),
         Completed = reader.GetInt64(4),
         OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
+        Cancelled = reader.GetInt64(6),
         IsAvailable = true,
         ReadAt = _options.TimeProvider.GetUtcNow(),
     };
 
     /// <summary>
-    /// The queue's own data sources, built from the connection string with three changes. No logging through the
+    /// The queue's own data sources, built from the connection string with four changes. No logging through the
     /// application's logger factory: Npgsql logs every command at Information, and these loops run several a second
     /// (the queue's own log events report every failure). No connection reset when a pooled connection is returned
     /// (the loops leave no session state behind, and the reset would cost one more statement per operation), and the
-    /// loops' statements prepared automatically. The listener's connection is not pooled: its LISTEN ends with it.
+    /// loops' statements prepared automatically. And sequential scans off in the queue's own sessions, so that a
+    /// prepared statement's plan stays on the indexes its statement is written for whatever the table's size was
+    /// when the plan was made (see <see cref="StorageSql"/>, plan shapes): without it, an outcome write of forty rows
+    /// read 14,000 buffers once the table had grown. The listener's connection is not pooled: its LISTEN ends with it.
     /// </summary>
     private static NpgsqlDataSource CreateDataSource(string connectionString, string name, bool pooled)
     {
@@ -341,6 +327,20 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
             builder.ConnectionStringBuilder.NoResetOnClose = true;
             builder.ConnectionStringBuilder.MaxAutoPrepare = 32;
             builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
+            builder.UsePhysicalConnectionInitializer(
+                static connection =>
+                {
+                    using var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    command.ExecuteNonQuery();
+                },
+                static async connection =>
+                {
+                    var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    await using (command.ConfigureAwait(false))
+                    {
+                        await command.ExecuteNonQueryAsync().ConfigureAwait(false);
+                    }
+                });
         }
         else
         {
@@ -350,100 +350,38 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         return builder.Build();
     }
 
+    /// <summary>The notifier's send: one wake-up notification for this queue, on a connection of its own (its own transaction).</summary>
+    private bool TryNotify()
+    {
+        try
+        {
+            using (var connection = _dataSource.OpenConnection())
+            using (var command = new NpgsqlCommand("SELECT pg_notify($1, $2)", connection))
+            {
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+                command.ExecuteNonQuery();
+            }
+
+            if (_health.Succeeded(NotifyLoop))
+            {
+                _logger.StorageRecovered(Name, NotifyLoop);
+            }
+
+            return true;
+        }
+        catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
+        {
+            if (_health.Failed(NotifyLoop, ex))
+            {
+                _logger.StorageUnavailable(Name, NotifyLoop, TimeSpan.FromMilliseconds(100), ex);
+            }
+
+            return false;
+        }
+    }
+
     private StorageThread StartThread(string loop, Action body) => StorageThread.Start($"BoundedWork.PostgreSql {Name} {loop}", body);
-
-    private async Task<long> InsertAsync(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
-    {
-        var insert = CreateEnqueueCommand(item, connection, transaction);
-        await using (insert.ConfigureAwait(false))
-        {
-            return (long)(await insert.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
-        }
-    }
-
-    /// <summary>
-    /// Inserts the item unless a row of the queue holds the key. The row that holds it may be invisible to the
-    /// statement (another transaction committed it while the insert waited for it, after the statement's snapshot was
-    /// taken): the statement then returns no id and runs again, with a new snapshot that sees the row (or, if cleanup
-    /// deleted it meanwhile, stores the item: the key is free again).
-    /// </summary>
-    private async Task<IdempotentEnqueueResult> InsertIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
-    {
-        for (var insert = 1; ; insert++)
-        {
-            var command = CreateEnqueueCommand(item, connection, transaction, idempotencyKey);
-            await using (command.ConfigureAwait(false))
-            {
-                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
-                {
-                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    if (!reader.IsDBNull(0))
-                    {
-                        return new IdempotentEnqueueResult(reader.GetInt64(0), IsDuplicate: !reader.GetBoolean(1));
-                    }
-                }
-            }
-
-            if (insert == MaxIdempotentInserts)
-            {
-                throw new InvalidOperationException(
-                    $"Work queue '{Name}' could not enqueue with idempotency key '{idempotencyKey}': {insert} times, an item that held the key was committed or deleted by another transaction while the insert ran.");
-            }
-        }
-    }
-
-    private static void ValidateIdempotencyKey(string idempotencyKey)
-    {
-        ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
-        if (idempotencyKey.Length > MaxIdempotencyKeyLength)
-        {
-            throw new ArgumentException($"The idempotency key must be at most {MaxIdempotencyKeyLength} characters (was {idempotencyKey.Length}).", nameof(idempotencyKey));
-        }
-
-        if (idempotencyKey.Contains('\0', StringComparison.Ordinal))
-        {
-            throw new ArgumentException("The idempotency key must not contain a NUL character (PostgreSQL text cannot store it).", nameof(idempotencyKey));
-        }
-
-        for (var index = 0; index < idempotencyKey.Length;)
-        {
-            if (Rune.DecodeFromUtf16(idempotencyKey.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
-            {
-                throw new ArgumentException($"The idempotency key must be valid Unicode text (a lone surrogate at index {index}).", nameof(idempotencyKey));
-            }
-
-            index += consumed;
-        }
-    }
-
-    /// <summary>
-    /// The insert and the notification in one statement, in the caller's transaction if any (the notification is sent
-    /// at commit); with an idempotency key, the insert that stores nothing when the key is taken.
-    /// </summary>
-    private NpgsqlCommand CreateEnqueueCommand(T item, NpgsqlConnection connection, NpgsqlTransaction? transaction, string? idempotencyKey = null)
-    {
-        var payload = Serialize(item);
-        var key = _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
-        var command = new NpgsqlCommand(idempotencyKey is null ? _sql.Enqueue : _sql.EnqueueIdempotent, connection, transaction)
-        {
-            Parameters =
-            {
-                new NpgsqlParameter<string> { TypedValue = Name },
-                new NpgsqlParameter<string> { NpgsqlDbType = NpgsqlDbType.Jsonb, TypedValue = payload },
-                new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = key },
-                new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
-            },
-        };
-        if (idempotencyKey is not null)
-        {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = idempotencyKey });
-        }
-
-        return command;
-    }
-
-    private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
 
     private T? Deserialize(string payload) => JsonSerializer.Deserialize(payload, _json);
 }

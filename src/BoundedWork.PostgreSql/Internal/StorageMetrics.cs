@@ -20,12 +20,13 @@ internal static class StorageMetrics
     public static readonly Counter<long> Retried = s_meter.CreateCounter<long>("boundedwork.storage.retried", "{item}", "Failed deliveries this node stored a retry for.");
     public static readonly Counter<long> DeadLettered = s_meter.CreateCounter<long>("boundedwork.storage.dead_lettered", "{item}", "Items this node made dead letters.");
     public static readonly Counter<long> Released = s_meter.CreateCounter<long>("boundedwork.storage.released", "{item}", "Claimed deliveries this node handed back unrun (stopping).");
+    public static readonly Counter<long> Cancelled = s_meter.CreateCounter<long>("boundedwork.storage.cancelled", "{item}", "Items this node cancelled: waiting items cancelled through it, and deliveries that ended cancelled on it.");
     public static readonly Counter<long> LeasesExpired = s_meter.CreateCounter<long>("boundedwork.storage.leases_expired", "{item}", "Claims of other nodes whose lease expired, returned to ready by this node.");
 
     static StorageMetrics()
     {
         s_meter.CreateObservableGauge("boundedwork.storage.items", ObserveItems, "{item}",
-            "Stored items of the queue by state (ready, scheduled, running, dead_lettered, completed), as last read from the database.");
+            "Stored items of the queue by state (ready, scheduled, running, dead_lettered, completed, cancelled), as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.oldest_ready_age", ObserveOldestAge, "s",
             "How long the oldest ready item has waited, as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.available", ObserveAvailable, "{boolean}",
@@ -49,6 +50,7 @@ internal static class StorageMetrics
             yield return new Measurement<long>(statistics.Running, tag, new("boundedwork.storage.state", "running"));
             yield return new Measurement<long>(statistics.DeadLettered, tag, new("boundedwork.storage.state", "dead_lettered"));
             yield return new Measurement<long>(statistics.Completed, tag, new("boundedwork.storage.state", "completed"));
+            yield return new Measurement<long>(statistics.Cancelled, tag, new("boundedwork.storage.state", "cancelled"));
         }
     }
 

@@ -3,25 +3,52 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// Every statement the PostgreSQL storage runs, for one schema. One table holds the items of every queue; a row's
 /// <c>state</c> is its place in the life cycle:
-/// <c>idempotency_key</c>, when a producer gave one, is unique per queue among the rows that exist: a second enqueue
-/// with the key stores nothing until cleanup deletes the first row.
 /// <list type="bullet">
-/// <item><description>0 ready: waits for <c>run_at</c> (now, or a stored retry's backoff);</description></item>
-/// <item><description>1 running: claimed by the node <c>lease_owner</c> until <c>lease_until</c>, which the node's heartbeat extends;</description></item>
-/// <item><description>2 completed and 3 dead letter: kept until their retention ends.</description></item>
+/// <item><description>5 scheduled: waits for <c>run_at</c> (a delayed enqueue, or a stored retry's backoff); the claim statement makes it ready once that time has come;</description></item>
+/// <item><description>0 ready: claimed highest <c>priority</c> first, then by <c>run_at</c> (when it became due), then by <c>id</c> (enqueue order);</description></item>
+/// <item><description>1 running: claimed by the node <c>lease_owner</c> until <c>lease_until</c>, which the node's heartbeat extends;
+/// <c>cancel_requested_at</c> set when someone asked to cancel it while it ran;</description></item>
+/// <item><description>2 completed, 3 dead letter and 4 cancelled: finished, kept until their retention ends.</description></item>
 /// </list>
-/// <c>attempts</c> counts deliveries: a claim adds one, a delivery handed back unrun (shutdown) takes it back. A node
-/// finishes a delivery only while no later delivery exists (<c>id</c> and <c>attempts</c> match, state running, or
-/// ready again after its lease expired), so a node whose item was claimed again cannot overwrite the newer
-/// delivery's outcome.
+/// <c>attempts</c> counts deliveries: a claim adds one, a delivery handed back unrun (shutdown) takes it back. The
+/// retries an item has left are counted from <c>attempt_base</c> (the attempts it had when a dead letter was requeued;
+/// zero otherwise), so a requeued item gets the queue's retries again while its attempt numbers go on. A node finishes
+/// a delivery only while no later delivery exists (<c>id</c> and <c>attempts</c> match, state running, or ready again
+/// after its lease expired), so a node whose item was claimed again cannot overwrite the newer delivery's outcome.
+/// <c>idempotency_key</c>, when a producer gave one, is unique per queue among the rows that exist: a second enqueue
+/// with the key stores nothing until cleanup deletes the first row. <c>traceparent</c> and <c>tracestate</c> are the
+/// producer's W3C trace context at enqueue; nothing changes them afterwards.
 /// </summary>
+/// <remarks>
+/// <b>Plan shapes.</b> The table grows and shrinks by orders of magnitude between two analyzes (a bulk insert, a drain),
+/// and PostgreSQL keeps a prepared statement's generic plan, made with the statistics of the moment, until an analyze.
+/// A plan made while the table was small (a sequential scan, a hash join over the whole table: the cheapest then)
+/// would read all of it on every call once it is large. So every statement here leaves the planner one good path:
+/// rows are reached by id through the primary key (<c>id = ANY(array)</c>, never a join the planner could turn around),
+/// or through the partial index of their state, whose predicate the statement's conditions imply; key checks stay
+/// per-row index probes (<c>OFFSET 0</c> keeps a <c>NOT EXISTS</c> from becoming a join); and the queue's sessions turn
+/// sequential scans off, the one path left besides those.
+/// </remarks>
 internal sealed class StorageSql
 {
     /// <summary>The channel of the wake-up notifications; the payload is the queue's name.</summary>
     public const string NotifyChannel = "boundedwork";
 
+    /// <summary>The channel of the cancellation requests for running items; the payload is <c>id:queue</c>.</summary>
+    public const string CancelChannel = "boundedwork_cancel";
+
+    public const short Ready = 0;
+    public const short Running = 1;
     public const short Completed = 2;
     public const short Dead = 3;
+    public const short Cancelled = 4;
+    public const short Scheduled = 5;
+
+    /// <summary>The most scheduled rows one claim statement makes ready; the claim loop runs again at once while there are more.</summary>
+    public const int MaxPromotions = 1000;
+
+    /// <summary>The outcome statements made so far, by combination of kinds (and whether completed rows are deleted).</summary>
+    private readonly string?[] _outcomeStatements = new string?[(1 << 5) * 2];
 
     public StorageSql(string schema)
     {
@@ -60,99 +87,232 @@ internal sealed class StorageSql
             ALTER TABLE {Items} ADD COLUMN idempotency_key text;
             CREATE UNIQUE INDEX items_idempotency ON {Items} (queue, idempotency_key) WHERE idempotency_key IS NOT NULL;
             """,
+
+            // Version 3: scheduled items (state 5) out of the ready index, priorities, trace context, cancellation
+            // (state 4), and requeued dead letters. The columns are added without rewriting the table (a constant
+            // default, or none); stored retries waiting for their time move to state 5; the partial indexes whose
+            // states or order changed are built again.
+            $"""
+            ALTER TABLE {Items}
+                ADD COLUMN priority smallint NOT NULL DEFAULT 0,
+                ADD COLUMN traceparent text,
+                ADD COLUMN tracestate text,
+                ADD COLUMN attempt_base integer NOT NULL DEFAULT 0,
+                ADD COLUMN cancel_requested_at timestamptz;
+            UPDATE {Items} SET state = 5 WHERE state = 0 AND run_at > now();
+            DROP INDEX {s}.items_ready;
+            CREATE INDEX items_ready ON {Items} (queue, priority DESC, run_at, id) WHERE state = 0;
+            CREATE INDEX items_scheduled ON {Items} (queue, run_at) WHERE state = 5;
+            DROP INDEX {s}.items_ordered;
+            CREATE INDEX items_ordered ON {Items} (queue, ordering_key, id) WHERE state IN (0, 1, 5) AND ordering_key IS NOT NULL;
+            CREATE INDEX items_ordered_running ON {Items} (queue, ordering_key) WHERE state = 1 AND ordering_key IS NOT NULL;
+            DROP INDEX {s}.items_finished;
+            CREATE INDEX items_finished ON {Items} (queue, state, finished_at) WHERE state IN (2, 3, 4);
+            """,
         ];
 
-        // The insert and the wake-up in one statement: inside the caller's transaction, the notification is sent when
-        // it commits. $4 is the channel.
-        Enqueue = $"""
-            WITH inserted AS (INSERT INTO {Items} (queue, payload, ordering_key) VALUES ($1, $2, $3) RETURNING id)
-            SELECT id, pg_notify($4, $1) FROM inserted
+        // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
+        // (null: now plus $6), $6 delay, $7 traceparent, $8 tracestate. Due now (or earlier): ready; later: scheduled.
+        const string Due = "coalesce($5::timestamptz, now() + $6::interval)";
+        var insert = $"""
+            INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
+            VALUES ($1, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8)
             """;
 
-        // The same with an idempotency key ($5): nothing is stored (and no one woken) when a row of the queue holds the
+        // In the enqueuing node's own transaction: the insert alone; the node's notifier wakes the consumers once the
+        // insert has committed (see Notifier).
+        Enqueue = insert + " RETURNING id";
+
+        // In the caller's transaction: the insert and the wake-up in one statement; the notification is sent when the
+        // caller's transaction commits. $9 is the channel.
+        EnqueueNotifying = $"""
+            WITH inserted AS ({insert} RETURNING id)
+            SELECT id, pg_notify($9, $1) FROM inserted
+            """;
+
+        // The same with an idempotency key ($9): nothing is stored (and no one woken) when a row of the queue holds the
         // key. Returns the id of the row that holds it and whether this statement inserted it. A row that holds the key
         // but was committed after this statement's snapshot was taken (another transaction inserted the key; the
         // insert waited for it to commit) is not visible here: the id is then null, and the statement runs again.
+        // $10 says whether to notify (in the caller's transaction), $11 is the channel.
         EnqueueIdempotent = $"""
             WITH inserted AS (
-                INSERT INTO {Items} (queue, payload, ordering_key, idempotency_key) VALUES ($1, $2, $3, $5)
+                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, idempotency_key)
+                VALUES ($1, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9)
                 ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id),
-            notified AS (SELECT pg_notify($4, $1) FROM inserted)
-            SELECT coalesce((SELECT id FROM inserted), (SELECT id FROM {Items} WHERE queue = $1 AND idempotency_key = $5)),
+            notified AS (SELECT pg_notify($11, $1) FROM inserted WHERE $10)
+            SELECT coalesce((SELECT id FROM inserted), (SELECT id FROM {Items} WHERE queue = $1 AND idempotency_key = $9)),
                    EXISTS (SELECT 1 FROM inserted),
                    (SELECT count(*) FROM notified)
             """;
 
-        // The oldest ready items of the queue, skipping rows another node is claiming right now, and, for ordered
-        // items, every item whose key has an older item that is not finished (ready, scheduled or running anywhere).
-        Claim = $"""
-            WITH next AS (
-                SELECT c.id FROM {Items} c
-                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
-                  AND (c.ordering_key IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM {Items} e
-                      WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1) AND e.id < c.id))
-                ORDER BY c.id
-                LIMIT $2
-                FOR UPDATE SKIP LOCKED)
-            UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
-            FROM next WHERE i.id = next.id
-            RETURNING i.id, i.payload::text, i.attempts, i.enqueued_at, i.ordering_key IS NOT NULL
+        // Many items in one statement: $2 and $3 are arrays of payloads and ordering keys, one element per item; the
+        // other parameters as for one item, shared by all. Rows are inserted in the arrays' order, so their ids
+        // (returned in ascending order) follow the items' order. $9 says whether to notify (once), $10 is the channel.
+        EnqueueMany = $"""
+            WITH inserted AS (
+                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
+                SELECT $1, u.payload, u.ordering_key, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8
+                FROM unnest($2::jsonb[], $3::text[]) WITH ORDINALITY AS u(payload, ordering_key, n)
+                ORDER BY u.n
+                RETURNING id),
+            notified AS (SELECT pg_notify($10, $1) WHERE $9)
+            SELECT coalesce(array_agg(id ORDER BY id), ARRAY[]::bigint[]), (SELECT count(*) FROM notified) FROM inserted
             """;
 
-        Heartbeat = $"UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2";
+        // First, scheduled items whose time has come become ready (at most MaxPromotions; they are claimed by the next
+        // claim, as this statement's snapshot predates them). Then the ready items of the queue, highest priority
+        // first, then by due time and enqueue order, skipping rows another node is claiming right now, and, for
+        // ordered items, every item whose key has an older item that is not finished (ready, scheduled or running
+        // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
+        // meanwhile). The claimed rows come back, then one last row with a null id: how many scheduled items became
+        // ready, and the seconds until the next scheduled item is due (null if none). Written for plans that stay good
+        // whatever the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay
+        // index probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
+        Claim = $"""
+            WITH promoted AS (
+                UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
+                    SELECT id FROM {Items} WHERE queue = $1 AND state = 5 AND run_at <= now()
+                    ORDER BY run_at LIMIT {MaxPromotions} FOR UPDATE SKIP LOCKED))
+                RETURNING 1),
+            next AS (
+                SELECT c.id FROM {Items} c
+                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
+                  AND (c.ordering_key IS NULL OR (
+                      NOT EXISTS (
+                          SELECT 1 FROM {Items} e
+                          WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1, 5) AND e.id < c.id
+                          OFFSET 0)
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {Items} r
+                          WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1
+                          OFFSET 0)))
+                ORDER BY c.priority DESC, c.run_at, c.id
+                LIMIT $2
+                FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+                WHERE i.id = ANY(ARRAY(SELECT id FROM next))
+                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                          i.traceparent, i.tracestate)
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due FROM claimed
+            UNION ALL
+            SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
+                   extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision
+            """;
 
-        // Claims whose node stopped renewing its lease (crashed, hung, cut off) go back to ready; after as many
-        // deliveries as the queue allows they become dead letters instead, so an item that kills nodes stops.
+        // Renews this node's leases, and returns those of its items someone asked to cancel (the listener normally
+        // hears of them at once; this catches a notification missed while it reconnected).
+        Heartbeat = $"""
+            WITH renewed AS (
+                UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2
+                RETURNING id, cancel_requested_at)
+            SELECT id FROM renewed WHERE cancel_requested_at IS NOT NULL
+            """;
+
+        // Claims whose node stopped renewing its lease (crashed, hung, cut off) go back to ready, keeping their place;
+        // after as many deliveries as the queue allows they become dead letters instead, so an item that kills nodes
+        // stops; one whose cancellation was asked is cancelled.
         ReapExpired = $"""
             UPDATE {Items} SET
-                state = CASE WHEN attempts >= $2 THEN 3 ELSE 0 END,
-                finished_at = CASE WHEN attempts >= $2 THEN now() END,
-                last_error = CASE WHEN attempts >= $2 THEN 'lease of ' || lease_owner || ' expired on delivery ' || attempts ELSE last_error END,
-                run_at = now(), lease_owner = NULL, lease_until = NULL
+                state = CASE WHEN cancel_requested_at IS NOT NULL THEN 4 WHEN attempts - attempt_base >= $2 THEN 3 ELSE 0 END,
+                finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts - attempt_base >= $2 THEN now() END,
+                last_error = CASE
+                    WHEN cancel_requested_at IS NOT NULL THEN 'cancelled: the lease of ' || lease_owner || ' expired on delivery ' || attempts
+                    WHEN attempts - attempt_base >= $2 THEN 'lease of ' || lease_owner || ' expired on delivery ' || attempts
+                    ELSE last_error END,
+                lease_owner = NULL, lease_until = NULL
             WHERE queue = $1 AND state = 1 AND lease_until < now()
             RETURNING id, state, payload::text, attempts, enqueued_at, last_error
             """;
 
-        // Every outcome kind of a batch in one statement (one round trip, one transaction), then one wake-up for every
-        // node. Each kind takes the ids and attempts of its deliveries (an outcome lands only on its own delivery: the
-        // row's attempts match and no later claim exists; a completion, retry or dead letter also lands on a row whose
-        // lease expired and which went back to ready without being claimed again). A release (the delivery never ran)
-        // makes the row ready at once and does not count the delivery. One statement, not a batch: Npgsql runs
-        // synchronous batches with a ThreadPool task, and these writes must go on while the pool is starved.
-        // $1/$2 completed, $3/$4 released, $5/$6 retried with $7 delays (ms) and $8 errors, $9/$10 dead with $11 errors,
-        // $12 the channel, $13 the queue, $14 whether to wake the other nodes (see OutcomeWriter).
-        WriteOutcomes = OutcomesStatement($"""
-            UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1
-            """);
-        WriteOutcomesDeletingCompleted = OutcomesStatement($"""
-            DELETE FROM {Items} i USING unnest($1::bigint[], $2::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1
-            """);
-
-        // Each count through the partial index of its state, and the oldest ready item by id (ids follow enqueue
-        // order), so reading the statistics costs what the unfinished items cost, not a scan of the whole table. The
-        // completed count is an index-only count over the rows kept for their retention.
+        // Each count through the partial index of its state, and the earliest due time of a ready item (how long the
+        // longest-waiting ready item has waited since it became due), index-only like the counts, so reading the
+        // statistics costs what the unfinished items cost, not a scan of the whole table. The completed and cancelled
+        // counts are index-only counts over the rows kept for their retention. Ready rows not yet due are only written
+        // by nodes of an earlier version: counted as scheduled.
         Statistics = $"""
             SELECT (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at <= now()),
-                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at > now()),
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 5)
+                       + (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at > now()),
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 1),
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 3),
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 2),
                    coalesce(extract(epoch FROM now() - (
-                       SELECT enqueued_at FROM {Items} WHERE queue = $1 AND state = 0 AND run_at <= now() ORDER BY id LIMIT 1)), 0)::double precision
+                       SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 0 AND run_at <= now())), 0)::double precision,
+                   (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 4)
             """;
+
+        // Cancels item $2 of queue $1, whatever its state, under the row's lock (so a claim or an outcome racing with it
+        // is either before or after, never half-seen): a ready or scheduled item is cancelled ($3 its last_error) and
+        // wakes the nodes ($4) if it held an ordering key; a running item gets cancel_requested_at and a notification
+        // on $5 (id:queue) to the node that runs it. Returns the state found (null: no such item in the queue).
+        Cancel = $"""
+            WITH target AS (
+                SELECT id, state FROM {Items} WHERE queue = $1 AND id = $2 FOR UPDATE),
+            cancelled AS (
+                UPDATE {Items} i SET state = 4, finished_at = now(), last_error = $3
+                WHERE i.queue = $1 AND i.id = $2 AND (SELECT state FROM target) IN (0, 5)
+                RETURNING i.ordering_key IS NOT NULL AS ordered),
+            requested AS (
+                UPDATE {Items} i SET cancel_requested_at = coalesce(i.cancel_requested_at, now())
+                WHERE i.queue = $1 AND i.id = $2 AND (SELECT state FROM target) = 1
+                RETURNING i.id),
+            woken AS (SELECT pg_notify($4, $1) FROM cancelled WHERE ordered),
+            signalled AS (SELECT pg_notify($5, $2::text || ':' || $1) FROM requested)
+            SELECT (SELECT state FROM target), (SELECT count(*) FROM woken), (SELECT count(*) FROM signalled)
+            """;
+
+        // The dead letters of queue $1 that a selection takes: $2 ids (null: all), dead at or after $3, before $4 (each
+        // null for no bound). Served by items_finished (queue, state, finished_at).
+        const string Selected = """
+            queue = $1 AND state = 3
+              AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+              AND ($3::timestamptz IS NULL OR finished_at >= $3::timestamptz)
+              AND ($4::timestamptz IS NULL OR finished_at < $4::timestamptz)
+            """;
+
+        // A page of the dead letters of queue $1, the most recent first: dead at or after $2 and before $3 (each null for
+        // no bound), after the cursor ($4 dead at, $5 id) when there is one, at most $6 rows (the caller asks for one
+        // more than it shows, to know whether there is a next page).
+        ListDeadLetters = $"""
+            SELECT id, attempts, last_error, enqueued_at, finished_at, priority, ordering_key, traceparent, tracestate
+            FROM {Items}
+            WHERE queue = $1 AND state = 3
+              AND ($2::timestamptz IS NULL OR finished_at >= $2::timestamptz)
+              AND ($3::timestamptz IS NULL OR finished_at < $3::timestamptz)
+              AND ($4::timestamptz IS NULL OR (finished_at, id) < ($4::timestamptz, $5::bigint))
+            ORDER BY finished_at DESC, id DESC
+            LIMIT $6
+            """;
+
+        // One dead letter with the first $3 characters of its payload and the payload's length.
+        GetDeadLetter = $"""
+            SELECT id, attempts, last_error, enqueued_at, finished_at, priority, ordering_key, traceparent, tracestate,
+                   left(payload::text, $3), length(payload::text)
+            FROM {Items} WHERE queue = $1 AND id = $2 AND state = 3
+            """;
+
+        // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far), keeping id,
+        // payload, priority, key and trace context; then one wake-up ($5) for every node.
+        RequeueDeadLetters = $"""
+            WITH requeued AS (
+                UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, finished_at = NULL,
+                    lease_owner = NULL, lease_until = NULL, cancel_requested_at = NULL
+                WHERE {Selected}
+                RETURNING 1),
+            woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))
+            SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken)
+            """;
+
+        PurgeDeadLetters = $"DELETE FROM {Items} WHERE {Selected}";
 
         // $2 state, $3 retention; deletes at most $4 rows, oldest first, skipping rows another node is deleting.
         Cleanup = $"""
-            DELETE FROM {Items} WHERE id IN (
+            DELETE FROM {Items} WHERE id = ANY(ARRAY(
                 SELECT id FROM {Items} WHERE queue = $1 AND state = $2 AND finished_at < now() - $3
-                ORDER BY finished_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+                ORDER BY finished_at LIMIT $4 FOR UPDATE SKIP LOCKED))
             """;
     }
 
@@ -167,7 +327,11 @@ internal sealed class StorageSql
 
     public string Enqueue { get; }
 
+    public string EnqueueNotifying { get; }
+
     public string EnqueueIdempotent { get; }
+
+    public string EnqueueMany { get; }
 
     public string Claim { get; }
 
@@ -175,35 +339,116 @@ internal sealed class StorageSql
 
     public string ReapExpired { get; }
 
-    public string WriteOutcomes { get; }
-
-    public string WriteOutcomesDeletingCompleted { get; }
 
     public string Statistics { get; }
 
     public string Cleanup { get; }
 
-    private string OutcomesStatement(string completed) => $"""
-        WITH done AS (
-            {completed}),
-        released AS (
-            UPDATE {Items} i SET state = 0, attempts = i.attempts - 1, run_at = now(), lease_owner = NULL, lease_until = NULL
-            FROM unnest($3::bigint[], $4::integer[]) AS d(id, attempts)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state = 1
-            RETURNING 1),
-        retried AS (
-            UPDATE {Items} i SET state = 0, run_at = now() + d.delay_ms * interval '1 millisecond', last_error = d.error,
-                lease_owner = NULL, lease_until = NULL
-            FROM unnest($5::bigint[], $6::integer[], $7::double precision[], $8::text[]) AS d(id, attempts, delay_ms, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1),
-        dead AS (
-            UPDATE {Items} i SET state = 3, finished_at = now(), last_error = d.error, lease_owner = NULL, lease_until = NULL
-            FROM unnest($9::bigint[], $10::integer[], $11::text[]) AS d(id, attempts, error)
-            WHERE i.id = d.id AND i.attempts = d.attempts AND i.state IN (0, 1)
-            RETURNING 1),
-        woken AS (SELECT pg_notify($12, $13) WHERE $14)
-        SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM released) + (SELECT count(*) FROM retried) + (SELECT count(*) FROM dead),
-               (SELECT count(*) FROM woken)
-        """;
+    public string Cancel { get; }
+
+    public string ListDeadLetters { get; }
+
+    public string GetDeadLetter { get; }
+
+    public string RequeueDeadLetters { get; }
+
+    public string PurgeDeadLetters { get; }
+
+    /// <summary>
+    /// The statement that writes a batch of outcomes: one part for each kind of outcome the batch has (the kinds in
+    /// <paramref name="kinds"/>, bit <c>1 &lt;&lt; (int)kind</c>), in one statement (one round trip, one transaction),
+    /// returning how many outcomes landed. Each part takes the ids and attempts of its deliveries (an outcome lands
+    /// only on its own delivery: the row's attempts match and no later claim exists; a completion, retry, dead letter
+    /// or cancellation also lands on a row whose lease expired and which went back to ready without being claimed
+    /// again). A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
+    /// release or a retry of an item whose cancellation was asked meanwhile cancels it instead. With
+    /// <paramref name="deleteCompleted"/> completed rows are deleted. Parameters: each present kind's arrays in the
+    /// order of <see cref="OutcomeKind"/>: ids and attempts, then delays (ms) and errors for retries, errors for dead
+    /// letters and cancellations. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
+    /// and these writes must go on while the pool is starved. Made once per combination and kept.
+    /// </summary>
+    public string WriteOutcomes(int kinds, bool deleteCompleted)
+    {
+        var index = (kinds << 1) | (deleteCompleted ? 1 : 0);
+        return Volatile.Read(ref _outcomeStatements[index]) ?? (_outcomeStatements[index] = BuildOutcomes(kinds, deleteCompleted));
+    }
+
+    private string BuildOutcomes(int kinds, bool deleteCompleted)
+    {
+        var parts = new List<(string Name, string Sql)>();
+        var next = 1;
+        string P(string type) => $"${next++}::{type}";
+        bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
+
+        // The rows of a part are those whose id is in its id array (the primary key, whatever the statistics: see
+        // PlanShapes); each row's own values (attempts, delay, error) are read at the position of its id.
+        static string At(string array, string ids) => $"({array})[array_position({ids}, i.id)]";
+        static string Mine(string ids, string attempts, string states) => $"i.id = ANY({ids}) AND i.state IN ({states}) AND i.attempts = {At(attempts, ids)}";
+        if (Has(OutcomeKind.Completed))
+        {
+            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            parts.Add(("done", deleteCompleted
+                ? $"DELETE FROM {Items} i WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"
+                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"));
+        }
+
+        if (Has(OutcomeKind.Released))
+        {
+            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            parts.Add(("released", $"""
+                UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
+                    attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
+                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
+                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
+                WHERE {Mine(ids, attempts, "1")}
+                RETURNING 1
+                """));
+        }
+
+        if (Has(OutcomeKind.Retry))
+        {
+            var (ids, attempts, delays, errors) = (P("bigint[]"), P("integer[]"), P("double precision[]"), P("text[]"));
+            var delay = At(delays, ids);
+            parts.Add(("retried", $"""
+                UPDATE {Items} i SET
+                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 WHEN {delay} > 0 THEN 5 ELSE 0 END,
+                    run_at = now() + {delay} * interval '1 millisecond', last_error = {At(errors, ids)},
+                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
+                    lease_owner = NULL, lease_until = NULL
+                WHERE {Mine(ids, attempts, "0, 1")}
+                RETURNING 1
+                """));
+        }
+
+        foreach (var (kind, name, state) in new[] { (OutcomeKind.Dead, "dead", 3), (OutcomeKind.Cancelled, "cancelled", 4) })
+        {
+            if (Has(kind))
+            {
+                var (ids, attempts, errors) = (P("bigint[]"), P("integer[]"), P("text[]"));
+                parts.Add((name, $"""
+                    UPDATE {Items} i SET state = {state}, finished_at = now(), last_error = {At(errors, ids)}, lease_owner = NULL, lease_until = NULL
+                    WHERE {Mine(ids, attempts, "0, 1")}
+                    RETURNING 1
+                    """));
+            }
+        }
+
+        if (parts.Count == 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
+        }
+
+        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
+            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
+    }
+}
+
+/// <summary>The kinds of outcome a delivery ends with; their order is the order of an outcome statement's parts and parameters.</summary>
+internal enum OutcomeKind
+{
+    Completed,
+    Released,
+    Retry,
+    Dead,
+    Cancelled,
 }

@@ -5,14 +5,20 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// One delivery of a stored item to this node: the claimed row, as the executor item's state. It ends exactly once:
 /// it runs (and its outcome is written), or the executor never runs it and it is released back to the table.
+/// A cancellation asked for the item (<see cref="RequestCancellation"/>) fires the token its handler gets, or, before
+/// it starts, makes it end cancelled without running.
 /// </summary>
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, DateTimeOffset enqueuedAt, bool isOrdered) : IWorkQueueEntry
+[System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1001:Types that own disposable fields should be disposable",
+    Justification = "The token source has no timer and its wait handle is never read, so it holds nothing to release; a cancellation may arrive after the delivery ended, which disposing would turn into an ObjectDisposedException.")]
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState) : IWorkQueueEntry
 {
     private const int Claimed = 0;
     private const int Started = 1;
     private const int Released = 2;
 
+    private readonly CancellationTokenSource _cancellation = new();
     private int _state;
+    private int _cancellationRequested;
 
     public IStoredItemOwner Owner { get; } = owner;
 
@@ -23,10 +29,49 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
     public int Attempts { get; } = attempts;
 
+    /// <summary>Gets the row's attempts when it was last requeued from the dead letters (zero if never): the retries left are counted from there.</summary>
+    public int AttemptBase { get; } = attemptBase;
+
     public DateTimeOffset EnqueuedAt { get; } = enqueuedAt;
 
     /// <summary>Gets a value indicating whether the item has an ordering key: its end may let the next item of its key run.</summary>
     public bool IsOrdered { get; } = isOrdered;
+
+    /// <summary>Gets the producer's W3C traceparent, stored at enqueue; <see langword="null"/> when it had no W3C activity.</summary>
+    public string? TraceParent { get; } = traceParent;
+
+    /// <summary>Gets the producer's W3C tracestate, stored at enqueue.</summary>
+    public string? TraceState { get; } = traceState;
+
+    /// <summary>Gets the token the handler's attempt gets: it fires when someone cancels the item.</summary>
+    public CancellationToken CancellationToken => _cancellation.Token;
+
+    /// <summary>Gets a value indicating whether someone asked to cancel the item while this node held it.</summary>
+    public bool IsCancellationRequested => Volatile.Read(ref _cancellationRequested) != 0;
+
+    /// <summary>
+    /// Someone asked to cancel the item (the listener or the heartbeat heard of it): fires the handler's token, once.
+    /// Callbacks registered on the token run here; one that throws is reported to the caller, and the item's fate is
+    /// decided as for any cancellation.
+    /// </summary>
+    /// <returns>The exception the token's callbacks threw, if any; <see langword="null"/> otherwise, or if already requested.</returns>
+    public AggregateException? RequestCancellation()
+    {
+        if (Interlocked.Exchange(ref _cancellationRequested, 1) != 0)
+        {
+            return null;
+        }
+
+        try
+        {
+            _cancellation.Cancel();
+            return null;
+        }
+        catch (AggregateException ex)
+        {
+            return ex;
+        }
+    }
 
     /// <summary>Marks the delivery as running; <see langword="false"/> if it was already released.</summary>
     public bool TryStart() => Interlocked.CompareExchange(ref _state, Started, Claimed) == Claimed;

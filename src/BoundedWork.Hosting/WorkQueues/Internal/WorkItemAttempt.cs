@@ -3,7 +3,8 @@ using Microsoft.Extensions.DependencyInjection;
 namespace BoundedWork.Hosting.Internal;
 
 /// <summary>One call of a queue's handler: which item, which attempt.</summary>
-internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, int Attempt, DateTimeOffset EnqueuedAt, bool IsDurable)
+/// <remarks>A durable item also carries the producer's stored trace context (<see cref="WorkItemContext.TraceParent"/>).</remarks>
+internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, int Attempt, DateTimeOffset EnqueuedAt, bool IsDurable, string? TraceParent = null, string? TraceState = null)
 {
     /// <summary>
     /// Runs the handler in a new scope on the current thread, with the scope's <see cref="WorkItemContext"/> filled in,
@@ -40,6 +41,8 @@ internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, i
                 context.Attempt = attempt.Attempt;
                 context.EnqueuedAt = attempt.EnqueuedAt;
                 context.IsDurable = attempt.IsDurable;
+                context.TraceParent = attempt.TraceParent;
+                context.TraceState = attempt.TraceState;
             }
 
             handle(scope.ServiceProvider, item, cancellationToken);

@@ -27,7 +27,7 @@ namespace BoundedWork.Hosting.Internal;
 /// still waiting in backlogs (behind an owner that is still running past the shutdown deadline) become dead letters.
 /// </para>
 /// </remarks>
-internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
+internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDelayedEnqueue<T>, IDisposable
 {
     private static readonly Action<WorkQueueEntry<T>> s_runFirstAttempt = static entry => entry.Queue.RunFirstAttempt(entry);
     private static readonly Action<WorkQueueEntry<T>> s_runRetry = static entry => entry.Queue.RunRetry(entry);
@@ -50,6 +50,7 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
     private readonly object _keysLock = new();
     private readonly Dictionary<object, Queue<WorkQueueEntry<T>>?> _busyKeys = [];
     private readonly InFlightCount _inFlight = new();
+    private readonly RetryClock _clock;
     private int _heldBack;
     private bool _backlogsClosed;
     private BoundedExecutor? _executor;
@@ -65,7 +66,8 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         _scopes = services.GetRequiredService<IServiceScopeFactory>();
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(WorkQueueLog.Category);
         _deadLetters = new DeadLetters<T>(name, _scopes, _logger);
-        _pipeline = WorkQueuePipeline.Build(name, options, services.GetRequiredService<RetryClock>(), _logger, storedRetries: false);
+        _clock = services.GetRequiredService<RetryClock>();
+        _pipeline = WorkQueuePipeline.Build(name, options, _clock, _logger, storedRetries: false);
     }
 
     public string Name { get; }
@@ -105,6 +107,46 @@ internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDisposable
         }
 
         return SubmitAsync(entry, cancellationToken);
+    }
+
+    /// <summary>
+    /// Accepts the item now and holds it on the retry clock until its time (<see cref="DelayedEntry{T}"/>), then admits
+    /// it as a retry's hand-off is (<see cref="StartDelayed"/>). A queue that has stopped refuses it: a dead letter.
+    /// </summary>
+    public ValueTask EnqueueDelayedAsync(T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken)
+    {
+        var wait = delay ?? runAt!.Value - _clock.GetUtcNow();
+        if (wait <= TimeSpan.Zero)
+        {
+            return EnqueueAsync(item, cancellationToken);
+        }
+
+        var entry = Accept(item);
+        if (_stoppedToken.IsCancellationRequested || Executor.IsShutdown)
+        {
+            entry.NotRun = RejectionReason.ShutDown;
+            _ = Finish(entry, Outcome.FromResult<object?>(null));
+            return ValueTask.FromException(new RejectedExecutionException(Name, RejectionReason.ShutDown));
+        }
+
+        DelayedEntry<T>.Start(this, entry, _clock, wait, _stoppedToken);
+        return ValueTask.CompletedTask;
+    }
+
+    /// <summary>On the retry clock's thread: a delayed item's time has come. It joins its key, or goes to the executor without blocking the clock.</summary>
+    internal void StartDelayed(WorkQueueEntry<T> entry)
+    {
+        if (Admit(entry) == KeyAdmission.Run)
+        {
+            SubmitOffWorker(s_runFirstAttempt, entry); // refused or dropped: the OnRejected hook dead-letters it
+        }
+    }
+
+    /// <summary>The queue stopped while a delayed item waited for its time: it never runs.</summary>
+    internal void AbandonDelayed(WorkQueueEntry<T> entry)
+    {
+        entry.NotRun = RejectionReason.ShutDown;
+        _ = Finish(entry, Outcome.FromResult<object?>(null));
     }
 
     /// <summary>Creates every part the queue needs at host start, so a bad executor setting fails the start.</summary>

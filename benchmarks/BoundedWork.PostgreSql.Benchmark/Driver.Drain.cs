@@ -1,0 +1,224 @@
+using System.Diagnostics;
+using System.Globalization;
+using BoundedWork.Hosting;
+using Microsoft.Extensions.DependencyInjection;
+using Npgsql;
+using NpgsqlTypes;
+
+namespace BoundedWork.PostgreSql.Benchmark;
+
+/// <summary>
+/// The shapes other durable queues publish: items bulk-inserted, then drained (River, Graphile Worker, Oban), and the
+/// bulk insert itself, the library's statement (INSERT ... SELECT FROM unnest) against binary COPY.
+/// </summary>
+internal sealed partial class Driver
+{
+    /// <summary>
+    /// Bulk insert, <see cref="Settings.BulkBatch"/> items per statement, each batch its own transaction: the library's
+    /// <c>EnqueueManyAsync</c> (one statement, ids returned, one wake-up by the notifier) against binary COPY into a copy
+    /// of the table written with Npgsql directly (ids drawn from the sequence first, as an implementation would need
+    /// them, then COPY, then one NOTIFY). The two run alternately, <see cref="Settings.BulkRounds"/> times each; the rows
+    /// give each side's median round.
+    /// </summary>
+    private async Task<IReadOnlyList<Row>> BulkInsertComparisonAsync(double? inMemoryRate)
+    {
+        const string LibrarySchema = "bench_bulk";
+        const string CopySchema = "bench_copy";
+        var items = _settings.DrainItems;
+        var batch = _settings.BulkBatch;
+        Progress($"bulk insert: {items} items in statements of {batch}, library (unnest) against binary COPY, alternating {_settings.BulkRounds} times");
+        var host = await StartProducerHostAsync(LibrarySchema);
+        try
+        {
+            await ScalarAsync<int>($"CREATE SCHEMA {CopySchema}; CREATE TABLE {CopySchema}.items (LIKE {LibrarySchema}.items INCLUDING ALL); SELECT 1");
+            var queue = host.Services.GetRequiredService<IPostgreSqlWorkQueue<BenchItem>>();
+            var library = new List<(double Rate, TimeSpan Server, StatementCounts Counts)>();
+            var copy = new List<(double Rate, TimeSpan Server, StatementCounts Counts)>();
+            await using var dataSource = NpgsqlDataSource.Create(ConnectionString);
+            for (var round = 0; round < _settings.BulkRounds + 1; round++)
+            {
+                // Round 0 warms both sides up and is not kept.
+                var a = await MeasureBulkAsync(items, batch, (first, count) => queue.EnqueueManyAsync(Enumerable.Range(first, count).Select(n => new BenchItem(n)), _cancellation));
+                var b = await MeasureBulkAsync(items, batch, (first, count) => CopyAsync(dataSource, CopySchema, first, count));
+                if (round > 0)
+                {
+                    library.Add(a);
+                    copy.Add(b);
+                }
+
+                await ScalarAsync<int>($"TRUNCATE {LibrarySchema}.items, {CopySchema}.items; SELECT 1");
+            }
+
+            Row Median(string name, List<(double Rate, TimeSpan Server, StatementCounts Counts)> runs)
+            {
+                var median = runs.OrderBy(r => r.Rate).ElementAt(runs.Count / 2);
+                return new Row(name, "none", items)
+                {
+                    EnqueueRate = median.Rate,
+                    Ratio = inMemoryRate is { } r ? median.Rate / r : null,
+                    Cpu = $"– / – / {Format(median.Server.TotalMicroseconds / items, "0.0")}",
+                    Counts = median.Counts,
+                };
+            }
+
+            _notes.Add($"Bulk insert: median of {_settings.BulkRounds} alternating rounds each; items/s per round: library {string.Join(", ", library.Select(r => Format(r.Rate, "#,0")))}; COPY {string.Join(", ", copy.Select(r => Format(r.Rate, "#,0")))}.");
+            return
+            [
+                Median($"bulk insert, EnqueueManyAsync ({batch} per statement, unnest)", library),
+                Median($"bulk insert, raw binary COPY ({batch} per COPY, ids drawn first; no library)", copy),
+            ];
+        }
+        finally
+        {
+            await StopHostAsync(host);
+        }
+    }
+
+    private async Task<(double Rate, TimeSpan Server, StatementCounts Counts)> MeasureBulkAsync(int items, int batch, Func<int, int, Task> insert)
+    {
+        await ResetStatementsAsync();
+        var serverCpu = ServerCpu.Read(Server.DataDirectory);
+        var start = Stopwatch.GetTimestamp();
+        for (var first = 0; first < items; first += batch)
+        {
+            await insert(first, Math.Min(batch, items - first));
+        }
+
+        var ended = Stopwatch.GetTimestamp();
+        var server = ServerCpu.Read(Server.DataDirectory) - serverCpu;
+        return (Rate(items, start, ended), server, await StatementCounts.ReadAsync(Database, _cancellation));
+    }
+
+    /// <summary>What an implementation of bulk enqueue on binary COPY would do: draw the ids, COPY the rows with them, notify.</summary>
+    private async Task CopyAsync(NpgsqlDataSource dataSource, string schema, int first, int count)
+    {
+        var connection = await dataSource.OpenConnectionAsync(_cancellation);
+        await using (connection)
+        {
+            long[] ids;
+            var draw = new NpgsqlCommand($"SELECT array_agg(nextval(pg_get_serial_sequence('{schema}.items', 'id'))) FROM generate_series(1, $1)", connection)
+            {
+                Parameters = { new NpgsqlParameter<int> { TypedValue = count } },
+            };
+            await using (draw)
+            {
+                ids = (long[])(await draw.ExecuteScalarAsync(_cancellation))!;
+            }
+
+            var writer = await connection.BeginBinaryImportAsync($"COPY {schema}.items (id, queue, payload, ordering_key, priority, run_at, state) FROM STDIN (FORMAT BINARY)", _cancellation);
+            await using (writer)
+            {
+                var now = DateTime.UtcNow;
+                for (var i = 0; i < count; i++)
+                {
+                    await writer.StartRowAsync(_cancellation);
+                    await writer.WriteAsync(ids[i], NpgsqlDbType.Bigint, _cancellation);
+                    await writer.WriteAsync(ConsumerNode.QueueName, NpgsqlDbType.Text, _cancellation);
+                    await writer.WriteAsync(System.Text.Json.JsonSerializer.Serialize(new BenchItem(first + i), BenchJson.Default.BenchItem), NpgsqlDbType.Jsonb, _cancellation);
+                    await writer.WriteNullAsync(_cancellation);
+                    await writer.WriteAsync((short)0, NpgsqlDbType.Smallint, _cancellation);
+                    await writer.WriteAsync(now, NpgsqlDbType.TimestampTz, _cancellation);
+                    await writer.WriteAsync((short)0, NpgsqlDbType.Smallint, _cancellation);
+                }
+
+                await writer.CompleteAsync(_cancellation);
+            }
+
+            var notify = new NpgsqlCommand("SELECT pg_notify($1, $2)", connection)
+            {
+                Parameters = { new NpgsqlParameter<string> { TypedValue = "boundedwork_raw" }, new NpgsqlParameter<string> { TypedValue = ConsumerNode.QueueName } },
+            };
+            await using (notify)
+            {
+                await notify.ExecuteNonQueryAsync(_cancellation);
+            }
+        }
+    }
+
+    /// <summary>
+    /// The drain shape: <see cref="Settings.DrainItems"/> items bulk-inserted (statements of <see cref="Settings.BulkBatch"/>)
+    /// in one transaction while the consumer processes wait, ready; its commit makes them visible at once and wakes every
+    /// consumer; the row's rate is the items over the time from that commit to the last handler's end. A warm-up drain
+    /// comes first. Consumers claim up to workers × <see cref="Settings.DrainClaimsPerWorker"/>; handlers do nothing.
+    /// </summary>
+    private async Task<Row> DrainAsync(int consumerCount, double? inMemoryRate)
+    {
+        var schema = "bench_drain_c" + consumerCount.ToString(CultureInfo.InvariantCulture);
+        var items = _settings.DrainItems;
+        Progress($"drain: {items} items bulk-inserted, then drained by {consumerCount} consumer process(es) x {_settings.Workers} workers, {_settings.DrainClaimsPerWorker} claims per worker");
+        var host = await StartProducerHostAsync(schema);
+        List<ConsumerProcess> consumers = [];
+        try
+        {
+            consumers = await ConsumerProcess.StartManyAsync(consumerCount,
+                [.. ConsumerArguments(schema), "--claims-per-worker", _settings.DrainClaimsPerWorker.ToString(CultureInfo.InvariantCulture)], _cancellation);
+            var queue = host.Services.GetRequiredService<IPostgreSqlWorkQueue<BenchItem>>();
+            Func<long> count = () => consumers.Sum(c => c.Count);
+            var warmUp = Math.Min(Math.Max(_settings.WarmUpItems, 1000), items);
+            await InsertInOneTransactionAsync(queue, 0, warmUp, resetAtCommit: false);
+            await WaitHandledAsync(count, warmUp, "drain warm-up", () => DescribeTableAsync(schema));
+            await Task.Delay(TimeSpan.FromMilliseconds(300), _cancellation); // every node reports its CPU time after the warm-up
+
+            var consumerCpu = Sum(consumers.Select(c => c.Cpu));
+            var (insertRate, committed, serverCpu) = await InsertInOneTransactionAsync(queue, warmUp, items, resetAtCommit: true);
+            await WaitHandledAsync(count, warmUp + items, $"drain, {consumerCount} consumer(s)", () => DescribeTableAsync(schema));
+            var ended = consumers.Max(c => c.LastEnded);
+            var serverUsed = ServerCpu.Read(Server.DataDirectory) - serverCpu;
+            var counts = await StatementCounts.ReadAsync(Database, _cancellation);
+            var completed = await WaitRowsCompletedAsync(schema, warmUp + items);
+            await Task.Delay(TimeSpan.FromMilliseconds(200), _cancellation); // the last CPU reports
+            var consumersUsed = Sum(consumers.Select(c => c.Cpu)) - consumerCpu;
+            await CheckDeliveriesAsync(schema, warmUp + items, consumers.Sum(c => c.Count), $"drain, {consumerCount} consumer(s)");
+            await PrintStatementsAsync($"drain, {consumerCount} consumer process(es)", items);
+
+            var rate = Rate(items, committed, ended);
+            return new Row("PostgreSQL, bulk-inserted then drained", $"{consumerCount} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker", items)
+            {
+                EnqueueRate = insertRate,
+                HandledRate = rate,
+                Ratio = inMemoryRate is { } r ? rate / r : null,
+                RowsCompletedAfter = Milliseconds(ended, completed),
+                Cpu = $"– / {Format(consumersUsed.TotalMicroseconds / items, "0.0")} / {Format(serverUsed.TotalMicroseconds / items, "0.0")}",
+                Counts = counts,
+            };
+        }
+        finally
+        {
+            await StopConsumersAsync(consumers);
+            await StopHostAsync(host);
+        }
+    }
+
+    /// <summary>
+    /// Inserts items <paramref name="first"/> .. <paramref name="first"/> + <paramref name="count"/> - 1 with bulk
+    /// statements in one transaction, and commits; returns the insert rate (commit included), when the commit returned,
+    /// and the server's CPU time read just before the commit.
+    /// </summary>
+    private async Task<(double Rate, long Committed, TimeSpan ServerCpu)> InsertInOneTransactionAsync(IPostgreSqlWorkQueue<BenchItem> queue, int first, int count, bool resetAtCommit)
+    {
+        var connection = await Database.OpenConnectionAsync(_cancellation);
+        await using (connection)
+        {
+            var start = Stopwatch.GetTimestamp();
+            var transaction = await connection.BeginTransactionAsync(_cancellation);
+            await using (transaction)
+            {
+                for (var from = first; from < first + count; from += _settings.BulkBatch)
+                {
+                    var size = Math.Min(_settings.BulkBatch, first + count - from);
+                    await queue.EnqueueManyAsync(Enumerable.Range(from, size).Select(n => new BenchItem(n)), transaction, _cancellation);
+                }
+
+                if (resetAtCommit)
+                {
+                    await ResetStatementsAsync();
+                }
+
+                var serverCpu = ServerCpu.Read(Server.DataDirectory);
+                await transaction.CommitAsync(_cancellation);
+                var committed = Stopwatch.GetTimestamp();
+                return (Rate(count, start, committed), committed, serverCpu);
+            }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+using Microsoft.AspNetCore.Http;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+/// <summary>The Kestrel side of the dead-letter endpoints: plain request delegates over <see cref="DeadLetterApi"/>.</summary>
+internal sealed class DeadLetterEndpoints(DeadLetterApi api, AdminMapping mapping)
+{
+    public async Task List(HttpContext context) =>
+        await AdminEndpoints.Write(context, await api.ListAsync(
+            AdminEndpoints.RouteName(context),
+            context.Request.Query.Select(static q => new KeyValuePair<string, string?[]>(q.Key, q.Value.ToArray())),
+            context.RequestAborted).ConfigureAwait(false)).ConfigureAwait(false);
+
+    public async Task Show(HttpContext context) =>
+        await AdminEndpoints.Write(context, await api.ShowAsync(AdminEndpoints.RouteName(context), Id(context), context.RequestAborted).ConfigureAwait(false)).ConfigureAwait(false);
+
+    public Task RequeueOne(HttpContext context) => ChangeAsync(context, (api, request, id, cancel) => api.ChangeOneAsync(request, DeadLetterApi.Requeue, id, cancel));
+
+    public Task PurgeOne(HttpContext context) => ChangeAsync(context, (api, request, id, cancel) => api.ChangeOneAsync(request, DeadLetterApi.Purge, id, cancel));
+
+    public Task RequeueSelection(HttpContext context) => ChangeAsync(context, (api, request, _, cancel) => api.ChangeSelectionAsync(request, DeadLetterApi.Requeue, cancel));
+
+    public Task PurgeSelection(HttpContext context) => ChangeAsync(context, (api, request, _, cancel) => api.ChangeSelectionAsync(request, DeadLetterApi.Purge, cancel));
+
+    private static string? Id(HttpContext context) => context.Request.RouteValues["id"] as string;
+
+    /// <summary>Reads the body (up to <see cref="DeadLetterRequest.MaxBodyBytes"/>, copied, so the reader is done with it before the database is awaited), then applies the change.</summary>
+    private async Task ChangeAsync(HttpContext context, Func<DeadLetterApi, ChangeRequest, string?, CancellationToken, Task<AdminReply>> apply)
+    {
+        var reader = context.Request.BodyReader;
+        var (buffer, tooLarge) = await AdminEndpoints.ReadBody(reader, DeadLetterRequest.MaxBodyBytes, context.RequestAborted).ConfigureAwait(false);
+        byte[] body;
+        try
+        {
+            body = tooLarge ? [] : System.Buffers.BuffersExtensions.ToArray(buffer);
+        }
+        finally
+        {
+            reader.AdvanceTo(buffer.End);
+        }
+
+        var request = AdminEndpoints.DescribeChange(context, mapping, new System.Buffers.ReadOnlySequence<byte>(body), tooLarge);
+        var reply = await apply(api, request, Id(context), context.RequestAborted).ConfigureAwait(false);
+        await AdminEndpoints.Write(context, reply).ConfigureAwait(false);
+    }
+}

@@ -1,0 +1,79 @@
+namespace BoundedWork.PostgreSql;
+
+/// <summary>
+/// How one enqueue stores its items (<c>IPostgreSqlWorkQueue&lt;T&gt;.EnqueueAsync(item, options)</c> and
+/// <c>EnqueueManyAsync(items, options)</c>): when they may run, how they rank against other ready items, and an
+/// idempotency key. Validated by the enqueue, which names the bad property.
+/// </summary>
+public sealed record EnqueueOptions
+{
+    /// <summary>The lowest <see cref="Priority"/>.</summary>
+    public const int MinPriority = -100;
+
+    /// <summary>The highest <see cref="Priority"/>.</summary>
+    public const int MaxPriority = 100;
+
+    /// <summary>The longest <see cref="Delay"/>, and the furthest <see cref="RunAt"/> may lie ahead.</summary>
+    public static readonly TimeSpan MaxDelay = TimeSpan.FromDays(365);
+
+    /// <summary>
+    /// Gets how long the item waits before it may run, counted on the database server's clock from the enqueue
+    /// (inside a caller's transaction: from that transaction's start, PostgreSQL's <c>now()</c>). The item is stored at
+    /// once, as scheduled, and runs within a few milliseconds of its time when a worker is free. Not with
+    /// <see cref="RunAt"/>.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: no delay. Between zero and 365 days.</value>
+    public TimeSpan? Delay { get; init; }
+
+    /// <summary>
+    /// Gets the time the item may run at, compared with the database server's clock; a time already past runs now
+    /// (and ranks before the items of its priority that became due after it). Not with <see cref="Delay"/>.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: now. At most 365 days ahead of this machine's clock.</value>
+    public DateTimeOffset? RunAt { get; init; }
+
+    /// <summary>
+    /// Gets the item's priority: of the ready items of a queue, those with the highest priority are claimed first,
+    /// then, within a priority, the one that became due first (first in, first out). Priority is strict: lower
+    /// priorities wait while higher ones are ready (give work that must not wait a queue of its own). An ordering key
+    /// wins over priority: an item never overtakes an older item of its key.
+    /// </summary>
+    /// <value>Defaults to 0. Between <see cref="MinPriority"/> (-100) and <see cref="MaxPriority"/> (100); higher runs first.</value>
+    public int Priority { get; init; }
+
+    /// <summary>
+    /// Gets an idempotency key: when an item of the queue with this key is stored, the enqueue stores nothing and
+    /// returns that item's id (see <c>EnqueueIdempotentAsync</c> for the rules). Single items only: a bulk enqueue
+    /// refuses it.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: no key.</value>
+    public string? IdempotencyKey { get; init; }
+
+    /// <summary>Throws when a setting is invalid: the exception's parameter is <paramref name="options"/>, its message names the property.</summary>
+    internal static void Validate(EnqueueOptions options, TimeProvider time)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        if (options.Delay is { } delay && (delay < TimeSpan.Zero || delay > MaxDelay))
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), delay, "EnqueueOptions.Delay must be between zero and 365 days.");
+        }
+
+        if (options.RunAt is { } runAt)
+        {
+            if (options.Delay is not null)
+            {
+                throw new ArgumentException("EnqueueOptions.RunAt and EnqueueOptions.Delay cannot both be set: give a time to run at, or a delay.", nameof(options));
+            }
+
+            if (runAt - time.GetUtcNow() > MaxDelay)
+            {
+                throw new ArgumentOutOfRangeException(nameof(options), runAt, "EnqueueOptions.RunAt must be at most 365 days ahead.");
+            }
+        }
+
+        if (options.Priority is < MinPriority or > MaxPriority)
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), options.Priority, "EnqueueOptions.Priority must be between -100 and 100.");
+        }
+    }
+}

@@ -1,0 +1,352 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.Text;
+using System.Text.Json;
+using BoundedWork.Hosting;
+using Npgsql;
+using NpgsqlTypes;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// The producer side: every enqueue is one statement. In the node's own transaction the statement only inserts, and
+/// the node's <see cref="Notifier"/> wakes the consumers once it has committed; in the caller's transaction (or on its
+/// connection) the statement also notifies, and the notification goes out when the caller commits.
+/// </summary>
+internal sealed partial class PostgreSqlWorkQueue<T>
+{
+    public bool TryEnqueue(T item)
+    {
+        try
+        {
+            using (var connection = _dataSource.OpenConnection())
+            using (var insert = CreateInsertCommand(_sql.Enqueue, Serialize(item), OrderingKeyOf(item), StoredFields.Now, connection, transaction: null))
+            {
+                insert.ExecuteScalar();
+            }
+
+            Committed();
+            return true;
+        }
+        catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
+        {
+            Deliver(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
+            return false;
+        }
+    }
+
+    public async ValueTask EnqueueAsync(T item, CancellationToken cancellationToken = default) =>
+        await EnqueueWithIdAsync(item, cancellationToken).ConfigureAwait(false);
+
+    public async Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default) =>
+        (await EnqueueOwnAsync(item, StoredFields.Now, cancellationToken).ConfigureAwait(false)).ItemId;
+
+    public async Task<long> EnqueueAsync(T item, NpgsqlTransaction transaction, CancellationToken cancellationToken = default) =>
+        (await InsertAsync(item, StoredFields.Now, ConnectionOf(transaction), transaction, notify: true, cancellationToken).ConfigureAwait(false)).ItemId;
+
+    public async Task<long> EnqueueAsync(T item, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(connection);
+        return (await InsertAsync(item, StoredFields.Now, connection, transaction: null, notify: true, cancellationToken).ConfigureAwait(false)).ItemId;
+    }
+
+    public Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        return EnqueueOwnAsync(item, StoredFields.Now with { IdempotencyKey = idempotencyKey }, cancellationToken);
+    }
+
+    public Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        return InsertAsync(item, StoredFields.Now with { IdempotencyKey = idempotencyKey }, ConnectionOf(transaction), transaction, notify: true, cancellationToken);
+    }
+
+    public Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ValidateIdempotencyKey(idempotencyKey);
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertAsync(item, StoredFields.Now with { IdempotencyKey = idempotencyKey }, connection, transaction: null, notify: true, cancellationToken);
+    }
+
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, CancellationToken cancellationToken = default) =>
+        EnqueueOwnAsync(item, FieldsOf(options), cancellationToken);
+
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default)
+    {
+        var fields = FieldsOf(options);
+        return InsertAsync(item, fields, ConnectionOf(transaction), transaction, notify: true, cancellationToken);
+    }
+
+    public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        var fields = FieldsOf(options);
+        ArgumentNullException.ThrowIfNull(connection);
+        return InsertAsync(item, fields, connection, transaction: null, notify: true, cancellationToken);
+    }
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, connection: null, transaction: null, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), ManyFieldsOf(options), connection: null, transaction: null, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlTransaction transaction, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, ConnectionOf(transaction), transaction, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlTransaction transaction, CancellationToken cancellationToken = default) =>
+        EnqueueManyCoreAsync(ItemsOf(items), ManyFieldsOf(options), ConnectionOf(transaction), transaction, cancellationToken);
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(connection);
+        return EnqueueManyCoreAsync(ItemsOf(items), StoredFields.Now, connection, transaction: null, cancellationToken);
+    }
+
+    public Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default)
+    {
+        var fields = ManyFieldsOf(options);
+        ArgumentNullException.ThrowIfNull(connection);
+        return EnqueueManyCoreAsync(ItemsOf(items), fields, connection, transaction: null, cancellationToken);
+    }
+
+    /// <summary>The delayed enqueue every typed queue takes (<c>queue.EnqueueAsync(item, delay)</c>): stored scheduled, in the node's own transaction.</summary>
+    public async ValueTask EnqueueDelayedAsync(T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken) =>
+        await EnqueueAsync(item, new EnqueueOptions { Delay = delay, RunAt = runAt }, cancellationToken).ConfigureAwait(false);
+
+    /// <summary>Validates the options (the exception names the bad one) and turns them into what the row stores.</summary>
+    private StoredFields FieldsOf(EnqueueOptions options)
+    {
+        EnqueueOptions.Validate(options, _options.TimeProvider);
+        if (options.IdempotencyKey is { } key)
+        {
+            ValidateIdempotencyKey(key);
+        }
+
+        return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
+    }
+
+    private StoredFields ManyFieldsOf(EnqueueOptions options)
+    {
+        var fields = FieldsOf(options);
+        return fields.IdempotencyKey is null
+            ? fields
+            : throw new ArgumentException("EnqueueOptions.IdempotencyKey is for one item: a bulk enqueue cannot give one key to many items (enqueue them one by one, each with its key).", nameof(options));
+    }
+
+    /// <summary>Serializes the items and computes their ordering keys, before any I/O (a failure throws here, storing nothing).</summary>
+    private (string[] Payloads, string?[] OrderingKeys) ItemsOf(IEnumerable<T> items)
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        var payloads = new List<string>(items.TryGetNonEnumeratedCount(out var count) ? count : 16);
+        var keys = new List<string?>(payloads.Capacity);
+        foreach (var item in items)
+        {
+            payloads.Add(Serialize(item));
+            keys.Add(OrderingKeyOf(item));
+        }
+
+        return ([.. payloads], [.. keys]);
+    }
+
+    /// <summary>
+    /// Inserts every item in one statement (payloads and ordering keys as arrays). In the node's own transaction
+    /// (<paramref name="connection"/> null) the statement commits at once and the notifier wakes the consumers; on the
+    /// caller's connection or transaction the statement notifies, once, at its commit.
+    /// </summary>
+    private async Task<IReadOnlyList<long>> EnqueueManyCoreAsync((string[] Payloads, string?[] OrderingKeys) items, StoredFields fields, NpgsqlConnection? connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
+        if (items.Payloads.Length == 0)
+        {
+            return [];
+        }
+
+        var own = connection is null;
+        connection ??= await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        long[] ids;
+        try
+        {
+            var command = new NpgsqlCommand(_sql.EnqueueMany, connection, transaction);
+            await using (command.ConfigureAwait(false))
+            {
+                AddSharedParameters(command,
+                    new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Jsonb, TypedValue = items.Payloads },
+                    new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = items.OrderingKeys },
+                    fields);
+                command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = !own });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    ids = reader.GetFieldValue<long[]>(0);
+                }
+            }
+        }
+        finally
+        {
+            if (own)
+            {
+                await connection.DisposeAsync().ConfigureAwait(false);
+            }
+        }
+
+        if (own)
+        {
+            Committed();
+        }
+
+        return ids.Length == items.Payloads.Length
+            ? ids
+            : throw new InvalidOperationException($"Work queue '{Name}' stored {ids.Length} rows for {items.Payloads.Length} items.");
+    }
+
+    private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
+    {
+        ArgumentNullException.ThrowIfNull(transaction);
+        return transaction.Connection
+            ?? throw new InvalidOperationException($"The transaction given to work queue '{Name}' is already committed or rolled back.");
+    }
+
+    /// <summary>Something this node committed may be claimed: its own claim loop, and (through the notifier) every node, look.</summary>
+    private void Committed()
+    {
+        _wake.Set();
+        _notifier.Signal();
+    }
+
+    /// <summary>One item in the node's own transaction (the statement commits at once), then the wake-up.</summary>
+    private async Task<EnqueueResult> EnqueueOwnAsync(T item, StoredFields fields, CancellationToken cancellationToken)
+    {
+        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        await using (connection.ConfigureAwait(false))
+        {
+            var result = await InsertAsync(item, fields, connection, transaction: null, notify: false, cancellationToken).ConfigureAwait(false);
+            if (!result.IsDuplicate)
+            {
+                Committed();
+            }
+
+            return result;
+        }
+    }
+
+    /// <summary>One item, with or without an idempotency key; <paramref name="notify"/>: the statement notifies (sent when the caller's transaction commits).</summary>
+    private async Task<EnqueueResult> InsertAsync(T item, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction, bool notify, CancellationToken cancellationToken)
+    {
+        if (fields.IdempotencyKey is { } key)
+        {
+            return await InsertIdempotentAsync(item, fields, key, connection, transaction, notify, cancellationToken).ConfigureAwait(false);
+        }
+
+        var insert = CreateInsertCommand(notify ? _sql.EnqueueNotifying : _sql.Enqueue, Serialize(item), OrderingKeyOf(item), fields, connection, transaction);
+        await using (insert.ConfigureAwait(false))
+        {
+            if (notify)
+            {
+                insert.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+            }
+
+            return new EnqueueResult((long)(await insert.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!, IsDuplicate: false);
+        }
+    }
+
+    /// <summary>
+    /// Inserts the item unless a row of the queue holds the key. The row that holds it may be invisible to the
+    /// statement (another transaction committed it while the insert waited for it, after the statement's snapshot was
+    /// taken): the statement then returns no id and runs again, with a new snapshot that sees the row (or, if cleanup
+    /// deleted it meanwhile, stores the item: the key is free again).
+    /// </summary>
+    private async Task<EnqueueResult> InsertIdempotentAsync(T item, StoredFields fields, string idempotencyKey, NpgsqlConnection connection, NpgsqlTransaction? transaction, bool notify, CancellationToken cancellationToken)
+    {
+        var payload = Serialize(item);
+        var orderingKey = OrderingKeyOf(item);
+        for (var insert = 1; ; insert++)
+        {
+            var command = CreateInsertCommand(_sql.EnqueueIdempotent, payload, orderingKey, fields, connection, transaction);
+            await using (command.ConfigureAwait(false))
+            {
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = idempotencyKey });
+                command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = notify });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                    if (!reader.IsDBNull(0))
+                    {
+                        return new EnqueueResult(reader.GetInt64(0), IsDuplicate: !reader.GetBoolean(1));
+                    }
+                }
+            }
+
+            if (insert == MaxIdempotentInserts)
+            {
+                throw new InvalidOperationException(
+                    $"Work queue '{Name}' could not enqueue with idempotency key '{idempotencyKey}': {insert} times, an item that held the key was committed or deleted by another transaction while the insert ran.");
+            }
+        }
+    }
+
+    private static void ValidateIdempotencyKey(string idempotencyKey)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
+        if (idempotencyKey.Length > MaxIdempotencyKeyLength)
+        {
+            throw new ArgumentException($"The idempotency key must be at most {MaxIdempotencyKeyLength} characters (was {idempotencyKey.Length}).", nameof(idempotencyKey));
+        }
+
+        if (idempotencyKey.Contains('\0', StringComparison.Ordinal))
+        {
+            throw new ArgumentException("The idempotency key must not contain a NUL character (PostgreSQL text cannot store it).", nameof(idempotencyKey));
+        }
+
+        for (var index = 0; index < idempotencyKey.Length;)
+        {
+            if (Rune.DecodeFromUtf16(idempotencyKey.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
+            {
+                throw new ArgumentException($"The idempotency key must be valid Unicode text (a lone surrogate at index {index}).", nameof(idempotencyKey));
+            }
+
+            index += consumed;
+        }
+    }
+
+    /// <summary>
+    /// An insert's command with the parameters every enqueue statement shares: $1 queue, $2 payload, $3 ordering key,
+    /// $4 priority, $5 run at, $6 delay, $7 traceparent, $8 tracestate. The caller adds the statement's own. The trace
+    /// context is the producer's current activity's, read here (on the producer's flow), when it has a W3C id.
+    /// </summary>
+    private NpgsqlCommand CreateInsertCommand(string sql, string payload, string? orderingKey, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction)
+    {
+        var command = new NpgsqlCommand(sql, connection, transaction);
+        AddSharedParameters(command, new NpgsqlParameter<string> { NpgsqlDbType = NpgsqlDbType.Jsonb, TypedValue = payload },
+            new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = orderingKey }, fields);
+        return command;
+    }
+
+    private void AddSharedParameters(NpgsqlCommand command, NpgsqlParameter payload, NpgsqlParameter orderingKey, StoredFields fields)
+    {
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+        command.Parameters.Add(payload);
+        command.Parameters.Add(orderingKey);
+        command.Parameters.Add(new NpgsqlParameter<short> { TypedValue = fields.Priority });
+        command.Parameters.Add(new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.TimestampTz, Value = fields.RunAt is { } runAt ? runAt.ToUniversalTime() : DBNull.Value });
+        command.Parameters.Add(new NpgsqlParameter<TimeSpan> { NpgsqlDbType = NpgsqlDbType.Interval, TypedValue = fields.Delay });
+        var activity = Activity.Current is { IdFormat: ActivityIdFormat.W3C } current ? current : null;
+        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.Id });
+        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.TraceStateString });
+    }
+
+    private string? OrderingKeyOf(T item) =>
+        _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
+
+    private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
+
+    /// <summary>What an enqueue stores beside the item (and the producer's trace context): when it may run, its priority, and its idempotency key.</summary>
+    private readonly record struct StoredFields(short Priority, DateTimeOffset? RunAt, TimeSpan Delay, string? IdempotencyKey)
+    {
+        /// <summary>Gets the fields of a plain enqueue: due now, priority 0, no key.</summary>
+        public static StoredFields Now => default;
+    }
+}
