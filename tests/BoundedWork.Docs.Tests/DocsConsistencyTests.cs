@@ -10,13 +10,13 @@ using Microsoft.Extensions.Logging;
 namespace BoundedWork.Docs.Tests;
 
 /// <summary>
-/// Keeps what the documents list in step with the code: tables without repeated rows, every list of the console's
+/// Keeps what the documents (the README, the docs pages and the package READMEs) list in step with the code: tables without repeated rows, every list of the console's
 /// settings fields equal to the fields a real console serves, and the repository's packages all named.
 /// </summary>
 public sealed partial class DocsConsistencyTests
 {
-    /// <summary>The documents users read: the READMEs and the benchmarks' guide.</summary>
-    public static TheoryData<string> Documents() => [.. ReadmeSnippets.Documents.Append("benchmarks/README.md")];
+    /// <summary>The documents users read: the README, the docs pages, the package READMEs and the benchmarks' guide.</summary>
+    public static TheoryData<string> Documents() => [.. Documentation.Documents.Append("benchmarks/README.md")];
 
     [Theory]
     [MemberData(nameof(Documents))]
@@ -82,7 +82,7 @@ public sealed partial class DocsConsistencyTests
 
         var stale = new List<string>();
         var found = new Dictionary<string, int>(StringComparer.Ordinal);
-        foreach (var document in ReadmeSnippets.Documents)
+        foreach (var document in Documentation.Documents)
         {
             var text = Read(document);
             foreach (var (kind, line, fields) in SettingsFieldLists(text))
@@ -122,13 +122,13 @@ public sealed partial class DocsConsistencyTests
     [Fact]
     public void Repository_Section_NamesEveryPackage()
     {
-        var text = Read("README.md");
+        var text = Read("docs/design.md");
         var start = text.IndexOf("\n## Repository", StringComparison.Ordinal);
-        Assert.True(start >= 0, "README.md has no Repository section.");
+        Assert.True(start >= 0, "docs/design.md has no Repository section.");
         var next = text.IndexOf("\n## ", start + 1, StringComparison.Ordinal);
         var section = next < 0 ? text[start..] : text[start..next];
 
-        var packages = Directory.GetDirectories(Path.Combine(ReadmeSnippets.RepositoryRoot, "src"))
+        var packages = Directory.GetDirectories(Path.Combine(Documentation.RepositoryRoot, "src"))
             .Where(directory => Directory.GetFiles(directory, "*.csproj").Length > 0)
             .Select(directory => "src/" + Path.GetFileName(directory))
             .Order(StringComparer.Ordinal)
@@ -158,7 +158,7 @@ public sealed partial class DocsConsistencyTests
         Assert.Contains("exec " + testCommand + " \"$@\"", script, StringComparison.Ordinal);
         if (!OperatingSystem.IsWindows())
         {
-            Assert.True((File.GetUnixFileMode(Path.Combine(ReadmeSnippets.RepositoryRoot, "test.sh")) & UnixFileMode.UserExecute) != 0, "test.sh is not executable.");
+            Assert.True((File.GetUnixFileMode(Path.Combine(Documentation.RepositoryRoot, "test.sh")) & UnixFileMode.UserExecute) != 0, "test.sh is not executable.");
         }
 
         var installs = InstalledPackage().Matches(script).Select(m => m.Groups["package"].Value).Distinct().ToList();
@@ -267,8 +267,7 @@ public sealed partial class DocsConsistencyTests
 
     private static int LineOf(string text, int index) => text.AsSpan(0, index).Count('\n') + 1;
 
-    private static string Read(string document) =>
-        File.ReadAllText(Path.Combine(ReadmeSnippets.RepositoryRoot, document)).ReplaceLineEndings("\n");
+    private static string Read(string document) => Documentation.Read(document);
 
     [GeneratedRegex(@"```bash\n(?<code>.*?)```", RegexOptions.Singleline)]
     private static partial Regex FirstBashBlock();

@@ -6,10 +6,11 @@ using Microsoft.CodeAnalysis.CSharp.Syntax;
 namespace BoundedWork.Docs.Tests;
 
 /// <summary>
-/// Compiles README snippets as a reader's project would: C# latest, nullable on, the implicit usings of a plain
+/// Compiles documentation snippets as a reader's project would: C# latest, nullable on, the implicit usings of a plain
 /// SDK project (so a snippet shows every other using it needs), against the assemblies this test process runs on
-/// (the .NET and ASP.NET Core shared frameworks and the BoundedWork packages), with the type declarations of the same
-/// document and nothing else: every type an example uses is defined where the reader can see it.
+/// (the .NET and ASP.NET Core shared frameworks and the BoundedWork packages), with the type declarations the caller
+/// passes (<see cref="Documentation.DeclarationsFor(string, string?)"/>: the same document's and the shared example
+/// types page's) and nothing else: every type an example uses is defined where the reader can see it.
 /// </summary>
 internal static class SnippetCompiler
 {
