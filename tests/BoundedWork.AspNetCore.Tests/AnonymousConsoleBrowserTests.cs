@@ -20,7 +20,7 @@ public sealed class AnonymousConsoleBrowserTests
 
         await Assertions.Expect(payments.Locator("span.target")).ToHaveTextAsync("6", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal(6, server.Payments.Settings.WorkerCount);
-        Assert.Equal("anonymous", Assert.Single(server.Logs.WithEvent("SettingsChanged")).State["User"]);
+        Assert.Equal("anonymous", Assert.Single(server.Logs.WithEvent("SettingsChanged")).GetStructuredStateValue("User"));
     }
 
     [Fact]
@@ -34,7 +34,7 @@ public sealed class AnonymousConsoleBrowserTests
         var message = payments.Page.Locator("tr[data-executor='payments'] + tr.more-row .msg.err");
         await Assertions.Expect(message).ToContainTextAsync("AllowAnonymousAdmin", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal(2, server.Payments.Settings.WorkerCount);
-        Assert.Equal("not_loopback_host", Assert.Single(server.Logs.WithEvent("SettingsChangeRefused")).State["Reason"]);
+        Assert.Equal("not_loopback_host", Assert.Single(server.Logs.WithEvent("SettingsChangeRefused")).GetStructuredStateValue("Reason"));
     }
 
     private static async Task<ILocator> OpenAndResizeAsync(IBrowser browser, Uri baseAddress)

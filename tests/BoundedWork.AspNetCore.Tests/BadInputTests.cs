@@ -96,8 +96,8 @@ public sealed class BadInputTests : IAsyncLifetime
         var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
         Assert.True(problem.GetProperty("errors").TryGetProperty(field, out _), $"No error for '{field}': {problem}");
         var refusal = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
-        Assert.Equal(400, refusal.State["StatusCode"]);
-        Assert.Equal("invalid", refusal.State["Reason"]);
+        Assert.Equal("400", refusal.GetStructuredStateValue("StatusCode"));
+        Assert.Equal("invalid", refusal.GetStructuredStateValue("Reason"));
         Assert.Equal([("boundedwork.admin.refused", 1L, "payments", "invalid")], recorder.Measurements);
         AssertUnchanged();
     }
@@ -382,9 +382,9 @@ public sealed class BadInputTests : IAsyncLifetime
         using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, """{"workers": 0}""");
 
         var entry = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
-        Assert.Equal(201, entry.EventId.Id);
-        Assert.Equal("alice", entry.State["User"]);
-        Assert.Equal(400, entry.State["StatusCode"]);
+        Assert.Equal(201, entry.Id.Id);
+        Assert.Equal("alice", entry.GetStructuredStateValue("User"));
+        Assert.Equal("400", entry.GetStructuredStateValue("StatusCode"));
     }
 
     private void AssertUnchanged()

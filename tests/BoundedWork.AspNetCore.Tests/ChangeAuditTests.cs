@@ -15,20 +15,20 @@ public sealed class ChangeAuditTests
 
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         var entry = Assert.Single(server.Logs.WithEvent("SettingsChanged"));
-        Assert.Equal(200, entry.EventId.Id);
+        Assert.Equal(200, entry.Id.Id);
         Assert.Equal(LogLevel.Information, entry.Level);
         Assert.Equal("BoundedWork.Admin", entry.Category);
-        Assert.Equal("alice", entry.State["User"]);
-        Assert.Equal("payments", entry.State["ExecutorName"]);
-        Assert.Equal(2, entry.State["PreviousWorkerCount"]);
-        Assert.Equal(3, entry.State["WorkerCount"]);
-        Assert.Equal(100, entry.State["PreviousQueueCapacity"]);
-        Assert.Equal(100, entry.State["QueueCapacity"]);
-        Assert.Equal(RejectionPolicy.Abort, entry.State["PreviousRejectionPolicy"]);
-        Assert.Equal(RejectionPolicy.Wait, entry.State["RejectionPolicy"]);
-        Assert.Equal("00:00:05", entry.State["PreviousWaitTimeout"]);
-        Assert.Equal("infinite", entry.State["WaitTimeout"]);
-        Assert.Equal("127.0.0.1", entry.State["RemoteAddress"]);
+        Assert.Equal("alice", entry.GetStructuredStateValue("User"));
+        Assert.Equal("payments", entry.GetStructuredStateValue("ExecutorName"));
+        Assert.Equal("2", entry.GetStructuredStateValue("PreviousWorkerCount"));
+        Assert.Equal("3", entry.GetStructuredStateValue("WorkerCount"));
+        Assert.Equal("100", entry.GetStructuredStateValue("PreviousQueueCapacity"));
+        Assert.Equal("100", entry.GetStructuredStateValue("QueueCapacity"));
+        Assert.Equal(RejectionPolicy.Abort.ToString(), entry.GetStructuredStateValue("PreviousRejectionPolicy"));
+        Assert.Equal(RejectionPolicy.Wait.ToString(), entry.GetStructuredStateValue("RejectionPolicy"));
+        Assert.Equal("00:00:05", entry.GetStructuredStateValue("PreviousWaitTimeout"));
+        Assert.Equal("infinite", entry.GetStructuredStateValue("WaitTimeout"));
+        Assert.Equal("127.0.0.1", entry.GetStructuredStateValue("RemoteAddress"));
     }
 
     [Fact]
@@ -61,7 +61,7 @@ public sealed class ChangeAuditTests
 
         Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
         var entry = Assert.Single(server.Logs.WithEvent("SettingsChangeRefused"));
-        var name = (string)entry.State["ExecutorName"]!;
+        var name = (string)entry.GetStructuredStateValue("ExecutorName")!;
         Assert.StartsWith("x\\", name, StringComparison.Ordinal);
         Assert.DoesNotContain(name, char.IsControl);
         Assert.DoesNotContain(entry.Message, c => char.IsControl(c) || c is '\u2028' or '\u2029');
@@ -77,7 +77,7 @@ public sealed class ChangeAuditTests
 
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         var entry = Assert.Single(server.Logs.WithEvent("SettingsChanged"));
-        Assert.Equal("mallory\\r\\n2026-01-01 info: forged", entry.State["User"]);
+        Assert.Equal("mallory\\r\\n2026-01-01 info: forged", entry.GetStructuredStateValue("User"));
         Assert.DoesNotContain(entry.Message, char.IsControl);
     }
 

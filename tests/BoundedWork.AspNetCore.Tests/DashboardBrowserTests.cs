@@ -88,7 +88,7 @@ public sealed class DashboardBrowserTests
         await payments.Locator("button.workers-set").ClickAsync();
         await Assertions.Expect(payments.Locator("span.target")).ToHaveTextAsync("6", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal(6, server.Payments.Settings.WorkerCount);
-        Assert.Equal("alice", Assert.Single(server.Logs.WithEvent("SettingsChanged")).State["User"]);
+        Assert.Equal("alice", Assert.Single(server.Logs.WithEvent("SettingsChanged")).GetStructuredStateValue("User"));
 
         // The other settings, through the row's "More" panel.
         var reports = page.Locator("tr[data-executor='reports']");

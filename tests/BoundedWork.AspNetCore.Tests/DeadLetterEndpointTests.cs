@@ -51,21 +51,21 @@ public sealed class DeadLetterEndpointTests
         Assert.Equal(HttpStatusCode.OK, purged.StatusCode);
         Assert.Equal(HttpStatusCode.BadRequest, refused.StatusCode);
         var requeueEntry = Assert.Single(server.Logs.WithEvent("DeadLettersRequeued"));
-        Assert.Equal(206, requeueEntry.EventId.Id);
+        Assert.Equal(206, requeueEntry.Id.Id);
         Assert.Equal(LogLevel.Information, requeueEntry.Level);
-        Assert.Equal("alice", requeueEntry.State["User"]);
-        Assert.Equal("payments", requeueEntry.State["QueueName"]);
-        Assert.Equal("3 items by id", requeueEntry.State["Selection"]);
-        Assert.Equal(3, requeueEntry.State["Count"]);
-        Assert.Equal("127.0.0.1", requeueEntry.State["RemoteAddress"]);
+        Assert.Equal("alice", requeueEntry.GetStructuredStateValue("User"));
+        Assert.Equal("payments", requeueEntry.GetStructuredStateValue("QueueName"));
+        Assert.Equal("3 items by id", requeueEntry.GetStructuredStateValue("Selection"));
+        Assert.Equal("3", requeueEntry.GetStructuredStateValue("Count"));
+        Assert.Equal("127.0.0.1", requeueEntry.GetStructuredStateValue("RemoteAddress"));
         var purgeEntry = Assert.Single(server.Logs.WithEvent("DeadLettersPurged"));
-        Assert.Equal(207, purgeEntry.EventId.Id);
+        Assert.Equal(207, purgeEntry.Id.Id);
         Assert.Equal(LogLevel.Warning, purgeEntry.Level);
-        Assert.Equal("all since 2026-11-23T10:00:00.0000000+00:00", purgeEntry.State["Selection"]);
+        Assert.Equal("all since 2026-11-23T10:00:00.0000000+00:00", purgeEntry.GetStructuredStateValue("Selection"));
         var refusal = Assert.Single(server.Logs.WithEvent("DeadLetterChangeRefused"));
-        Assert.Equal(208, refusal.EventId.Id);
-        Assert.Equal("purge", refusal.State["Operation"]);
-        Assert.Equal(400, refusal.State["StatusCode"]);
+        Assert.Equal(208, refusal.Id.Id);
+        Assert.Equal("purge", refusal.GetStructuredStateValue("Operation"));
+        Assert.Equal("400", refusal.GetStructuredStateValue("StatusCode"));
 
         Assert.Equal([[7L, 8L, 9L]], store.Requeued.Select(s => s.ItemIds!.ToArray()));
         Assert.Equal(DateTimeOffset.Parse("2026-11-23T10:00:00Z", System.Globalization.CultureInfo.InvariantCulture), Assert.Single(store.Purged).Since);
@@ -98,7 +98,7 @@ public sealed class DeadLetterEndpointTests
 
         Assert.Equal(2, server.Logs.WithEvent("DeadLetterStorageFailed").Count);
         Assert.Empty(server.Logs.WithEvent("DeadLettersRequeued"));
-        Assert.Equal("unavailable", Assert.Single(server.Logs.WithEvent("DeadLetterChangeRefused")).State["Reason"]);
+        Assert.Equal("unavailable", Assert.Single(server.Logs.WithEvent("DeadLetterChangeRefused")).GetStructuredStateValue("Reason"));
     }
 
     [Fact]

@@ -92,5 +92,5 @@ public sealed class DiagnosticsSocketTests
         AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkDiagnosticsSocket());
 
     private static string SocketPathOf(AdminServer server) =>
-        (string)Assert.Single(server.Logs.WithEvent("LocalSocketListening")).State["SocketPath"]!;
+        Assert.Single(server.Logs.WithEvent("LocalSocketListening")).GetStructuredStateValue("SocketPath")!;
 }

@@ -23,7 +23,7 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
 
         Assert.Equal(400, response.Status);
         Assert.True(response.Json.GetProperty("errors").TryGetProperty("rejectionPolicy", out _), response.Body);
-        Assert.Equal("invalid", Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused")).State["Reason"]);
+        Assert.Equal("invalid", Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused")).GetStructuredStateValue("Reason"));
         Assert.Equal(before, _server.Payments.Settings);
     }
 
@@ -63,7 +63,7 @@ public sealed class LocalSocketRequestRulesTests : IAsyncLifetime
 
         Assert.Equal(404, response.Status);
         var entry = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
-        Assert.Equal("x\\r\\nforged", entry.State["ExecutorName"]);
+        Assert.Equal("x\\r\\nforged", entry.GetStructuredStateValue("ExecutorName"));
         Assert.Equal([("boundedwork.admin.refused", 1L, "(unknown)", "not_found")], recorder.Measurements);
     }
 

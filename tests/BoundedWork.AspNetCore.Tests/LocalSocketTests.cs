@@ -33,7 +33,7 @@ public sealed class LocalSocketTests
         Assert.Equal(2, put.Json.GetProperty("previous").GetProperty("workers").GetInt32());
         Assert.Equal(7, put.Json.GetProperty("current").GetProperty("workers").GetInt32());
         var entry = Assert.Single(server.Logs.WithEvent("SettingsChanged"));
-        Assert.StartsWith("local socket peer (uid ", (string)entry.State["User"]!, StringComparison.Ordinal);
+        Assert.StartsWith("local socket peer (uid ", (string)entry.GetStructuredStateValue("User")!, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -112,7 +112,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Start_NoPolicyRegistered_FailsNamingPolicyAndFix()
     {
-        await using var app = AdminServer.Build(new CapturingLoggerProvider(), addPolicy: false);
+        await using var app = AdminServer.Build(new FakeLogCollector(), addPolicy: false);
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
 
@@ -125,7 +125,7 @@ public sealed class SecurityTests
     public async Task Start_AuthenticationWithoutAnyScheme_FailsNamingTheFix()
     {
         // The package README's first snippet as it was: AddAuthentication() and nothing else.
-        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication());
+        await using var app = AdminServer.Build(new FakeLogCollector(), authentication: services => services.AddAuthentication());
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
 
@@ -138,7 +138,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Start_TwoSchemesNeitherDefault_FailsNamingTheFixAndTheSchemes()
     {
-        await using var app = AdminServer.Build(new CapturingLoggerProvider(), authentication: services => services.AddAuthentication()
+        await using var app = AdminServer.Build(new FakeLogCollector(), authentication: services => services.AddAuthentication()
             .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>(HeaderAuthenticationHandler.SchemeName, null)
             .AddScheme<AuthenticationSchemeOptions, HeaderAuthenticationHandler>("Other", null));
 
@@ -169,7 +169,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Start_PolicyNamesAnUnregisteredScheme_FailsNamingIt()
     {
-        await using var app = AdminServer.Build(new CapturingLoggerProvider(), addPolicy: false, configure: b =>
+        await using var app = AdminServer.Build(new FakeLogCollector(), addPolicy: false, configure: b =>
             b.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.AddAuthenticationSchemes("Missing").RequireRole("ops"))));
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
@@ -197,7 +197,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Start_CustomPolicyNameMissing_FailsNamingIt()
     {
-        await using var app = AdminServer.Build(new CapturingLoggerProvider(), configure: b => b.Services.AddBoundedWorkAdmin(o => o.AuthorizationPolicy = "Operators"));
+        await using var app = AdminServer.Build(new FakeLogCollector(), configure: b => b.Services.AddBoundedWorkAdmin(o => o.AuthorizationPolicy = "Operators"));
 
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => app.StartAsync());
 
@@ -221,15 +221,15 @@ public sealed class SecurityTests
     [Fact]
     public async Task Start_NoPolicyButAnonymousOptIn_StartsAndWarns()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         await using var app = AdminServer.Build(logs, anonymous: true, addPolicy: false);
 
         await app.StartAsync();
 
         var warning = Assert.Single(logs.WithEvent("AnonymousAdminAccess"));
-        Assert.Equal(202, warning.EventId.Id);
+        Assert.Equal(202, warning.Id.Id);
         Assert.Equal(LogLevel.Warning, warning.Level);
-        Assert.Equal("/bounded-work", warning.State["Prefix"]);
+        Assert.Equal("/bounded-work", warning.GetStructuredStateValue("Prefix"));
         await app.StopAsync();
     }
 
@@ -245,7 +245,7 @@ public sealed class SecurityTests
         Assert.Equal(HttpStatusCode.OK, list.StatusCode);
         Assert.Equal(HttpStatusCode.OK, put.StatusCode);
         Assert.Equal(5, server.Payments.Settings.WorkerCount);
-        Assert.Equal("anonymous", Assert.Single(server.Logs.WithEvent("SettingsChanged")).State["User"]);
+        Assert.Equal("anonymous", Assert.Single(server.Logs.WithEvent("SettingsChanged")).GetStructuredStateValue("User"));
     }
 
     [Fact]
@@ -287,7 +287,7 @@ public sealed class SecurityTests
         await AdminApiTests.AssertProblem(patch, HttpStatusCode.Forbidden, "AllowAnonymousAdmin");
         Assert.Contains("localhost", problem.GetProperty("detail").GetString(), StringComparison.Ordinal);
         Assert.Equal(2, server.Payments.Settings.WorkerCount);
-        Assert.All(server.Logs.WithEvent("SettingsChangeRefused"), entry => Assert.Equal(reason, entry.State["Reason"]));
+        Assert.All(server.Logs.WithEvent("SettingsChangeRefused"), entry => Assert.Equal(reason, entry.GetStructuredStateValue("Reason")));
         Assert.Equal(2, server.Logs.WithEvent("SettingsChangeRefused").Count);
     }
 
@@ -396,7 +396,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Map_WithoutAdminServices_ThrowsNamingAddBoundedWorkAdmin()
     {
-        var error = Assert.Throws<InvalidOperationException>(() => AdminServer.Build(new CapturingLoggerProvider(), addAdmin: false));
+        var error = Assert.Throws<InvalidOperationException>(() => AdminServer.Build(new FakeLogCollector(), addAdmin: false));
 
         Assert.Contains("AddBoundedWorkAdmin()", error.Message, StringComparison.Ordinal);
     }
@@ -419,7 +419,7 @@ public sealed class SecurityTests
     public void Map_InvalidAdminOptions_ThrowsNamingTheSettingOnce(string policy, double historyMinutes, string setting)
     {
         var error = Assert.Throws<Microsoft.Extensions.Options.OptionsValidationException>(() => AdminServer.Build(
-            new CapturingLoggerProvider(),
+            new FakeLogCollector(),
             configure: b => b.Services.AddBoundedWorkAdmin(o =>
             {
                 o.AuthorizationPolicy = policy;
@@ -445,7 +445,7 @@ public sealed class SecurityTests
     [Fact]
     public async Task Map_ChainedConventions_ApplyToEveryEndpoint()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         await using var app = AdminServer.Build(logs, anonymous: true);
         app.MapBoundedWorkAdmin("/second-console").RequireHost("admin.example");
         await app.StartAsync();

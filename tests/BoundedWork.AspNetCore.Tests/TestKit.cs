@@ -60,7 +60,7 @@ public sealed class HeaderAuthenticationHandler(IOptionsMonitor<AuthenticationSc
 /// </summary>
 public sealed class AdminServer : IAsyncDisposable
 {
-    private AdminServer(WebApplication app, CapturingLoggerProvider logs)
+    private AdminServer(WebApplication app, FakeLogCollector logs)
     {
         App = app;
         Logs = logs;
@@ -70,7 +70,7 @@ public sealed class AdminServer : IAsyncDisposable
 
     public WebApplication App { get; }
 
-    public CapturingLoggerProvider Logs { get; }
+    public FakeLogCollector Logs { get; }
 
     public Uri BaseAddress { get; }
 
@@ -85,7 +85,7 @@ public sealed class AdminServer : IAsyncDisposable
         Action<IServiceCollection>? authentication = null,
         Action<WebApplication>? map = null)
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var app = Build(logs, anonymous, configure, executors, authentication: authentication, map: map);
         try
         {
@@ -101,7 +101,7 @@ public sealed class AdminServer : IAsyncDisposable
     }
 
     public static WebApplication Build(
-        CapturingLoggerProvider logs,
+        FakeLogCollector logs,
         bool anonymous = false,
         Action<WebApplicationBuilder>? configure = null,
         Action<IServiceCollection>? executors = null,
@@ -114,7 +114,7 @@ public sealed class AdminServer : IAsyncDisposable
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(LogLevel.Debug);
-        builder.Logging.AddProvider(logs);
+        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
         if (authentication is null)
         {
             builder.Services.AddAuthentication(HeaderAuthenticationHandler.SchemeName)
@@ -202,7 +202,8 @@ public sealed class AdminServer : IAsyncDisposable
 
 /// <summary>
 /// Records every measurement of the <c>BoundedWork.Admin</c> meter of one host (its <see cref="IMeterFactory"/>): the
-/// instrument, the value, the executor tag and the setting, reason or operation tag.
+/// instrument, the value, the executor tag and the setting, reason or operation tag. Kept rather than
+/// <c>MetricCollector&lt;T&gt;</c>, which follows one instrument: the tests read every instrument of the meter in order.
 /// </summary>
 public sealed class AdminMeterRecorder : IDisposable
 {

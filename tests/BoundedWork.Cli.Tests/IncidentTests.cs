@@ -9,7 +9,10 @@ public sealed class IncidentTests(ITestOutputHelper output)
     [Fact]
     public async Task ListResizeShowTop_PoolStarved_AnswerWhileTheHttpConsoleDoesNot()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
+        // Four pool threads at most, each held by a naive-sync callback that does not return before the app is
+        // disposed: the HTTP console's request stays queued behind them for as long as bw takes, however slow the
+        // machine, while bw goes through the diagnostics socket's own thread.
+        await using var app = await SampleApp.StartAsync(sideEffectMs: SampleApp.BlocksUntilStopped, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture);
         app.StartLoad("naive-sync", concurrency: 200);
         await StarvedAsync(pid);

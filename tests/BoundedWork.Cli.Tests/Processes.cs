@@ -98,6 +98,13 @@ public sealed class SampleApp : IAsyncDisposable
     private readonly List<Task> _loaders = [];
     private HttpClient? _loadClient;
 
+    /// <summary>
+    /// A side effect that does not return while the app runs (<see cref="Thread.Sleep(int)"/>'s longest wait). With a
+    /// capped pool, a blocking load then holds every pool thread until the test disposes the app: the starvation is a
+    /// gate that only the test opens, after its checks, not a delay the checks must beat.
+    /// </summary>
+    public const int BlocksUntilStopped = int.MaxValue;
+
     private SampleApp(Process process) => _process = process;
 
     public int ProcessId => _process.Id;

@@ -3,6 +3,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Diagnostics.HealthChecks;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.Hosting.Tests;
 
@@ -10,7 +11,7 @@ namespace BoundedWork.Hosting.Tests;
 public sealed class AlarmTests
 {
     private static async Task<(IHost Host, BoundedExecutor Executor, HealthCheckService Health)> StartAsync(
-        CapturingLoggerProvider logs, Action<BoundedExecutorOptions> configure)
+        FakeLogCollector logs, Action<BoundedExecutorOptions> configure)
     {
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o =>
@@ -41,8 +42,8 @@ public sealed class AlarmTests
     [Fact]
     public async Task ThreadPoolBlockingWait_IsLoggedAtMostOncePerIntervalWithTheCountAndTheCallersStack()
     {
-        var logs = new CapturingLoggerProvider();
-        var clock = new ManualClock();
+        var logs = new FakeLogCollector();
+        var clock = new FakeTimeProvider();
         using var blockingSeen = new SemaphoreSlim(0);
         var (host, executor, _) = await StartAsync(logs, o =>
         {
@@ -63,10 +64,10 @@ public sealed class AlarmTests
 
         var first = Assert.Single(logs.WithEvent("ThreadPoolBlockingWait"));
         Assert.Equal(LogLevel.Warning, first.Level);
-        Assert.Equal(1L, first.State["Count"]);
-        Assert.Equal(1L, first.State["Total"]);
-        Assert.Equal(BlockingWaitKind.WaitForRoom, first.State["Kind"]);
-        Assert.Contains(nameof(BlockOnePoolThreadAsync), (string)first.State["CallerStackTrace"]!, StringComparison.Ordinal);
+        Assert.Equal("1", first.GetStructuredStateValue("Count"));
+        Assert.Equal("1", first.GetStructuredStateValue("Total"));
+        Assert.Equal(BlockingWaitKind.WaitForRoom.ToString(), first.GetStructuredStateValue("Kind"));
+        Assert.Contains(nameof(BlockOnePoolThreadAsync), (string)first.GetStructuredStateValue("CallerStackTrace")!, StringComparison.Ordinal);
         Assert.Contains("ExecuteAsync", first.Message, StringComparison.Ordinal);
 
         clock.Advance(TimeSpan.FromSeconds(30));
@@ -74,8 +75,8 @@ public sealed class AlarmTests
 
         var lines = logs.WithEvent("ThreadPoolBlockingWait");
         Assert.Equal(2, lines.Count);
-        Assert.Equal(3L, lines[1].State["Count"]); // the two suppressed waits and this one
-        Assert.Equal(4L, lines[1].State["Total"]);
+        Assert.Equal("3", lines[1].GetStructuredStateValue("Count")); // the two suppressed waits and this one
+        Assert.Equal("4", lines[1].GetStructuredStateValue("Total"));
         Assert.Equal(4, executor.GetStatistics().ThreadPoolBlockingWaits);
         gate.Open();
         await host.StopAsync();
@@ -84,7 +85,7 @@ public sealed class AlarmTests
     [Fact]
     public async Task HealthCheck_ThreadPoolBlockingWaitsSinceThePreviousCheck_IsDegradedThenHealthyWhenTheyStop()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var blockingSeen = new SemaphoreSlim(0);
         var (host, executor, health) = await StartAsync(logs, o =>
         {
@@ -114,8 +115,8 @@ public sealed class AlarmTests
     [Fact]
     public async Task SlowItem_IsLoggedWithItsMethodAndWorker_AndTheHealthCheckIsDegradedWhileItRuns()
     {
-        var logs = new CapturingLoggerProvider();
-        var clock = new ManualClock();
+        var logs = new FakeLogCollector();
+        var clock = new FakeTimeProvider();
         using var reported = new SemaphoreSlim(0);
         var (host, executor, health) = await StartAsync(logs, o =>
         {
@@ -139,8 +140,8 @@ public sealed class AlarmTests
         Assert.True(await reported.WaitAsync(TestHost.Patience), "The slow item was never reported.");
         var log = Assert.Single(logs.WithEvent("SlowItemRunning"));
         Assert.Equal(LogLevel.Warning, log.Level);
-        Assert.Equal("payments#1", log.State["WorkerName"]);
-        Assert.Contains(nameof(Gate), (string)log.State["Item"]!, StringComparison.Ordinal);
+        Assert.Equal("payments#1", log.GetStructuredStateValue("WorkerName"));
+        Assert.Contains(nameof(Gate), (string)log.GetStructuredStateValue("Item")!, StringComparison.Ordinal);
 
         gate.Open();
         TestHost.WaitUntil(() => executor.GetStatistics().BusyWorkerCount == 0);
@@ -151,8 +152,8 @@ public sealed class AlarmTests
     [Fact]
     public async Task LongQueueWaits_DegradeTheHealthCheck_AndAreLoggedRateLimitedWithACount()
     {
-        var logs = new CapturingLoggerProvider();
-        var clock = new ManualClock();
+        var logs = new FakeLogCollector();
+        var clock = new FakeTimeProvider();
         var reports = new ConcurrentQueue<SlowItemArguments>();
         var (host, executor, health) = await StartAsync(logs, o =>
         {
@@ -181,8 +182,8 @@ public sealed class AlarmTests
         TestHost.WaitUntil(() => executor.GetStatistics() is { QueueLength: 0, BusyWorkerCount: 0 });
         Assert.Equal(3, reports.Count);
         var log = Assert.Single(logs.WithEvent("LongQueueWait")); // three reports, one line in the interval
-        Assert.Equal(1L, log.State["Count"]);
-        Assert.Contains("order-0", (string)log.State["Item"]!, StringComparison.Ordinal);
+        Assert.Equal("1", log.GetStructuredStateValue("Count"));
+        Assert.Contains("order-0", (string)log.GetStructuredStateValue("Item")!, StringComparison.Ordinal);
         Assert.Equal(HealthStatus.Healthy, (await CheckAsync(health)).Status);
         await host.StopAsync();
     }

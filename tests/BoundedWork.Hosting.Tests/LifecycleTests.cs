@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.Hosting.Tests;
 
@@ -27,7 +28,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StartAsync_CreatesEveryExecutorWithTheHost()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
         builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
@@ -37,14 +38,14 @@ public sealed class LifecycleTests
         await host.StartAsync();
 
         var started = logs.WithEvent("ExecutorStarted");
-        Assert.Equal(["payments", "mail"], started.Select(e => e.State["ExecutorName"]));
+        Assert.Equal(["payments", "mail"], started.Select(e => e.GetStructuredStateValue("ExecutorName")));
         await host.StopAsync();
     }
 
     [Fact]
     public async Task StopAsync_WithinTheDeadline_DrainsEveryQueuedItem()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         await using var started = await QueuedBehindAGatedItem.StartAsync(builder, queued: 5);
@@ -72,7 +73,7 @@ public sealed class LifecycleTests
     [MemberData(nameof(LongShutdownTimeouts))]
     public async Task StopAsync_HostShutdownTimeoutInfiniteOrVeryLong_DrainsInsteadOfAbandoningAtOnce(TimeSpan shutdownTimeout)
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = shutdownTimeout);
         builder.Services.AddBoundedExecutor("payments", o =>
@@ -103,7 +104,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_DeadlinePassed_HandsQueuedItemsToEveryHandlerAndLogsTheCount()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var recording = new RecordingHandler();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
@@ -129,12 +130,12 @@ public sealed class LifecycleTests
         Assert.Equal("payments", name);
         Assert.Equal(queued, items.Select(i => i.Callback));
         var abandoned = Assert.Single(logs.WithEvent("ShutdownAbandoned"));
-        Assert.Equal(3, abandoned.State["AbandonedCount"]);
-        Assert.Equal(2, abandoned.State["HandlerCount"]);
+        Assert.Equal("3", abandoned.GetStructuredStateValue("AbandonedCount"));
+        Assert.Equal("2", abandoned.GetStructuredStateValue("HandlerCount"));
         var handlerFailure = Assert.Single(logs.WithEvent("AbandonedWorkHandlerFailed"));
         Assert.IsType<InvalidOperationException>(handlerFailure.Exception);
         var stillRunning = Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning"));
-        Assert.Equal(1, stillRunning.State["BusyWorkerCount"]); // read at the deadline, before the handlers ran
+        Assert.Equal("1", stillRunning.GetStructuredStateValue("BusyWorkerCount")); // read at the deadline, before the handlers ran
         Assert.Empty(logs.WithEvent("AbandonedItemNotPersisted")); // handlers were registered
         Assert.Equal(3, executor.GetStatistics().Abandoned);
 
@@ -184,7 +185,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_DeadlinePassedWithoutAHandler_StillLogsTheCount()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
         using var host = builder.Build();
@@ -199,8 +200,8 @@ public sealed class LifecycleTests
         await host.StopAsync(new CancellationToken(canceled: true));
 
         var abandoned = Assert.Single(logs.WithEvent("ShutdownAbandoned"));
-        Assert.Equal(2, abandoned.State["AbandonedCount"]);
-        Assert.Equal(0, abandoned.State["HandlerCount"]);
+        Assert.Equal("2", abandoned.GetStructuredStateValue("AbandonedCount"));
+        Assert.Equal("0", abandoned.GetStructuredStateValue("HandlerCount"));
         Assert.Contains("'mail'", abandoned.Message, StringComparison.Ordinal);
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => awaited);
         gate.Open();
@@ -210,7 +211,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_DeadlinePassed_LogsLambdaItemsByTheirDeclaringMethodNotTheirCompilerName()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         await using var started = await QueuedBehindAGatedItem.StartAsync(builder, queued: 1);
@@ -282,7 +283,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_DeadlinePassedWithoutAHandler_LogsEachAbandonedItemWithItsMethodAndStateAtError()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         using var host = builder.Build();
@@ -309,7 +310,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_ManyAbandonedWithoutAHandler_LogsTheFirstOneByOneAndTheRestAsATotal()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o =>
         {
@@ -331,8 +332,8 @@ public sealed class LifecycleTests
 
         Assert.Equal(100, logs.WithEvent("AbandonedItemNotPersisted").Count);
         var rest = Assert.Single(logs.WithEvent("AbandonedItemsNotLogged"));
-        Assert.Equal(150, rest.State["NotLoggedCount"]);
-        Assert.Equal(250, rest.State["AbandonedCount"]);
+        Assert.Equal("150", rest.GetStructuredStateValue("NotLoggedCount"));
+        Assert.Equal("250", rest.GetStructuredStateValue("AbandonedCount"));
         gate.Open();
         await executor.Completion.WaitAsync(TestHost.Patience);
     }
@@ -340,7 +341,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_ItemsRunningAtTheDeadline_AreReportedOneByOneAsInterrupted()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
         using var host = builder.Build();
@@ -353,11 +354,11 @@ public sealed class LifecycleTests
 
         await host.StopAsync(new CancellationToken(canceled: true));
 
-        Assert.Equal(2, Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning")).State["BusyWorkerCount"]);
+        Assert.Equal("2", Assert.Single(logs.WithEvent("ShutdownWorkersStillRunning")).GetStructuredStateValue("BusyWorkerCount"));
         var interrupted = logs.WithEvent("ShutdownItemInterrupted");
         Assert.Equal(2, interrupted.Count);
-        Assert.Equal(["payments#1", "payments#2"], interrupted.Select(e => (string)e.State["WorkerName"]!).Order());
-        Assert.All(interrupted, e => Assert.Contains(nameof(Gate), (string)e.State["Item"]!, StringComparison.Ordinal));
+        Assert.Equal(["payments#1", "payments#2"], interrupted.Select(e => (string)e.GetStructuredStateValue("WorkerName")!).Order());
+        Assert.All(interrupted, e => Assert.Contains(nameof(Gate), (string)e.GetStructuredStateValue("Item")!, StringComparison.Ordinal));
         Assert.Empty(logs.WithEvent("ShutdownDrained"));
         gate.Open();
         await executor.Completion.WaitAsync(TestHost.Patience);
@@ -366,7 +367,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_RunningItemEndsBeforeTheHostsShutdownTimeout_IsWaitedFor()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TestHost.Patience);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
@@ -393,7 +394,7 @@ public sealed class LifecycleTests
     }
 
     /// <summary>A hosted service that takes a while to stop, on the test's clock.</summary>
-    private sealed class SlowToStop(ManualClock clock, TimeSpan takes) : IHostedService
+    private sealed class SlowToStop(FakeTimeProvider clock, TimeSpan takes) : IHostedService
     {
         public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
 
@@ -407,7 +408,7 @@ public sealed class LifecycleTests
     [Fact]
     public async Task StopAsync_TimeOtherServicesTookToStop_CountsAgainstTheShutdownTimeout()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var recording = new RecordingHandler();
         var builder = TestHost.CreateBuilder();
         builder.Services.AddSingleton<TimeProvider>(clock);

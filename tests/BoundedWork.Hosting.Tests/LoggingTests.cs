@@ -6,7 +6,7 @@ namespace BoundedWork.Hosting.Tests;
 
 public sealed class LoggingTests
 {
-    private static async Task<(IHost Host, BoundedExecutor Executor)> StartAsync(CapturingLoggerProvider logs, Action<BoundedExecutorOptions> configure)
+    private static async Task<(IHost Host, BoundedExecutor Executor)> StartAsync(FakeLogCollector logs, Action<BoundedExecutorOptions> configure)
     {
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", configure);
@@ -18,7 +18,7 @@ public sealed class LoggingTests
     [Fact]
     public async Task WorkItemThrows_LogsAnErrorAndRunsTheUserCallbackToo()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var userSaw = new TaskCompletionSource<Exception>(TaskCreationOptions.RunContinuationsAsynchronously);
         var (host, executor) = await StartAsync(logs, o =>
         {
@@ -42,7 +42,7 @@ public sealed class LoggingTests
     [Fact]
     public async Task QueueFullUnderAbort_LogsTheRejectionAndRunsTheUserCallbackToo()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var userReasons = new List<RejectionReason>();
         var (host, executor) = await StartAsync(logs, o =>
         {
@@ -61,7 +61,7 @@ public sealed class LoggingTests
         Assert.Equal([RejectionReason.QueueFull], userReasons);
         var entry = Assert.Single(logs.WithEvent("WorkItemRejected"));
         Assert.Equal(LogLevel.Warning, entry.Level);
-        Assert.Equal(RejectionReason.QueueFull, entry.State["Reason"]);
+        Assert.Equal(RejectionReason.QueueFull.ToString(), entry.GetStructuredStateValue("Reason"));
         Assert.Contains("'payments'", entry.Message, StringComparison.Ordinal);
         gate.Open();
         await host.StopAsync();
@@ -72,7 +72,7 @@ public sealed class LoggingTests
     [InlineData(RejectionPolicy.DiscardOldest, RejectionReason.Evicted)]
     public async Task QueueFullUnderDiscardPolicies_LogsTheDiscard(RejectionPolicy policy, RejectionReason reason)
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, executor) = await StartAsync(logs, o =>
         {
             o.WorkerCount = 1;
@@ -88,7 +88,7 @@ public sealed class LoggingTests
         executor.Execute(() => { });
 
         var entry = Assert.Single(logs.WithEvent("WorkItemDiscarded"));
-        Assert.Equal(reason, entry.State["Reason"]);
+        Assert.Equal(reason.ToString(), entry.GetStructuredStateValue("Reason"));
         Assert.Contains("'payments'", entry.Message, StringComparison.Ordinal);
         Assert.Empty(logs.WithEvent("WorkItemRejected"));
         gate.Open();
@@ -98,7 +98,7 @@ public sealed class LoggingTests
     [Fact]
     public async Task EveryEvent_HasAStableIdAndNamesTheExecutor()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, executor) = await StartAsync(logs, o =>
         {
             o.WorkerCount = 1;
@@ -125,12 +125,12 @@ public sealed class LoggingTests
         };
         foreach (var (name, id) in expectedIds)
         {
-            Assert.Equal(id, Assert.Single(logs.WithEvent(name)).EventId.Id);
+            Assert.Equal(id, Assert.Single(logs.WithEvent(name)).Id.Id);
         }
 
-        Assert.All(logs.Entries.Where(e => e.Category.StartsWith("BoundedWork", StringComparison.Ordinal)), entry =>
+        Assert.All(logs.GetSnapshot().Where(e => e.Category is not null && e.Category.StartsWith("BoundedWork", StringComparison.Ordinal)), entry =>
         {
-            Assert.Equal("payments", entry.State["ExecutorName"]);
+            Assert.Equal("payments", entry.GetStructuredStateValue("ExecutorName"));
             Assert.Contains("'payments'", entry.Message, StringComparison.Ordinal);
         });
     }

@@ -7,7 +7,10 @@ namespace BoundedWork.Hosting.Tests;
 
 public sealed class MetricsTests
 {
-    /// <summary>Listens to the BoundedWork meter of one host's meter factory only.</summary>
+    /// <summary>
+    /// Listens to the BoundedWork meter of one host's meter factory only (kept: it reads every instrument of the meter
+    /// in one collection, and a <c>MetricCollector&lt;T&gt;</c> follows one instrument).
+    /// </summary>
     private sealed class BoundedWorkListener : IDisposable
     {
         private readonly MeterListener _listener = new();

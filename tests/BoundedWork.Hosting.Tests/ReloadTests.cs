@@ -8,7 +8,7 @@ public sealed class ReloadTests
 {
     private const string Section = "BoundedWork:Executors:payments";
 
-    private static IHost BuildHost(CapturingLoggerProvider logs, int workers = 2)
+    private static IHost BuildHost(FakeLogCollector logs, int workers = 2)
     {
         var builder = TestHost.CreateBuilder(logs, new Dictionary<string, string?>
         {
@@ -26,7 +26,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_WorkerCountChanged_ResizesAndLogs()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
@@ -35,8 +35,8 @@ public sealed class ReloadTests
         Assert.Equal(5, Target(host));
         Assert.Equal(5, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").GetStatistics().LiveWorkerCount);
         var resized = Assert.Single(logs.WithEvent("ExecutorReconfigured"));
-        Assert.Equal("payments", resized.State["ExecutorName"]);
-        Assert.Equal("WorkerCount 2 -> 5", resized.State["Changes"]);
+        Assert.Equal("payments", resized.GetStructuredStateValue("ExecutorName"));
+        Assert.Equal("WorkerCount 2 -> 5", resized.GetStructuredStateValue("Changes"));
 
         host.Reload(($"{Section}:WorkerCount", "1"));
 
@@ -47,7 +47,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_InvalidWorkerCount_KeepsLastGoodSizeAndWarns_ThenAValidReloadApplies()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
         var monitor = host.Services.GetRequiredService<IOptionsMonitor<BoundedExecutorOptions>>();
@@ -75,7 +75,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_UnconvertibleValue_KeepsRunningAndWarns()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
@@ -95,7 +95,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_RejectionPolicyOfTwoNames_IsIgnoredAndWarns()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
         var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
@@ -116,7 +116,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_EveryRuntimeSettingChanged_AppliesThemAllInOneReconfiguration()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
@@ -142,7 +142,7 @@ public sealed class ReloadTests
         var applied = Assert.Single(logs.WithEvent("ExecutorReconfigured"));
         Assert.Equal(
             "WorkerCount 2 -> 3, QueueCapacity 100 -> 500, RejectionPolicy Abort -> Wait, WaitTimeout 00:00:30 -> 00:00:07, SlowItemThreshold 00:00:30 -> 00:01:00, QueueWaitThreshold infinite -> 00:00:03",
-            applied.State["Changes"]);
+            applied.GetStructuredStateValue("Changes"));
         Assert.Empty(logs.WithEvent("RestartRequired"));
         await host.StopAsync();
     }
@@ -150,7 +150,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_RuntimeChangeThroughTheApi_SurvivesReloadsUntilThatSettingsConfiguredValueChanges()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
         var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
@@ -181,7 +181,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_FixedSettingChanged_WarnsThatARestartIsNeededOnce()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
@@ -192,14 +192,14 @@ public sealed class ReloadTests
         Assert.Equal(300, executor.QueueCapacity);
         var warning = Assert.Single(logs.WithEvent("RestartRequired"));
         Assert.Contains("'payments'", warning.Message, StringComparison.Ordinal);
-        Assert.Equal("FlowExecutionContext True -> False", warning.State["Changes"]);
+        Assert.Equal("FlowExecutionContext True -> False", warning.GetStructuredStateValue("Changes"));
         await host.StopAsync();
     }
 
     [Fact]
     public async Task Reload_UnrelatedKeyChanged_DoesNotUndoARuntimeResize()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
         host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").Resize(7);
@@ -214,7 +214,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_WorkerCountAboveTheRunningMaximum_WarnsAndKeepsTheSize()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         using var host = BuildHost(logs);
         await host.StartAsync();
 
@@ -222,8 +222,8 @@ public sealed class ReloadTests
 
         Assert.Equal(2, Target(host));
         var warning = Assert.Single(logs.WithEvent("ResizeAboveMaximum"));
-        Assert.Equal(12, warning.State["WorkerCount"]);
-        Assert.Equal(8, warning.State["MaxWorkerCount"]);
+        Assert.Equal("12", warning.GetStructuredStateValue("WorkerCount"));
+        Assert.Equal("8", warning.GetStructuredStateValue("MaxWorkerCount"));
         Assert.Single(logs.WithEvent("RestartRequired"));
         Assert.Equal(120, host.Services.GetRequiredKeyedService<BoundedExecutor>("payments").QueueCapacity); // the valid rest applies
         await host.StopAsync();
@@ -232,7 +232,7 @@ public sealed class ReloadTests
     [Fact]
     public async Task Reload_BoundWithBind_UnconvertibleValueIsIgnoredAndTheMonitorKeepsTheLastGoodOptions()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs, new Dictionary<string, string?> { [$"{Section}:WorkerCount"] = "2" });
         builder.Services.AddBoundedExecutor("payments").Bind(builder.Configuration.GetSection(Section));
         using var host = builder.Build();

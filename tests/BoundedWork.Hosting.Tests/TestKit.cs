@@ -10,7 +10,7 @@ namespace BoundedWork.Hosting.Tests;
 /// <summary>Builds real hosts with in-memory configuration, captured logs and no default sources.</summary>
 public static class TestHost
 {
-    public static HostApplicationBuilder CreateBuilder(CapturingLoggerProvider? logs = null, IDictionary<string, string?>? settings = null, string? json = null)
+    public static HostApplicationBuilder CreateBuilder(FakeLogCollector? logs = null, IDictionary<string, string?>? settings = null, string? json = null)
     {
         var builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
         if (json is not null)
@@ -23,7 +23,7 @@ public static class TestHost
         builder.Logging.SetMinimumLevel(LogLevel.Trace);
         if (logs is not null)
         {
-            builder.Logging.AddProvider(logs);
+            builder.Logging.AddProvider(new FakeLoggerProvider(logs));
         }
 
         builder.Services.AddMetrics();

@@ -63,6 +63,8 @@ public sealed class OperationsTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var measurements = new System.Collections.Concurrent.ConcurrentDictionary<string, double>();
+
+        // A MeterListener, not MetricCollector<T>: the test reads every instrument of the meter, and a collector follows one.
         using var listener = new MeterListener();
         listener.InstrumentPublished = (instrument, l) =>
         {

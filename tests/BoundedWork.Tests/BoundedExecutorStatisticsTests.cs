@@ -1,3 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
+
 namespace BoundedWork.Tests;
 
 public sealed class BoundedExecutorStatisticsTests
@@ -72,7 +74,7 @@ public sealed class OldestQueuedItemAgeTests
     [Fact]
     public async Task OldestQueuedItemAge_MeasuresTheHeadOfTheQueueAndIsZeroWhenEmpty()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o => o.TimeProvider = clock);
         Assert.Equal(TimeSpan.Zero, executor.GetStatistics().OldestQueuedItemAge);
@@ -93,7 +95,7 @@ public sealed class OldestQueuedItemAgeTests
     [Fact]
     public async Task OldestQueuedItemAge_StaysExactWhenTheCapacityGrows_AndPastTheOldRingsLength()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o => o.TimeProvider = clock);
         executor.Execute(gate.Blocker);

@@ -17,7 +17,7 @@ public sealed class DeadLetterLoopTests
     [InlineData(true)]
     public async Task DeadLetterHandlerRequeueingAfterShutdown_GetsTheLetterOnce_AndTheRefusedCopyIsLogged(bool yieldFirst)
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         var requeue = new RequeueingDeadLetters(yieldFirst);
         builder.Services.AddSingleton(new Probe());
@@ -37,8 +37,8 @@ public sealed class DeadLetterLoopTests
         Assert.Equal([false], requeue.Requeued);
         var logged = Assert.Single(logs.WithEvent("DeadLetterNotRedelivered"));
         Assert.Equal(LogLevel.Error, logged.Level);
-        Assert.Equal(new Notice(1), logged.State["Item"]);
-        Assert.Equal(DeadLetterReason.ShutDown, logged.State["Reason"]);
+        Assert.Equal(new Notice(1).ToString(), logged.GetStructuredStateValue("Item"));
+        Assert.Equal(DeadLetterReason.ShutDown.ToString(), logged.GetStructuredStateValue("Reason"));
     }
 
     [Fact]

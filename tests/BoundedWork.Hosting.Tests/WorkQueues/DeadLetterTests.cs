@@ -145,7 +145,7 @@ public sealed class DeadLetterTests
     {
         using var gate = new ManualResetEventSlim(false);
         using var started = new ManualResetEventSlim(false);
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
             o => o.OrderingKey = n => n.Key,
             executor: o =>
@@ -226,7 +226,7 @@ public sealed class DeadLetterTests
     {
         using var gate = new ManualResetEventSlim(false);
         using var started = new ManualResetEventSlim(false);
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(logs: logs);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
@@ -250,7 +250,7 @@ public sealed class DeadLetterTests
         Assert.All(letters, l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
         Assert.All(letters, l => Assert.Equal(RejectionReason.Abandoned, l.RejectionReason));
         var stoppedEarly = Assert.Single(logs.WithEvent("StoppedWithItemsInFlight"));
-        Assert.Equal(1, stoppedEarly.State["InFlightCount"]);
+        Assert.Equal("1", stoppedEarly.GetStructuredStateValue("InFlightCount"));
         gate.Set();
         probe.WaitHandled(1);
         Assert.Equal([1], probe.Handled);
@@ -274,7 +274,7 @@ public sealed class DeadLetterTests
     [Fact]
     public async Task NoDeadLetterHandler_TheItemIsLoggedAtError()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, _) = WorkQueueHost.Start<BlockingNoticeHandler>(WorkQueueHost.NoDelay, logs: logs, recordDeadLetters: false);
         using var _ = host;
         probe.Behaviour = (_, _, _) => throw new InvalidOperationException("card declined");
@@ -284,8 +284,8 @@ public sealed class DeadLetterTests
 
         var entry = Assert.Single(logs.WithEvent("DeadLettered"));
         Assert.Equal(LogLevel.Error, entry.Level);
-        Assert.Equal(100, entry.EventId.Id);
-        Assert.Equal(new Notice(77), entry.State["Item"]);
+        Assert.Equal(100, entry.Id.Id);
+        Assert.Equal(new Notice(77).ToString(), entry.GetStructuredStateValue("Item"));
         Assert.Equal("card declined", entry.Exception?.Message);
         Assert.Contains("Notice { Id = 77", entry.Message, StringComparison.Ordinal);
     }
@@ -293,7 +293,7 @@ public sealed class DeadLetterTests
     [Fact]
     public async Task ThrowingDeadLetterHandler_IsLoggedWithTheItem_AndTheOtherHandlersStillRun()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         var probe = new Probe { Behaviour = (_, _, _) => throw new InvalidOperationException("declined") };
         var recorder = new RecordingDeadLetters();
@@ -311,13 +311,13 @@ public sealed class DeadLetterTests
 
         var failed = Assert.Single(logs.WithEvent("DeadLetterHandlerFailed"));
         Assert.Equal(LogLevel.Error, failed.Level);
-        Assert.Equal(new Notice(8), failed.State["Item"]);
+        Assert.Equal(new Notice(8).ToString(), failed.GetStructuredStateValue("Item"));
     }
 
     [Fact]
     public async Task DeadLetterHandlerWhoseConstructorThrows_IsLoggedWithTheItem_AndEveryOtherHandlerGetsTheLetter()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         var probe = new Probe { Behaviour = (_, _, _) => throw new InvalidOperationException("declined") };
         var recorder = new RecordingDeadLetters();
@@ -344,7 +344,7 @@ public sealed class DeadLetterTests
         Assert.Equal(1, sink.SingletonsCreated);
         Assert.Equal(4, sink.Disposed); // the scoped and transient handlers of both letters
         var failures = logs.WithEvent("DeadLetterHandlerFailed");
-        Assert.Equal([new Notice(8), new Notice(9)], failures.Select(f => f.State["Item"]));
+        Assert.Equal([new Notice(8).ToString(), new Notice(9).ToString()], failures.Select(f => f.GetStructuredStateValue("Item")));
         Assert.All(failures, f => Assert.Equal("outbox unreachable", f.Exception?.Message));
     }
 

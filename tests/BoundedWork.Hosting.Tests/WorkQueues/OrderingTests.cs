@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
+using FsCheck.Xunit;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -10,27 +11,35 @@ namespace BoundedWork.Hosting.Tests.WorkQueues;
 /// </summary>
 public sealed class OrderingTests
 {
-    private sealed record Scenario(int Workers, (int Key, int Failures)[] Items)
+    /// <summary>One run: the worker count, and each item's key and how many of its attempts fail.</summary>
+    public sealed record Scenario(int Workers, (int Key, int Failures)[] Items)
     {
         public override string ToString() =>
             $"workers={Workers} items=[{string.Join(" ", Items.Select((item, id) => $"{id}:k{item.Key}f{item.Failures}"))}]";
     }
 
-    private static readonly Gen<Scenario> Scenarios =
-        from workers in Gen.Choose(1, 4)
-        from count in Gen.Choose(1, 24)
-        from items in Gen.ArrayOf(
-            from key in Gen.Choose(0, 3)
-            from failures in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 2)))
-            select (key, failures),
-            count)
-        select new Scenario(workers, items);
+    /// <summary>
+    /// Run 60 times: each case starts a real host and runs up to 24 items with retries, tens of milliseconds apiece;
+    /// 60 cases put every worker count against keys that collide often (four keys) within a few seconds. On failure
+    /// FsCheck.Xunit prints the case and its replay seed.
+    /// </summary>
+    [Property(MaxTest = 60, Arbitrary = [typeof(Arbitraries)])]
+    public void SameKey_RunsOneAtATimeInSubmissionOrder_RetriesIncluded(Scenario scenario) => RunScenario(scenario);
 
-    [Fact]
-    public void SameKey_RunsOneAtATimeInSubmissionOrder_RetriesIncluded() =>
-        Check.One(
-            Config.QuickThrowOnFailure.WithMaxTest(60),
-            Prop.ForAll(Scenarios.ToArbitrary(), RunScenario));
+    /// <summary>The generators of the ordering property.</summary>
+    public static class Arbitraries
+    {
+        /// <summary>One to four workers, up to 24 items over four keys, a quarter of them failing once or twice.</summary>
+        public static Arbitrary<Scenario> Scenarios() =>
+            (from workers in Gen.Choose(1, 4)
+             from count in Gen.Choose(1, 24)
+             from items in Gen.ArrayOf(
+                 from key in Gen.Choose(0, 3)
+                 from failures in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 2)))
+                 select (key, failures),
+                 count)
+             select new Scenario(workers, items)).ToArbitrary();
+    }
 
     [Fact]
     public async Task DifferentKeys_RunInParallel()
@@ -123,7 +132,7 @@ public sealed class OrderingTests
     public async Task Shutdown_ItemsHeldBehindAKeyWhoseItemHangsPastTheDeadline_AreDeadLettered_AndLaterItemsOfTheKeyRefused()
     {
         using var hang = new Gate();
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.OrderingKey = n => n.Key, logs: logs);
         using var _ = host;
         probe.Behaviour = (notice, _, _) =>
@@ -155,7 +164,7 @@ public sealed class OrderingTests
         Assert.Equal([2, 3, 4, 5], letters.Select(l => l.Item.Id));
         Assert.All(letters.Skip(2), l => Assert.Equal(DeadLetterReason.ShutDown, l.Reason));
         Assert.All(letters.Skip(2), l => Assert.Equal(RejectionReason.ShutDown, l.RejectionReason));
-        Assert.Equal(1, Assert.Single(logs.WithEvent("StoppedWithItemsInFlight")).State["InFlightCount"]);
+        Assert.Equal("1", Assert.Single(logs.WithEvent("StoppedWithItemsInFlight")).GetStructuredStateValue("InFlightCount"));
 
         hang.Open();
         probe.WaitHandled(1);

@@ -1,5 +1,5 @@
-using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -12,13 +12,14 @@ public sealed class ScopeDisposalTests
     [Fact]
     public async Task ScopedServiceDisposeThrows_AfterTheHandlerSucceeded_TheItemIsHandledOnce_AndTheErrorIsLoggedAndCounted()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<ResourceNoticeHandler>(
             o => o.RetryDelay = TimeSpan.Zero,
             logs: logs,
             services: s => s.AddScoped<FailsOnDispose>());
         using var _ = host;
-        using var failures = new DisposeFailureCounter(host.Services.GetRequiredService<IMeterFactory>());
+        using var failures = new MetricCollector<long>(
+            host.Services.GetRequiredService<IMeterFactory>(), BoundedWorkDiagnostics.MeterName, "boundedwork.workqueue.scope.dispose_failures");
 
         Assert.True(host.Queue().TryEnqueue(new Notice(1)));
 
@@ -28,16 +29,16 @@ public sealed class ScopeDisposalTests
         Assert.Empty(deadLetters.Letters);
         var logged = Assert.Single(logs.WithEvent("ScopeDisposeFailed"));
         Assert.Equal(LogLevel.Error, logged.Level);
-        Assert.Equal("payments", logged.State["QueueName"]);
+        Assert.Equal("payments", logged.GetStructuredStateValue("QueueName"));
         Assert.Equal("dispose failed", logged.Exception?.Message);
-        Assert.Equal(1, failures.Total("payments"));
+        Assert.Equal(1, failures.GetMeasurementSnapshot().Where(m => m.ContainsTags(new KeyValuePair<string, object?>("boundedwork.queue", "payments"))).Sum(m => m.Value));
         Assert.Equal(1, host.Executor().GetStatistics().Completed);
     }
 
     [Fact]
     public async Task ScopedServiceDisposeThrows_AfterTheHandlerFailed_TheHandlersFailureIsTheAttempts()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<ResourceNoticeHandler>(
             o => o.MaxRetryAttempts = 0,
             logs: logs,
@@ -66,38 +67,5 @@ public sealed class ScopeDisposalTests
         public FailsOnDispose Resource { get; } = resource;
 
         public void Handle(Notice item, CancellationToken cancellationToken) => probe.Handle(item, services, scope, cancellationToken);
-    }
-
-    /// <summary>Sums the typed queues' scope-disposal failures of one host's meter factory, by queue.</summary>
-    private sealed class DisposeFailureCounter : IDisposable
-    {
-        private readonly MeterListener _listener = new();
-        private readonly ConcurrentDictionary<string, long> _totals = new();
-
-        public DisposeFailureCounter(IMeterFactory scope)
-        {
-            _listener.InstrumentPublished = (instrument, listener) =>
-            {
-                if (instrument.Name == "boundedwork.workqueue.scope.dispose_failures" && ReferenceEquals(instrument.Meter.Scope, scope))
-                {
-                    listener.EnableMeasurementEvents(instrument);
-                }
-            };
-            _listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
-            {
-                foreach (var tag in tags)
-                {
-                    if (tag.Key == "boundedwork.queue")
-                    {
-                        _totals.AddOrUpdate((string)tag.Value!, value, (_, total) => total + value);
-                    }
-                }
-            });
-            _listener.Start();
-        }
-
-        public long Total(string queue) => _totals.GetValueOrDefault(queue);
-
-        public void Dispose() => _listener.Dispose();
     }
 }

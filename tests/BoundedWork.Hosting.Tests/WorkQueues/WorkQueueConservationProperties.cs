@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
+using FsCheck.Xunit;
 
 namespace BoundedWork.Hosting.Tests.WorkQueues;
 
@@ -11,7 +12,8 @@ namespace BoundedWork.Hosting.Tests.WorkQueues;
 /// </summary>
 public sealed class WorkQueueConservationProperties
 {
-    private sealed record Scenario(
+    /// <summary>One run: the executor and queue shape, what each producer enqueues (failures per item), how the host stops.</summary>
+    public sealed record Scenario(
         int Workers,
         int Capacity,
         RejectionPolicy Policy,
@@ -24,21 +26,28 @@ public sealed class WorkQueueConservationProperties
             $"workers={Workers} capacity={Capacity} policy={Policy} ordered={Ordered} retries={MaxRetryAttempts} stopAtOnce={StopAtOnce} producers=[{string.Join(" | ", Producers.Select(p => string.Join(",", p)))}]";
     }
 
-    private static readonly Gen<Scenario> Scenarios =
-        from workers in Gen.Choose(1, 3)
-        from capacity in Gen.Choose(1, 8)
-        from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
-        from ordered in Gen.Elements(true, false)
-        from retries in Gen.Choose(0, 2)
-        from producers in Gen.Choose(1, 2).SelectMany(n => Gen.Choose(1, 20).SelectMany(length => Gen.ArrayOf(Gen.Choose(0, 3), length)).ArrayOf(n))
-        from stopAtOnce in Gen.Elements(true, false)
-        select new Scenario(workers, capacity, policy, ordered, retries, producers, stopAtOnce);
+    /// <summary>
+    /// Run 60 times: each case starts a real host with its executor and queue and stops it, tens of milliseconds
+    /// apiece, so 60 cases (every policy with both orderings and both ways of stopping, and more) stay within a few
+    /// seconds. On failure FsCheck.Xunit prints the case and its replay seed (<c>Replay = "..."</c> reruns it).
+    /// </summary>
+    [Property(MaxTest = 60, Arbitrary = [typeof(Arbitraries)])]
+    public void EveryItemIsHandledOrDeadLetteredExactlyOnce(Scenario scenario) => RunScenario(scenario);
 
-    [Fact]
-    public void EveryItemIsHandledOrDeadLetteredExactlyOnce() =>
-        Check.One(
-            Config.QuickThrowOnFailure.WithMaxTest(60),
-            Prop.ForAll(Scenarios.ToArbitrary(), RunScenario));
+    /// <summary>The generators of this property.</summary>
+    public static class Arbitraries
+    {
+        /// <summary>Random workers, capacities, policies, ordering, retries, one or two producers, and how the host stops.</summary>
+        public static Arbitrary<Scenario> Scenarios() =>
+            (from workers in Gen.Choose(1, 3)
+             from capacity in Gen.Choose(1, 8)
+             from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
+             from ordered in Gen.Elements(true, false)
+             from retries in Gen.Choose(0, 2)
+             from producers in Gen.Choose(1, 2).SelectMany(n => Gen.Choose(1, 20).SelectMany(length => Gen.ArrayOf(Gen.Choose(0, 3), length)).ArrayOf(n))
+             from stopAtOnce in Gen.Elements(true, false)
+             select new Scenario(workers, capacity, policy, ordered, retries, producers, stopAtOnce)).ToArbitrary();
+    }
 
     private static void RunScenario(Scenario scenario)
     {

@@ -104,7 +104,7 @@ public static class WorkQueueHost
     public static (IHost Host, Probe Probe, RecordingDeadLetters DeadLetters) Start<THandler>(
         Action<WorkQueueOptions<Notice>>? queue = null,
         Action<BoundedExecutorOptions>? executor = null,
-        CapturingLoggerProvider? logs = null,
+        FakeLogCollector? logs = null,
         bool recordDeadLetters = true,
         Action<IServiceCollection>? services = null)
         where THandler : class

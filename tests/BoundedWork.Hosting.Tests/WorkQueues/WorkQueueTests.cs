@@ -162,7 +162,7 @@ public sealed class WorkQueueTests
     [Fact]
     public async Task Retry_IsLoggedWithTheQueuesName()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, _) = WorkQueueHost.Start<BlockingNoticeHandler>(o => o.RetryDelay = TimeSpan.FromMilliseconds(1), logs: logs);
         using var _ = host;
         probe.Behaviour = (_, attempt, _) =>
@@ -178,16 +178,16 @@ public sealed class WorkQueueTests
         await host.StopAsync();
 
         var retry = Assert.Single(logs.WithEvent("RetryScheduled"));
-        Assert.Equal(102, retry.EventId.Id);
-        Assert.Equal("payments", retry.State["QueueName"]);
-        Assert.Equal(1, retry.State["AttemptNumber"]);
+        Assert.Equal(102, retry.Id.Id);
+        Assert.Equal("payments", retry.GetStructuredStateValue("QueueName"));
+        Assert.Equal("1", retry.GetStructuredStateValue("AttemptNumber"));
         Assert.Equal(LogLevel.Warning, retry.Level);
     }
 
     [Fact]
     public async Task AttemptTimeout_CancelsTheHandlersToken_AndTheAttemptIsRetried()
     {
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>(
             o =>
             {
@@ -213,8 +213,8 @@ public sealed class WorkQueueTests
         await host.StopAsync();
         Assert.Empty(deadLetters.Letters);
         var timeout = Assert.Single(logs.WithEvent("ResilienceEvent"));
-        Assert.Equal("OnTimeout", timeout.State["ResilienceEvent"]);
-        Assert.Equal("payments", timeout.State["QueueName"]);
+        Assert.Equal("OnTimeout", timeout.GetStructuredStateValue("ResilienceEvent"));
+        Assert.Equal("payments", timeout.GetStructuredStateValue("QueueName"));
     }
 
     [Fact]

@@ -48,6 +48,8 @@ public sealed class DiagnosticsTests
     {
         var name = $"histograms-{Guid.NewGuid():N}";
         var recorded = new ConcurrentQueue<(string Instrument, double Value)>();
+
+        // A MeterListener, not MetricCollector<T>: each executor has its own meter of the same name, and a collector follows one instrument.
         using var listener = new MeterListener();
         listener.InstrumentPublished = (instrument, l) =>
         {
@@ -114,6 +116,7 @@ public sealed class DiagnosticsTests
         }
     }
 
+    // A MeterListener, not MetricCollector<T>: one snapshot of every instrument of the meter, and a collector watches one.
     private static Dictionary<(string Instrument, string? Outcome), long> Collect(string executorName)
     {
         var values = new Dictionary<(string, string?), long>();

@@ -55,6 +55,8 @@ public sealed class ListenerFailureTests
     public async Task ThrowingMeterListener_OnTheHistograms_ItemsStillRunAndAreCountedOnce()
     {
         var name = $"throwing-meter-{Guid.NewGuid():N}";
+
+        // A MeterListener of its own, not MetricCollector<T>: the listener under test is one whose callback throws.
         using var listener = new MeterListener();
         listener.InstrumentPublished = (instrument, l) =>
         {

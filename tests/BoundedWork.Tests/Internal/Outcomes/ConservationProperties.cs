@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
+using FsCheck.Xunit;
 
 namespace BoundedWork.Tests.Internal.Outcomes;
 
@@ -13,7 +14,8 @@ namespace BoundedWork.Tests.Internal.Outcomes;
 /// </summary>
 public sealed class ConservationProperties
 {
-    private enum Kind
+    /// <summary>How one item is submitted and how it behaves.</summary>
+    public enum Kind
     {
         Fire,
         FireThrows,
@@ -25,7 +27,8 @@ public sealed class ConservationProperties
         RunCancelledLater,
     }
 
-    private sealed record Scenario(
+    /// <summary>One run: the executor's shape, what each producer submits, the resizes meanwhile and when it shuts down.</summary>
+    public sealed record Scenario(
         int Workers,
         int Capacity,
         RejectionPolicy Policy,
@@ -38,21 +41,28 @@ public sealed class ConservationProperties
             $"workers={Workers} capacity={Capacity} policy={Policy} producers=[{string.Join(" | ", Producers.Select(p => string.Join(",", p)))}] resizes=[{string.Join(",", Resizes)}] shutdownAfter={ShutdownAfter} abandon={AbandonAtShutdown}";
     }
 
-    private static readonly Gen<Scenario> Scenarios =
-        from workers in Gen.Choose(1, 4)
-        from capacity in Gen.Choose(1, 8)
-        from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
-        from producers in Gen.Choose(1, 3).SelectMany(n => Gen.ArrayOf(Gen.Elements(Enum.GetValues<Kind>()), 40).Resize(40).ArrayOf(n))
-        from resizes in Gen.ArrayOf(Gen.Choose(1, 4), 4)
-        from shutdownAfter in Gen.Choose(0, 120)
-        from abandon in Gen.Elements(true, false)
-        select new Scenario(workers, capacity, policy, producers, resizes, shutdownAfter, abandon);
+    /// <summary>
+    /// Run 150 times: each case starts real threads (up to three producers of 40 items, a sampler, up to four workers)
+    /// and takes a few milliseconds, so 150 cases cover every policy with every worker count several times over, in
+    /// a few seconds. On failure FsCheck.Xunit prints the case and its replay seed (<c>Replay = "..."</c> reruns it).
+    /// </summary>
+    [Property(MaxTest = 150, Arbitrary = [typeof(Arbitraries)])]
+    public void EveryItemEndsInExactlyOneOutcome_AndTheCountersAgree(Scenario scenario) => RunScenario(scenario);
 
-    [Fact]
-    public void EveryItemEndsInExactlyOneOutcome_AndTheCountersAgree() =>
-        Check.One(
-            Config.QuickThrowOnFailure.WithMaxTest(150),
-            Prop.ForAll(Scenarios.ToArbitrary(), scenario => RunScenario(scenario)));
+    /// <summary>The generators of this property.</summary>
+    public static class Arbitraries
+    {
+        /// <summary>Random worker counts, capacities, policies, producers of mixed item kinds, resizes and shutdown points.</summary>
+        public static Arbitrary<Scenario> Scenarios() =>
+            (from workers in Gen.Choose(1, 4)
+             from capacity in Gen.Choose(1, 8)
+             from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
+             from producers in Gen.Choose(1, 3).SelectMany(n => Gen.ArrayOf(Gen.Elements(Enum.GetValues<Kind>()), 40).Resize(40).ArrayOf(n))
+             from resizes in Gen.ArrayOf(Gen.Choose(1, 4), 4)
+             from shutdownAfter in Gen.Choose(0, 120)
+             from abandon in Gen.Elements(true, false)
+             select new Scenario(workers, capacity, policy, producers, resizes, shutdownAfter, abandon)).ToArbitrary();
+    }
 
     private static void RunScenario(Scenario scenario)
     {

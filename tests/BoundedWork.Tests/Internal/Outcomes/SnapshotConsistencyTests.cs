@@ -92,6 +92,8 @@ public sealed class SnapshotConsistencyTests
         var name = $"consistent-metrics-{Guid.NewGuid():N}";
         await using var executor = TestKit.Create(workers: 2, capacity: 16, name: name);
         var values = new Dictionary<string, long>();
+
+        // A MeterListener, not MetricCollector<T>: every instrument of one collection is compared, a collector watches one.
         using var listener = new MeterListener();
         listener.InstrumentPublished = (instrument, l) =>
         {

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.Tests.Internal.Producers;
 
@@ -12,15 +13,15 @@ public sealed class WaitPolicyTests
     [Theory]
     [InlineData(false)]
     [InlineData(true)]
-    public void BlockedProducer_IsAdmittedWhileThePoolIsStarved_WhateverTheClock(bool manualClock)
+    public void BlockedProducer_IsAdmittedWhileThePoolIsStarved_WhateverTheClock(bool fakeClock)
     {
         using var gate = new Gate();
         var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o =>
         {
             o.WaitTimeout = TimeSpan.FromMinutes(5);
-            if (manualClock)
+            if (fakeClock)
             {
-                o.TimeProvider = new ManualClock();
+                o.TimeProvider = new FakeTimeProvider();
             }
         });
         using var dispose = new DisposableExecutor(executor);
@@ -104,9 +105,9 @@ public sealed class WaitPolicyTests
     }
 
     [Fact]
-    public async Task WaitTimeout_WithAManualClock_RejectsWhenTheClockPassesIt()
+    public async Task WaitTimeout_WithAFakeClock_RejectsWhenTheClockPassesIt()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var rejected = new ConcurrentQueue<WorkItemRejectedArguments>();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 1, policy: RejectionPolicy.Wait, configure: o =>

@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using BoundedWork.Internal;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.Tests.Internal.Time;
 
@@ -104,7 +105,7 @@ public sealed class HugeDeadlineTests
     public void DeadlineAfter_SaturatesAtNeverAndNeverWrapsIntoThePast()
     {
         var nanosecondClock = new NanosecondClock(long.MaxValue / 2);
-        var manual = new ManualClock();
+        var manual = new FakeTimeProvider();
 
         Assert.Equal(Deadline.Never, Deadline.After(nanosecondClock, TimeSpan.MaxValue));
         Assert.Equal(Deadline.Never, Deadline.After(nanosecondClock, TimeSpan.FromDays(200_000)));

@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.Tests.Internal.Watchdog;
 
@@ -9,7 +10,7 @@ public sealed class SlowItemTests
     [Fact]
     public async Task RunningPastThreshold_IsReportedOnceWithItemWorkerAndElapsed()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var reports = new BlockingCollection<SlowItemArguments>();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, name: "payments", configure: o =>
@@ -51,7 +52,7 @@ public sealed class SlowItemTests
     [Fact]
     public async Task QueueWaitPastThreshold_IsReportedWhenAWorkerTakesTheItem()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var reports = new ConcurrentQueue<SlowItemArguments>();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o =>
@@ -81,7 +82,7 @@ public sealed class SlowItemTests
     [Fact]
     public async Task SlowItemThreshold_TurnedOnAtRuntime_ReportsAnItemAlreadyRunning()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var reports = new BlockingCollection<SlowItemArguments>();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o =>
@@ -105,7 +106,7 @@ public sealed class SlowItemTests
     [Fact]
     public async Task ThrowingSlowItemCallback_IsCountedAndTheItemStillCompletes()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         using var gate = new Gate();
         await using var executor = TestKit.Create(workers: 1, capacity: 4, configure: o =>
         {
@@ -132,8 +133,10 @@ public sealed class SlowItemTests
     [Fact]
     public async Task SlowItems_AreCountedOnTheMeterByKind()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var measured = new ConcurrentQueue<string>();
+
+        // A MeterListener, not MetricCollector<T>: each executor has its own meter of the same name, and a collector follows one instrument.
         using var listener = new MeterListener();
         listener.InstrumentPublished = (instrument, l) =>
         {
