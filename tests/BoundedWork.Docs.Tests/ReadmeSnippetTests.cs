@@ -31,7 +31,7 @@ public sealed class ReadmeSnippetTests
     [Fact]
     public void Documents_EachPackageReadmeAndTheMainReadme_HaveSnippets()
     {
-        Assert.Equal(["README.md", "src/BoundedWork.AspNetCore/README.md", "src/BoundedWork.Cli/README.md", "src/BoundedWork.Hosting/README.md", "src/BoundedWork.PostgreSql/README.md", "src/BoundedWork/README.md"], ReadmeSnippets.Documents.Order(StringComparer.Ordinal));
+        Assert.Equal(["README.md", "src/BoundedWork.AspNetCore/README.md", "src/BoundedWork.Cli/README.md", "src/BoundedWork.Hosting/README.md", "src/BoundedWork.OpenTelemetry/README.md", "src/BoundedWork.PostgreSql/README.md", "src/BoundedWork/README.md"], ReadmeSnippets.Documents.Order(StringComparer.Ordinal));
         Assert.True(ReadmeSnippets.In("README.md").Count >= 6);
         Assert.All(ReadmeSnippets.Documents, document => Assert.NotEmpty(ReadmeSnippets.In(document)));
     }
