@@ -115,6 +115,9 @@ internal static partial class CallbackServer
         // The incident tool's way in: the console's JSON API on a per-process Unix socket, answered on dedicated
         // threads while the ThreadPool is starved (bw ps, bw top, bw resize payments 16).
         builder.Services.AddBoundedWorkDiagnosticsSocket();
+
+        // --OpenTelemetry:Exporter console: traces and metrics to the console (off by default).
+        builder.Services.AddCallbackTelemetry(builder.Configuration);
         configureServices?.Invoke(builder.Services);
 
         var app = builder.Build();

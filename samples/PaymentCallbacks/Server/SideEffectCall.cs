@@ -1,3 +1,5 @@
+using System.Diagnostics;
+
 namespace PaymentCallbacks.Server;
 
 /// <summary>
@@ -6,10 +8,20 @@ namespace PaymentCallbacks.Server;
 /// </summary>
 internal sealed record SideEffectCall(IPaymentDependency Dependency, PaymentCallback Callback, EndpointCounter Counter)
 {
+    /// <summary>The sample's own activity source: one <c>side effect</c> span per call, inside the item's run.</summary>
+    public const string ActivitySourceName = "PaymentCallbacks";
+
+    private static readonly ActivitySource s_source = new(ActivitySourceName);
+
     /// <summary>The item's body: run the side effect, count it.</summary>
     public static readonly Action<SideEffectCall> Run = static call =>
     {
-        call.Dependency.Call(call.Callback);
+        using (var activity = s_source.StartActivity("side effect"))
+        {
+            activity?.SetTag("payment.order_id", call.Callback.OrderId);
+            call.Dependency.Call(call.Callback);
+        }
+
         call.Counter.OnCompleted();
     };
 }

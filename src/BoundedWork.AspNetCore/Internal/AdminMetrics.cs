@@ -5,7 +5,7 @@ namespace BoundedWork.AspNetCore.Internal;
 /// <summary>The console's instruments on the <c>BoundedWork.Admin</c> meter, created through the host's meter factory.</summary>
 internal sealed class AdminMetrics
 {
-    public const string MeterName = "BoundedWork.Admin";
+    public const string MeterName = BoundedWorkAdminDiagnostics.MeterName;
     public const string ExecutorTag = "boundedwork.executor";
     public const string SettingTag = "boundedwork.setting";
     public const string ReasonTag = "boundedwork.reason";

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.ExceptionServices;
 using System.Text.Json;
 using BoundedWork.Hosting;
@@ -48,6 +49,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
         _outcomes.Post(item, kind, retryDelay, error);
+        DurableTracing.StopProcess(item.Process, kind, error);
     }
 
     private void Cancelled(StoredItem item, string error)
@@ -192,8 +194,21 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             Interlocked.Increment(ref _held);
             _deliveries[item.Id] = item;
 
-            // Refused (the executor is shutting down): the OnRejected hook releases the row at once.
-            Executor.TryExecute(s_run, item);
+            // The delivery's span is current while the item is submitted, so the item (and its handler) runs inside
+            // it on the worker. Refused (the executor is shutting down): the OnRejected hook releases the row at once.
+            var previous = Activity.Current;
+            item.Process = DurableTracing.StartProcess(Name, item);
+            try
+            {
+                Executor.TryExecute(s_run, item);
+            }
+            finally
+            {
+                if (item.Process is not null)
+                {
+                    Activity.Current = previous;
+                }
+            }
         }
 
         return new ClaimResult(claimed.Count, promoted, nextDue);

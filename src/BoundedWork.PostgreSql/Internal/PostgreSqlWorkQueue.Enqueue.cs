@@ -17,19 +17,23 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 {
     public bool TryEnqueue(T item)
     {
+        var send = DurableTracing.StartSend(Name, 1);
         try
         {
+            long id;
             using (var connection = _dataSource.OpenConnection())
             using (var insert = CreateInsertCommand(_sql.Enqueue, Serialize(item), OrderingKeyOf(item), StoredFields.Now, connection, transaction: null))
             {
-                insert.ExecuteScalar();
+                id = (long)insert.ExecuteScalar()!;
             }
 
+            DurableTracing.StopSend(send, id, failure: null);
             Committed();
             return true;
         }
         catch (Exception ex) when (ex is NpgsqlException or InvalidOperationException or TimeoutException)
         {
+            DurableTracing.StopSend(send, itemId: null, ex);
             Deliver(new DeadLetter<T>(Name, 0, item, DeadLetterReason.Rejected, null, ex, 0));
             return false;
         }
@@ -161,6 +165,26 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return [];
         }
 
+        var send = DurableTracing.StartSend(Name, items.Payloads.Length);
+        long[] ids;
+        try
+        {
+            ids = await InsertManyAsync(items, fields, connection, transaction, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            DurableTracing.StopSend(send, itemId: null, ex);
+            throw;
+        }
+
+        DurableTracing.StopSend(send, itemId: null, failure: null);
+        return ids.Length == items.Payloads.Length
+            ? ids
+            : throw new InvalidOperationException($"Work queue '{Name}' stored {ids.Length} rows for {items.Payloads.Length} items.");
+    }
+
+    private async Task<long[]> InsertManyAsync((string[] Payloads, string?[] OrderingKeys) items, StoredFields fields, NpgsqlConnection? connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
+    {
         var own = connection is null;
         connection ??= await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         long[] ids;
@@ -196,9 +220,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             Committed();
         }
 
-        return ids.Length == items.Payloads.Length
-            ? ids
-            : throw new InvalidOperationException($"Work queue '{Name}' stored {ids.Length} rows for {items.Payloads.Length} items.");
+        return ids;
     }
 
     private NpgsqlConnection ConnectionOf(NpgsqlTransaction transaction)
@@ -233,6 +255,24 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     /// <summary>One item, with or without an idempotency key; <paramref name="notify"/>: the statement notifies (sent when the caller's transaction commits).</summary>
     private async Task<EnqueueResult> InsertAsync(T item, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction, bool notify, CancellationToken cancellationToken)
+    {
+        var send = DurableTracing.StartSend(Name, 1);
+        EnqueueResult result;
+        try
+        {
+            result = await InsertCoreAsync(item, fields, connection, transaction, notify, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            DurableTracing.StopSend(send, itemId: null, ex);
+            throw;
+        }
+
+        DurableTracing.StopSend(send, result.ItemId, failure: null);
+        return result;
+    }
+
+    private async Task<EnqueueResult> InsertCoreAsync(T item, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction, bool notify, CancellationToken cancellationToken)
     {
         if (fields.IdempotencyKey is { } key)
         {

@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 internal static class StorageMetrics
 {
-    public const string MeterName = "BoundedWork.PostgreSql";
+    public const string MeterName = PostgreSqlWorkQueueDiagnostics.MeterName;
 
     private static readonly ConcurrentDictionary<IWorkQueueStorage, bool> s_queues = new();
     private static readonly Meter s_meter = new(MeterName, typeof(StorageMetrics).Assembly.GetName().Version?.ToString());

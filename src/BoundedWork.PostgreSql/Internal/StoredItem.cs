@@ -22,6 +22,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     public IStoredItemOwner Owner { get; } = owner;
 
+    /// <summary>Gets or sets the delivery's <c>process</c> span (<see cref="DurableTracing"/>), ended when its outcome is posted; <see langword="null"/> untraced.</summary>
+    public System.Diagnostics.Activity? Process { get; set; }
+
     public long Id { get; } = id;
 
     public string Payload { get; } = payload;
