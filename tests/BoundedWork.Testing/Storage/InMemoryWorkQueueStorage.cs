@@ -28,11 +28,15 @@ public sealed class InMemoryWorkQueueStorage<T> : IWorkQueueStorage<T>, IDisposa
     private readonly CancellationTokenSource _claiming = new();
     private Thread? _claimThread;
     private long _lastId;
+    private readonly int _claimsPerWorker;
     private int _held;
+    private int _disposed;
 
-    public InMemoryWorkQueueStorage(WorkQueueStorageContext<T> context, TimeProvider? time = null)
+    public InMemoryWorkQueueStorage(WorkQueueStorageContext<T> context, int claimsPerWorker = 2, TimeProvider? time = null)
     {
         ArgumentNullException.ThrowIfNull(context);
+        ArgumentOutOfRangeException.ThrowIfLessThan(claimsPerWorker, 1);
+        _claimsPerWorker = claimsPerWorker;
         _context = context;
         _time = time ?? TimeProvider.System;
     }
@@ -226,6 +230,12 @@ public sealed class InMemoryWorkQueueStorage<T> : IWorkQueueStorage<T>, IDisposa
 
     public void Dispose()
     {
+        // The container disposes the storage once for each service it was resolved as.
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
         _claiming.Cancel();
         _wake.Set();
         _claimThread?.Join();
@@ -301,7 +311,7 @@ public sealed class InMemoryWorkQueueStorage<T> : IWorkQueueStorage<T>, IDisposa
         DateTimeOffset? nextDue = null;
         lock (_lock)
         {
-            var room = (int)Math.Min((long)settings.WorkerCount * 2, (long)settings.WorkerCount + settings.QueueCapacity) - _held;
+            var room = (int)Math.Min((long)settings.WorkerCount * _claimsPerWorker, (long)settings.WorkerCount + settings.QueueCapacity) - _held;
             var now = _time.GetUtcNow();
             var blockedKeys = new HashSet<string>(StringComparer.Ordinal);
             foreach (var row in _rows.Values)

@@ -21,7 +21,8 @@ public abstract class StorageContractTests
     private static readonly TimeSpan Patience = TimeSpan.FromSeconds(60);
 
     /// <summary>Plugs the storage under test into a fresh queue (each call: empty storage).</summary>
-    protected abstract Task<Action<WorkQueueBuilder<ContractItem>>> CreateStorageAsync();
+    /// <param name="claimsPerWorker">How many items the node may hold per worker (claimed, not yet recorded).</param>
+    protected abstract Task<Action<WorkQueueBuilder<ContractItem>>> CreateStorageAsync(int claimsPerWorker = 2);
 
     [Fact]
     public async Task EnqueuedItems_AreEachHandledOnce_WithTheIdTheEnqueueReturned()
@@ -128,7 +129,8 @@ public abstract class StorageContractTests
     [Fact]
     public async Task HigherPriority_RunsFirst_AmongReadyItems()
     {
-        await using var node = await Node.StartAsync(await CreateStorageAsync(), workers: 1, gate: true);
+        // One worker, one claim: while the first item holds the worker, the node claims nothing more.
+        await using var node = await Node.StartAsync(await CreateStorageAsync(claimsPerWorker: 1), workers: 1, gate: true);
         await node.Queue.EnqueueWithIdAsync(new ContractItem(0)); // holds the only worker until the gate opens
         await node.WaitUntilAsync(() => !node.Attempts.IsEmpty, "the first item is running");
         await node.Queue.EnqueueManyAsync([new ContractItem(1), new ContractItem(2)], new EnqueueOptions { Priority = -5 });
