@@ -27,7 +27,7 @@ namespace BoundedWork.PostgreSql;
 /// <para>Delivery is at least once: see the package README for what a crash, a restart or a lost connection does.</para>
 /// </remarks>
 [SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "A work queue is what it is; the name is the feature's.")]
-public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
+public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>
 {
     /// <summary>
     /// Enqueues an item inside the caller's transaction (the outbox pattern): the item exists, and wakes the consumers,
@@ -52,30 +52,6 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     /// <exception cref="ArgumentNullException"><paramref name="connection"/> is <see langword="null"/>.</exception>
     Task<long> EnqueueAsync(T item, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
-    /// <summary>Enqueues an item in its own transaction and returns its id.</summary>
-    /// <param name="item">The item.</param>
-    /// <param name="cancellationToken">Cancels the insert.</param>
-    /// <returns>The item's id.</returns>
-    Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default);
-
-    /// <summary>
-    /// Enqueues an item in its own transaction unless an item with the same idempotency key is stored in the queue:
-    /// the way to retry an enqueue whose outcome is unknown (the connection was lost during the commit, so the caller
-    /// cannot tell whether it committed) without running the item twice.
-    /// </summary>
-    /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">
-    /// A key of the caller's choosing, unique per queue (a callback's or a message's id, say): 1 to 256 characters of
-    /// valid Unicode text without a NUL character, compared exactly (ordinal). The queue remembers it as long as the item's row exists: while the item is ready, scheduled,
-    /// running, and after it completed or became a dead letter until cleanup deletes the row (<c>CompletedRetention</c>,
-    /// <c>DeadLetterRetention</c>). Afterwards the key is free again.
-    /// </param>
-    /// <param name="cancellationToken">Cancels the insert.</param>
-    /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
-    /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> is <see langword="null"/>.</exception>
-    /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
-    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default);
-
     /// <summary>
     /// Enqueues an item inside the caller's transaction unless an item with the same idempotency key is stored in the
     /// queue (committed, or inserted earlier in this transaction). A transaction that enqueues the same key and has not
@@ -85,7 +61,7 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     /// transaction.
     /// </summary>
     /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">The caller's key, as for <see cref="EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="idempotencyKey">The caller's key, as for <see cref="IDurableWorkQueue{T}.EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
     /// <param name="transaction">The caller's open transaction; the queue's schema must be reachable on its connection's database.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
@@ -99,26 +75,13 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     /// item with the same idempotency key is stored in the queue.
     /// </summary>
     /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">The caller's key, as for <see cref="EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="idempotencyKey">The caller's key, as for <see cref="IDurableWorkQueue{T}.EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
     /// <param name="connection">The caller's open connection.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
     Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
-
-    /// <summary>
-    /// Enqueues an item in its own transaction as <paramref name="options"/> say: delayed or at a time
-    /// (<see cref="EnqueueOptions.Delay"/>, <see cref="EnqueueOptions.RunAt"/>), with a priority
-    /// (<see cref="EnqueueOptions.Priority"/>), and with an idempotency key.
-    /// </summary>
-    /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
-    /// <param name="options">When the item may run, its priority and its idempotency key.</param>
-    /// <param name="cancellationToken">Cancels the insert.</param>
-    /// <returns>The item's id, and whether its key was already taken.</returns>
-    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
-    /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
-    Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, CancellationToken cancellationToken = default);
 
     /// <summary>Enqueues an item inside the caller's transaction as <paramref name="options"/> say.</summary>
     /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
@@ -140,25 +103,6 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">An option is invalid (the message names it).</exception>
     Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
-
-    /// <summary>
-    /// Enqueues many items in one statement, all or none (their payloads and ordering keys sent as arrays, one round
-    /// trip), and wakes the consumers once.
-    /// </summary>
-    /// <param name="items">The items, in the order their ids are assigned (within a priority, the order they run in).</param>
-    /// <param name="cancellationToken">Cancels the insert.</param>
-    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
-    /// <exception cref="ArgumentNullException"><paramref name="items"/> is <see langword="null"/>.</exception>
-    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, CancellationToken cancellationToken = default);
-
-    /// <summary>Enqueues many items in one statement, all or none, every item as <paramref name="options"/> say.</summary>
-    /// <param name="items">The items, in the order their ids are assigned.</param>
-    /// <param name="options">When the items may run and their priority; an idempotency key is refused.</param>
-    /// <param name="cancellationToken">Cancels the insert.</param>
-    /// <returns>The items' ids, in the order of <paramref name="items"/>.</returns>
-    /// <exception cref="ArgumentNullException"><paramref name="items"/> or <paramref name="options"/> is <see langword="null"/>.</exception>
-    /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
-    Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, CancellationToken cancellationToken = default);
 
     /// <summary>Enqueues many items inside the caller's transaction: they exist, and wake the consumers once, only if it commits.</summary>
     /// <param name="items">The items, in the order their ids are assigned.</param>
@@ -197,20 +141,4 @@ public interface IPostgreSqlWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     /// <exception cref="ArgumentNullException"><paramref name="items"/>, <paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
     Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
-
-    /// <summary>
-    /// Cancels a stored item of this queue by its id. A ready or scheduled item becomes cancelled (it will not run,
-    /// and the next item of its ordering key may); for a running item, the cancellation token its handler got fires
-    /// on whichever node runs it (told through PostgreSQL's <c>LISTEN/NOTIFY</c> at once, or by its next lease
-    /// renewal if that node was not listening). Finished items are left as they are, and the result says so.
-    /// </summary>
-    /// <param name="itemId">The item's id, as the enqueue returned it.</param>
-    /// <param name="cancellationToken">Cancels the call (the cancellation may still have been stored).</param>
-    /// <returns>What the item's state was, and so what the call did.</returns>
-    Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default);
-
-    /// <summary>Reads the queue's statistics from the database now (the <see cref="IWorkQueueStorage"/> view is refreshed periodically).</summary>
-    /// <param name="cancellationToken">Cancels the query.</param>
-    /// <returns>The statistics.</returns>
-    Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default);
 }

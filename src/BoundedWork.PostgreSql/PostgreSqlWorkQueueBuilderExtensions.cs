@@ -2,7 +2,6 @@ using System.Diagnostics.CodeAnalysis;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
 using BoundedWork.Hosting;
-using BoundedWork.Hosting.Internal;
 using BoundedWork.PostgreSql;
 using BoundedWork.PostgreSql.Internal;
 using Npgsql;
@@ -59,26 +58,21 @@ public static class PostgreSqlWorkQueueBuilderExtensions
     private static PostgreSqlWorkQueueOptions<T> Validate<T>(WorkQueueBuilder<T> builder, string connectionString, Action<PostgreSqlWorkQueueOptions<T>>? configure)
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(connectionString);
-        var registration = builder.Registration;
-        if (registration.Storage is not null)
-        {
-            throw new InvalidOperationException($"Work queue '{registration.Name}' already has a storage.");
-        }
-
+        var name = builder.Name;
         try
         {
             _ = new NpgsqlConnectionStringBuilder(connectionString);
         }
         catch (ArgumentException ex)
         {
-            throw new ArgumentException($"The PostgreSQL connection string of work queue '{registration.Name}' is invalid: {ex.Message}", nameof(connectionString), ex);
+            throw new ArgumentException($"The PostgreSQL connection string of work queue '{name}' is invalid: {ex.Message}", nameof(connectionString), ex);
         }
 
         var options = new PostgreSqlWorkQueueOptions<T>();
         configure?.Invoke(options);
         if (options.GetValidationErrors() is { Count: > 0 } errors)
         {
-            throw new ArgumentException($"Invalid PostgreSqlWorkQueueOptions for work queue '{registration.Name}': {string.Join(" ", errors)}", nameof(configure));
+            throw new ArgumentException($"Invalid PostgreSqlWorkQueueOptions for work queue '{name}': {string.Join(" ", errors)}", nameof(configure));
         }
 
         return options;
@@ -86,18 +80,15 @@ public static class PostgreSqlWorkQueueBuilderExtensions
 
     private static WorkQueueBuilder<T> Register<T>(WorkQueueBuilder<T> builder, string connectionString, PostgreSqlWorkQueueOptions<T> options, JsonTypeInfo<T> json)
     {
-        var registration = builder.Registration;
-        registration.Storage = (provider, queue) => new PostgreSqlWorkQueue<T>(queue, options, connectionString, json, provider);
-        var name = registration.Name;
+        builder.UseStorage((provider, context) => new PostgreSqlWorkQueue<T>(context, options, connectionString, json, provider));
+        var name = builder.Name;
         var services = builder.Services;
-        services.AddKeyedSingleton<IPostgreSqlWorkQueue<T>>(name, static (provider, key) => (IPostgreSqlWorkQueue<T>)provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key));
+        services.AddKeyedSingleton<IPostgreSqlWorkQueue<T>>(name, static (provider, key) => (IPostgreSqlWorkQueue<T>)provider.GetRequiredKeyedService<IWorkQueue<T>>(key));
         if (!services.Any(descriptor => descriptor.ServiceType == typeof(IPostgreSqlWorkQueue<T>) && descriptor.ServiceKey is null))
         {
             services.AddSingleton(provider => provider.GetRequiredKeyedService<IPostgreSqlWorkQueue<T>>(name));
         }
 
-        services.AddSingleton<IWorkQueueStorage>(provider => (IWorkQueueStorage)provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
-        services.AddSingleton<IDeadLetterStore>(provider => (IDeadLetterStore)provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
         return builder;
     }
 }

@@ -30,7 +30,16 @@ public enum DeadLetterReason
 /// <typeparam name="T">The item type.</typeparam>
 public sealed class DeadLetter<T>
 {
-    internal DeadLetter(string queueName, long itemId, T item, DeadLetterReason reason, RejectionReason? rejectionReason, Exception? exception, int attempts, string? payload = null)
+    /// <summary>Creates a dead letter (a storage creates those it finds itself, for example a malformed payload or an expired last lease).</summary>
+    /// <param name="queueName">The queue's name.</param>
+    /// <param name="itemId">The item's id.</param>
+    /// <param name="item">The item; <see langword="default"/> when its payload could not be read.</param>
+    /// <param name="reason">Why the item will never be handled.</param>
+    /// <param name="rejectionReason">Why the executor did not run it, for <see cref="DeadLetterReason.Rejected"/>.</param>
+    /// <param name="exception">The last exception, if any.</param>
+    /// <param name="attempts">How many times the handler ran.</param>
+    /// <param name="payload">The stored payload, for a durable queue's item.</param>
+    public DeadLetter(string queueName, long itemId, T item, DeadLetterReason reason, RejectionReason? rejectionReason, Exception? exception, int attempts, string? payload = null)
     {
         QueueName = queueName;
         ItemId = itemId;

@@ -34,7 +34,7 @@ public static class WorkQueueDelayExtensions
             throw new ArgumentOutOfRangeException(nameof(delay), delay, "The delay must be between zero and 365 days.");
         }
 
-        return Delayed(queue).EnqueueDelayedAsync(item, delay, null, cancellationToken);
+        return EnqueueDelayedAsync(queue, item, delay, null, cancellationToken);
     }
 
     /// <summary>
@@ -60,9 +60,13 @@ public static class WorkQueueDelayExtensions
             throw new ArgumentOutOfRangeException(nameof(runAt), runAt, "The time to run at must be at most 365 days ahead.");
         }
 
-        return Delayed(queue).EnqueueDelayedAsync(item, null, runAt, cancellationToken);
+        return EnqueueDelayedAsync(queue, item, null, runAt, cancellationToken);
     }
 
-    private static IDelayedEnqueue<T> Delayed<T>(IWorkQueue<T> queue) =>
-        queue as IDelayedEnqueue<T> ?? throw new NotSupportedException($"Work queue '{queue.Name}' ({queue.GetType().Name}) does not take delayed items: only BoundedWork's queues do.");
+    private static ValueTask EnqueueDelayedAsync<T>(IWorkQueue<T> queue, T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken) => queue switch
+    {
+        IDelayedEnqueue<T> memory => memory.EnqueueDelayedAsync(item, delay, runAt, cancellationToken),
+        IWorkQueueStorage<T> storage => storage.EnqueueDelayedAsync(item, delay, runAt, cancellationToken),
+        _ => throw new NotSupportedException($"Work queue '{queue.Name}' ({queue.GetType().Name}) does not take delayed items: only BoundedWork's queues do."),
+    };
 }

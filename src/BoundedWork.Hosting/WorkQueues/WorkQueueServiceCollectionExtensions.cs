@@ -66,7 +66,7 @@ public static class WorkQueueServiceCollectionExtensions
             var onRejected = executorOptions.OnRejected;
             executorOptions.OnRejected = args =>
             {
-                if (args.Item.State is IWorkQueueEntry entry)
+                if (args.Item.State is IWorkQueueDelivery entry)
                 {
                     _ = entry.OnNotRun(args.Reason);
                 }
@@ -83,9 +83,11 @@ public static class WorkQueueServiceCollectionExtensions
         services.TryAddSingleton(provider => new DeadLetterHandlerFallback(services, provider));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IAbandonedWorkHandler, WorkQueueAbandonedItems>());
         services.AddKeyedSingleton<IWorkQueueRuntime<T>>(name, (provider, _) =>
-            registration.Storage?.Invoke(provider, registration) ?? new WorkQueue<T>(name, options, registration.Handle, provider));
-        services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key));
-        services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name));
+            registration.Storage is { } storage
+                ? new StorageRuntime<T>(storage(provider, new WorkQueueStorageContext<T>(registration, provider)))
+                : new WorkQueue<T>(name, options, registration.Handle, provider));
+        services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key).Queue);
+        services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name).Queue);
         services.AddSingleton<IHostedService>(provider => new WorkQueueHostedService<T>(provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name)));
         return new WorkQueueBuilder<T>(services, registration);
     }

@@ -2,7 +2,6 @@ using System.Diagnostics;
 using System.Runtime.ExceptionServices;
 using System.Text.Json;
 using BoundedWork.Hosting;
-using BoundedWork.Hosting.Internal;
 using Microsoft.Extensions.Logging;
 using Npgsql;
 
@@ -330,17 +329,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     /// <summary>Delivers a dead letter to the handlers on this thread (a worker or a storage thread, never the ThreadPool's).</summary>
-    private void Deliver(DeadLetter<T> letter)
-    {
-        var delivery = _deadLetters.DeliverAsync(letter);
-        if (!delivery.IsCompleted)
-        {
-            delivery.GetAwaiter().GetResult();
-        }
-    }
+    private void Deliver(DeadLetter<T> letter) => _context.DeliverDeadLetter(letter);
 
     /// <summary>Gets how many deliveries an item gets: its first attempt and the queue's retries (again, after a requeue).</summary>
-    private int MaxDeliveries => _queueOptions.MaxRetryAttempts + 1;
+    private int MaxDeliveries => _context.MaxDeliveries;
 
     /// <summary>
     /// Runs one delivery and posts its outcome. The outcome is posted before anything that could throw (a logger, a
@@ -356,72 +348,41 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        var attempt = new WorkItemAttempt(Name, item.Id, item.Attempts, item.EnqueuedAt, IsDurable: true, item.TraceParent, item.TraceState);
-        Exception? failure = null;
-        try
+        var outcome = _context.Run(value!, new StoredDelivery(item.Id, item.Attempts, item.AttemptBase, item.EnqueuedAt, item.TraceParent, item.TraceState, item.Payload), item.CancellationToken);
+        switch (outcome.Kind)
         {
-            _pipeline.Execute(
-                static (state, cancellationToken) =>
-                {
-                    var (queue, value, attempt) = state;
-                    if (WorkItemAttempt.Run(queue._scopes, queue._handle, value, attempt, cancellationToken) is { } exception)
-                    {
-                        ExceptionDispatchInfo.Throw(exception);
-                    }
-                },
-                (this, value!, attempt),
-                item.CancellationToken);
+            case StoredOutcomeKind.Completed:
+                // Finished despite a cancellation asked meanwhile: it completed.
+                Post(item, OutcomeKind.Completed);
+                StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
+                break;
+            case StoredOutcomeKind.Cancelled:
+                // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
+                Cancelled(item, "cancelled while running: " + Describe(outcome.Exception));
+                break;
+            case StoredOutcomeKind.Retry:
+                Post(item, OutcomeKind.Retry, outcome.RetryDelay, Describe(outcome.Exception));
+                StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
+                _logger.RetryStored(Name, item.Id, item.Attempts, outcome.RetryDelay, outcome.Exception!);
+                break;
+            default:
+                // The context has delivered the dead letter to the handlers: record it (a crash between the two delivers it again).
+                RecordDeadLetter(item, DeadLetterReason.Failed, outcome.Exception);
+                break;
         }
-        catch (Exception ex)
-        {
-            failure = ex;
-        }
-
-        if (failure is null)
-        {
-            // Finished despite a cancellation asked meanwhile: it completed.
-            Post(item, OutcomeKind.Completed);
-            StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
-            return;
-        }
-
-        if (item.IsCancellationRequested)
-        {
-            // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
-            Cancelled(item, "cancelled while running: " + Describe(failure));
-            return;
-        }
-
-        if (item.Attempts - item.AttemptBase < MaxDeliveries)
-        {
-            var delay = RetryDelay(item.Attempts);
-            Post(item, OutcomeKind.Retry, delay, Describe(failure));
-            StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
-            _logger.RetryStored(Name, item.Id, item.Attempts, delay, failure);
-            return;
-        }
-
-        DeadLetter(item, new DeadLetter<T>(Name, item.Id, value!, DeadLetterReason.Failed, null, failure, item.Attempts, item.Payload));
     }
 
     /// <summary>Delivers the dead letter to the handlers, then records it in the table (a crash between the two delivers it again).</summary>
     private void DeadLetter(StoredItem item, DeadLetter<T> letter)
     {
         Deliver(letter);
-        Post(item, OutcomeKind.Dead, error: letter.Reason + ": " + Describe(letter.Exception));
-        StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
+        RecordDeadLetter(item, letter.Reason, letter.Exception);
     }
 
-    /// <summary>
-    /// The stored retry's delay after the given delivery: the queue's exponential backoff (RetryDelay doubled per
-    /// delivery, at most MaxRetryDelay) with ±20% jitter, so items that failed together do not all come back together.
-    /// </summary>
-    private TimeSpan RetryDelay(int delivery)
+    private void RecordDeadLetter(StoredItem item, DeadLetterReason reason, Exception? exception)
     {
-        var exponential = _queueOptions.RetryDelay.TotalMilliseconds * Math.Pow(2, Math.Min(delivery - 1, 30));
-        var capped = Math.Min(exponential, _queueOptions.MaxRetryDelay.TotalMilliseconds);
-        var jittered = capped * (0.8 + (0.4 * Random.Shared.NextDouble()));
-        return TimeSpan.FromMilliseconds(Math.Min(jittered, _queueOptions.MaxRetryDelay.TotalMilliseconds));
+        Post(item, OutcomeKind.Dead, error: reason + ": " + Describe(exception));
+        StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 
     private (T? Item, Exception? Error) TryDeserialize(string payload)

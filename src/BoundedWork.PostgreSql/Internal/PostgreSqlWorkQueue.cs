@@ -1,12 +1,10 @@
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
 using BoundedWork.Hosting;
-using BoundedWork.Hosting.Internal;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Npgsql;
-using Polly;
 
 namespace BoundedWork.PostgreSql.Internal;
 
@@ -23,7 +21,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, and reading statistics
 /// plus cleanup.
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPostgreSqlWorkQueue<T>, IWorkQueueStorage, IDelayedEnqueue<T>, IStoredItemOwner, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IStoredItemOwner, IDisposable
 {
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
@@ -44,12 +42,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private readonly WorkQueueOptions<T> _queueOptions;
     private readonly PostgreSqlWorkQueueOptions<T> _options;
     private readonly JsonTypeInfo<T> _json;
-    private readonly Action<IServiceProvider, T, CancellationToken> _handle;
-    private readonly IBoundedExecutorRegistry _registry;
-    private readonly IServiceScopeFactory _scopes;
+    private readonly WorkQueueStorageContext<T> _context;
     private readonly ILogger _logger;
-    private readonly DeadLetters<T> _deadLetters;
-    private readonly ResiliencePipeline _pipeline;
     private readonly NpgsqlDataSource _dataSource;
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
@@ -77,19 +71,15 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
     private int _disposed;
     private WorkQueueStorageStatistics _statistics = new() { IsAvailable = false, LastError = "not started", ReadAt = DateTimeOffset.MinValue };
 
-    public PostgreSqlWorkQueue(WorkQueueRegistration<T> registration, PostgreSqlWorkQueueOptions<T> options, string connectionString, JsonTypeInfo<T> json, IServiceProvider services)
+    public PostgreSqlWorkQueue(WorkQueueStorageContext<T> context, PostgreSqlWorkQueueOptions<T> options, string connectionString, JsonTypeInfo<T> json, IServiceProvider services)
     {
-        Name = registration.Name;
-        _queueOptions = registration.Options;
+        Name = context.QueueName;
+        _context = context;
+        _queueOptions = context.Options;
         _options = options;
         _json = json;
-        _handle = registration.Handle;
-        _registry = services.GetRequiredService<IBoundedExecutorRegistry>();
-        _scopes = services.GetRequiredService<IServiceScopeFactory>();
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
-        _deadLetters = new DeadLetters<T>(Name, _scopes, loggers.CreateLogger(WorkQueueLog.Category));
-        _pipeline = WorkQueuePipeline.Build(Name, _queueOptions, services.GetRequiredService<RetryClock>(), _logger, storedRetries: true);
         _dataSource = CreateDataSource(connectionString, Name, pooled: true);
         _listenerSource = CreateDataSource(connectionString, Name + " listener", pooled: false);
         _sql = new StorageSql(options.Schema);
@@ -118,7 +108,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueRuntime<T>, IPo
         }
     }
 
-    private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
+    private BoundedExecutor Executor => _executor ??= _context.Executor;
 
     public async Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default)
     {

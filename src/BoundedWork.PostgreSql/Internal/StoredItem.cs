@@ -1,4 +1,4 @@
-using BoundedWork.Hosting.Internal;
+using BoundedWork.Hosting;
 
 namespace BoundedWork.PostgreSql.Internal;
 
@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1001:Types that own disposable fields should be disposable",
     Justification = "The token source has no timer and its wait handle is never read, so it holds nothing to release; a cancellation may arrive after the delivery ended, which disposing would turn into an ObjectDisposedException.")]
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState) : IWorkQueueEntry
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState) : IWorkQueueDelivery
 {
     private const int Claimed = 0;
     private const int Started = 1;

@@ -27,8 +27,10 @@ namespace BoundedWork.Hosting.Internal;
 /// still waiting in backlogs (behind an owner that is still running past the shutdown deadline) become dead letters.
 /// </para>
 /// </remarks>
-internal sealed class WorkQueue<T> : IWorkQueueRuntime<T>, IDelayedEnqueue<T>, IDisposable
+internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelayedEnqueue<T>, IDisposable
 {
+    IWorkQueue<T> IWorkQueueRuntime<T>.Queue => this;
+
     private static readonly Action<WorkQueueEntry<T>> s_runFirstAttempt = static entry => entry.Queue.RunFirstAttempt(entry);
     private static readonly Action<WorkQueueEntry<T>> s_runRetry = static entry => entry.Queue.RunRetry(entry);
     private static readonly Func<ResilienceContext, WorkQueueEntry<T>, ValueTask<Outcome<object?>>> s_attempt =

@@ -12,7 +12,7 @@ internal sealed class WorkQueueAbandonedItems : IAbandonedWorkHandler
         List<Task>? deliveries = null;
         foreach (var item in items)
         {
-            if (item.State is IWorkQueueEntry entry)
+            if (item.State is IWorkQueueDelivery entry)
             {
                 (deliveries ??= []).Add(entry.OnNotRun(RejectionReason.Abandoned));
             }

@@ -4,18 +4,11 @@ using Polly;
 namespace BoundedWork.Hosting.Internal;
 
 /// <summary>An item of some work queue, as the executor's callbacks see it (the state of its executor item).</summary>
-internal interface IWorkQueueEntry
-{
-    /// <summary>The executor will never run this entry's current executor item (rejected, discarded, evicted or abandoned).</summary>
-    /// <returns>A task that completes when the resulting dead letter, if any, has been delivered.</returns>
-    Task OnNotRun(RejectionReason reason);
-}
-
 /// <summary>
 /// One accepted item of a <see cref="WorkQueue{T}"/>, from acceptance to its one outcome: handled, or a dead letter.
 /// It is the state of every executor item it takes (the first attempt, and each retry handed back to a worker).
 /// </summary>
-internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key, long id) : IWorkQueueEntry
+internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key, long id) : IWorkQueueDelivery
 {
     private RetryHandoff? _retry;
 

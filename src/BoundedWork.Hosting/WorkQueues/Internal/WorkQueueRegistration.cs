@@ -11,12 +11,15 @@ internal sealed class WorkQueueRegistration<T>(string name, WorkQueueOptions<T> 
     public Action<IServiceProvider, T, CancellationToken> Handle { get; } = handle;
 
     /// <summary>Gets or sets the factory of a durable queue that replaces the in-memory one; <see langword="null"/> for in memory.</summary>
-    public Func<IServiceProvider, WorkQueueRegistration<T>, IWorkQueueRuntime<T>>? Storage { get; set; }
+    public Func<IServiceProvider, WorkQueueStorageContext<T>, IWorkQueueStorage<T>>? Storage { get; set; }
 }
 
 /// <summary>A typed work queue as the host drives it: the producer side plus its lifecycle.</summary>
-internal interface IWorkQueueRuntime<T> : IWorkQueue<T>
+internal interface IWorkQueueRuntime<T>
 {
+    /// <summary>Gets the queue producers are given: the in-memory queue itself, or the storage.</summary>
+    IWorkQueue<T> Queue { get; }
+
     /// <summary>Creates (and, for durable storage, connects and migrates) what the queue needs; a failure fails the host's start.</summary>
     Task StartAsync(CancellationToken cancellationToken);
 
@@ -25,4 +28,19 @@ internal interface IWorkQueueRuntime<T> : IWorkQueue<T>
 
     /// <summary>Called after every executor has stopped: finishes what is still in flight, or gives up when the token fires.</summary>
     Task StoppedAsync(CancellationToken cancellationToken);
+}
+
+/// <summary>A durable queue's storage as the host drives it.</summary>
+internal sealed class StorageRuntime<T>(IWorkQueueStorage<T> storage) : IWorkQueueRuntime<T>, IDisposable
+{
+    /// <summary>The container disposes what it created: the storage too, through this.</summary>
+    public void Dispose() => (storage as IDisposable)?.Dispose();
+
+    public IWorkQueue<T> Queue => storage;
+
+    public Task StartAsync(CancellationToken cancellationToken) => storage.StartAsync(cancellationToken);
+
+    public Task StoppingAsync(CancellationToken cancellationToken) => storage.StoppingAsync(cancellationToken);
+
+    public Task StoppedAsync(CancellationToken cancellationToken) => storage.StoppedAsync(cancellationToken);
 }

@@ -1,6 +1,6 @@
-namespace BoundedWork.PostgreSql;
+namespace BoundedWork.Hosting;
 
-/// <summary>What <c>IPostgreSqlWorkQueue&lt;T&gt;.CancelAsync</c> found and did.</summary>
+/// <summary>What <c>IDurableWorkQueue&lt;T&gt;.CancelAsync</c> found and did.</summary>
 public enum CancelResult
 {
     /// <summary>No item with that id is stored in the queue (never, or cleanup has deleted it).</summary>

@@ -1,7 +1,7 @@
-namespace BoundedWork.PostgreSql;
+namespace BoundedWork.Hosting;
 
 /// <summary>
-/// How one enqueue stores its items (<c>IPostgreSqlWorkQueue&lt;T&gt;.EnqueueAsync(item, options)</c> and
+/// How one enqueue stores its items (<c>IDurableWorkQueue&lt;T&gt;.EnqueueAsync(item, options)</c> and
 /// <c>EnqueueManyAsync(items, options)</c>): when they may run, how they rank against other ready items, and an
 /// idempotency key. Validated by the enqueue, which names the bad property.
 /// </summary>
@@ -17,8 +17,8 @@ public sealed record EnqueueOptions
     public static readonly TimeSpan MaxDelay = TimeSpan.FromDays(365);
 
     /// <summary>
-    /// Gets how long the item waits before it may run, counted on the database server's clock from the enqueue
-    /// (inside a caller's transaction: from that transaction's start, PostgreSQL's <c>now()</c>). The item is stored at
+    /// Gets how long the item waits before it may run, counted on the storage's clock from the enqueue
+    /// (for PostgreSQL, the database server's clock; inside a caller's transaction, from that transaction's start). The item is stored at
     /// once, as scheduled, and runs within a few milliseconds of its time when a worker is free. Not with
     /// <see cref="RunAt"/>.
     /// </summary>
@@ -26,7 +26,7 @@ public sealed record EnqueueOptions
     public TimeSpan? Delay { get; init; }
 
     /// <summary>
-    /// Gets the time the item may run at, compared with the database server's clock; a time already past runs now
+    /// Gets the time the item may run at, compared with the storage's clock (for PostgreSQL, the database server's); a time already past runs now
     /// (and ranks before the items of its priority that became due after it). Not with <see cref="Delay"/>.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: now. At most 365 days ahead of this machine's clock.</value>
@@ -50,9 +50,19 @@ public sealed record EnqueueOptions
     public string? IdempotencyKey { get; init; }
 
     /// <summary>Throws when a setting is invalid: the exception's parameter is <paramref name="options"/>, its message names the property.</summary>
-    internal static void Validate(EnqueueOptions options, TimeProvider time)
+    /// <summary>
+    /// Validates enqueue options the way every storage does, before it stores anything: the exception names the bad
+    /// property.
+    /// </summary>
+    /// <param name="options">The options.</param>
+    /// <param name="time">The clock <see cref="RunAt"/> is compared with.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="time"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">The delay, the time to run at or the priority is out of range.</exception>
+    /// <exception cref="ArgumentException">Both <see cref="Delay"/> and <see cref="RunAt"/> are set.</exception>
+    public static void Validate(EnqueueOptions options, TimeProvider time)
     {
         ArgumentNullException.ThrowIfNull(options);
+        ArgumentNullException.ThrowIfNull(time);
         if (options.Delay is { } delay && (delay < TimeSpan.Zero || delay > MaxDelay))
         {
             throw new ArgumentOutOfRangeException(nameof(options), delay, "EnqueueOptions.Delay must be between zero and 365 days.");

@@ -1,11 +1,11 @@
-namespace BoundedWork.PostgreSql;
+namespace BoundedWork.Hosting;
 
 /// <summary>
-/// What an enqueue that may find its idempotency key taken did (<c>IPostgreSqlWorkQueue&lt;T&gt;.EnqueueIdempotentAsync</c>).
+/// What an enqueue that may find its idempotency key taken did (<c>IDurableWorkQueue&lt;T&gt;.EnqueueIdempotentAsync</c>).
 /// </summary>
 /// <param name="ItemId">
 /// The id of the stored item: the new item's, or, for a duplicate, the one stored before with the same key (its
-/// <see cref="Hosting.WorkItemContext.ItemId"/> when handled).
+/// <see cref="WorkItemContext.ItemId"/> when handled).
 /// </param>
 /// <param name="IsDuplicate">
 /// <see langword="true"/> if an item with the same idempotency key was already stored (ready, scheduled, running,
