@@ -101,8 +101,7 @@ public sealed class DeadLetterCommandTests(DeadLetterCommandTests.Database datab
 
         Assert.True(run.ExitCode == exitCode, run.ToString());
         Assert.Contains(message, run.Error, StringComparison.Ordinal);
-        Assert.Empty(app.Logs.WithEvent("DeadLettersRequeued"));
-        Assert.Empty(app.Logs.WithEvent("DeadLettersPurged"));
+        Assert.DoesNotContain(app.Logs.Entries, e => e.EventId.Name is "DeadLettersRequeued" or "DeadLettersPurged" && (int)e.State["Count"]! > 0);
     }
 
     [Fact]
@@ -189,7 +188,8 @@ public sealed class DeadLetterApp : IAsyncDisposable
 
         var socketPath = Path.Combine(Path.GetTempPath(), $"bw-dl-{Guid.NewGuid():N}.sock");
         var logs = new CapturingLoggerProvider();
-        var builder = WebApplication.CreateSlimBuilder();
+        // Not the test folder as content root: the sample app's appsettings.json there would configure this app too.
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         builder.Logging.ClearProviders();
         builder.Logging.AddProvider(logs);
