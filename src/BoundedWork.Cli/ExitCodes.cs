@@ -1,6 +1,6 @@
 namespace BoundedWork.Cli;
 
-/// <summary>The exit codes scripts can rely on (documented in the README and in <c>bw --help</c>).</summary>
+/// <summary>The exit codes scripts can rely on (documented in docs/cli.md and in <c>bw --help</c>).</summary>
 internal static class ExitCodes
 {
     /// <summary>Done; for <c>doctor</c>: the ThreadPool is not starved.</summary>

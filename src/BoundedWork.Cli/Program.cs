@@ -24,6 +24,7 @@ var root = new RootCommand(
     WriteCommands.Resize(),
     WriteCommands.Set(),
     ReadCommands.ThreadPool(),
+    DeadLetterCommands.Create(),
     DoctorCommand.Create(),
 };
 

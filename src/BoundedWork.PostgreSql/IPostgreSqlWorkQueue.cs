@@ -24,7 +24,7 @@ namespace BoundedWork.PostgreSql;
 /// leaves the outcome unknown: the item may be stored. Retry with <c>EnqueueIdempotentAsync</c> and the same key, and
 /// the item is stored once.
 /// </para>
-/// <para>Delivery is at least once: see the package README for what a crash, a restart or a lost connection does.</para>
+/// <para>Delivery is at least once: see docs/durable-queues.md for what a crash, a restart or a lost connection does.</para>
 /// </remarks>
 [SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "A work queue is what it is; the name is the feature's.")]
 public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Net;
 using System.Text.Json;
 using BoundedWork.Hosting;
@@ -137,36 +136,4 @@ public sealed class DeadLetterEndpointTests
 
     private static Task<AdminServer> StartAsync(FakeDeadLetterStore store, bool anonymous = false) =>
         AdminServer.StartAsync(anonymous: anonymous, configure: builder => builder.Services.AddSingleton<IDeadLetterStore>(store));
-
-    /// <summary>A stand-in storage for queue "payments": records the selections it is given, answers with fixed counts, or fails.</summary>
-    private sealed class FakeDeadLetterStore : IDeadLetterStore
-    {
-        public string QueueName => "payments";
-
-        public int Affected { get; init; }
-
-        public Exception? Failure { get; init; }
-
-        public ConcurrentQueue<DeadLetterSelection> Requeued { get; } = new();
-
-        public ConcurrentQueue<DeadLetterSelection> Purged { get; } = new();
-
-        public Task<DeadLetterPage> ListDeadLettersAsync(DeadLetterQuery query, CancellationToken cancellationToken = default) =>
-            Failure is { } failure ? Task.FromException<DeadLetterPage>(failure) : Task.FromResult(new DeadLetterPage([], null));
-
-        public Task<StoredDeadLetter?> GetDeadLetterAsync(long itemId, int maxPayloadLength, CancellationToken cancellationToken = default) =>
-            Failure is { } failure ? Task.FromException<StoredDeadLetter?>(failure) : Task.FromResult<StoredDeadLetter?>(null);
-
-        public Task<int> RequeueDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default)
-        {
-            Requeued.Enqueue(selection);
-            return Failure is { } failure ? Task.FromException<int>(failure) : Task.FromResult(Affected);
-        }
-
-        public Task<int> PurgeDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default)
-        {
-            Purged.Enqueue(selection);
-            return Failure is { } failure ? Task.FromException<int>(failure) : Task.FromResult(Affected);
-        }
-    }
 }

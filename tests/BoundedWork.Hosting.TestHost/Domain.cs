@@ -1,6 +1,6 @@
 using BoundedWork.Hosting.TestHost;
 
-/// <summary>A payment provider's callback, as the README's examples use it.</summary>
+/// <summary>A payment provider's callback, as the docs' examples use it (docs/example-types.md).</summary>
 public sealed record PaymentCallback(string OrderId, decimal Amount);
 
 /// <summary>A blocking legacy SDK: the stuck order's call never returns, the others return at once.</summary>

@@ -5,7 +5,7 @@ using System.Reflection;
 namespace BoundedWork.Hosting.Tests;
 
 /// <summary>
-/// Host shutdown in a real process, stopped by a real SIGTERM: the README's producer and outbox examples together
+/// Host shutdown in a real process, stopped by a real SIGTERM: docs/hosting.md's producer and outbox examples together
 /// (tests/BoundedWork.Hosting.TestHost/Snippets), an item stuck past the host's ShutdownTimeout, five queued behind it.
 /// </summary>
 public sealed class ProcessShutdownTests

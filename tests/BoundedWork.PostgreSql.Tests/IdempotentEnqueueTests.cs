@@ -33,7 +33,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
             await DurableQueueTests.WaitAsync(() => Scalar<long>(server, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'") == 1, "the commit waits for the standby");
             await ExecuteAsync(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'");
             var lost = await Assert.ThrowsAnyAsync<NpgsqlException>(() => commit);
-            Assert.True(lost.IsTransient, lost.ToString()); // what the README's retry loop catches
+            Assert.True(lost.IsTransient, lost.ToString()); // what docs/durable-queues.md's retry loop catches
         }
 
         Assert.Equal(1L, Scalar<long>(server, "SELECT count(*) FROM ambiguous.callbacks")); // it committed all the same

@@ -55,6 +55,7 @@ internal sealed class AdminHostedService(
         {
             _socket = new LocalSocketListener(
                 services.GetRequiredService<AdminApi>(),
+                services.GetRequiredService<DeadLetterApi>(),
                 services.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
                 path,
                 logger,

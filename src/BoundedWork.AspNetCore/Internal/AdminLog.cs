@@ -7,7 +7,7 @@ namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
 /// Every message the console logs, under the category <c>BoundedWork.Admin</c>. Event ids 200-299 are stable and
-/// documented in the README.
+/// documented in docs/metrics-and-events.md.
 /// </summary>
 internal static partial class AdminLog
 {

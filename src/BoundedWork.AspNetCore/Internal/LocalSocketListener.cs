@@ -4,6 +4,7 @@ using System.Globalization;
 using System.Net.Sockets;
 using System.Text;
 using BoundedWork.Hosting;
+using Microsoft.AspNetCore.WebUtilities;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Internal;
@@ -19,6 +20,11 @@ namespace BoundedWork.AspNetCore.Internal;
 /// slow is cut off, and never delays another. Stopping closes every open connection and waits for no client.
 /// </para>
 /// <para>
+/// The durable queues' dead-letter routes are served here too, by the same <see cref="DeadLetterApi"/> as over HTTP.
+/// They wait for the database (and, as every database call does, for the ThreadPool to run its continuations): the
+/// client thread blocks on the operation until the request's deadline, then cancels it and answers 503.
+/// </para>
+/// <para>
 /// Access is the socket file's: it is created readable and writable by the app's own user only. Only a stale socket
 /// (one nobody listens on) is ever replaced, never a file, a directory or a link; at stop, the socket file is deleted
 /// only if it is still the one this listener created.
@@ -32,6 +38,7 @@ internal sealed class LocalSocketListener : IDisposable
     private static readonly TimeSpan s_linger = TimeSpan.FromSeconds(1);
 
     private readonly AdminApi _api;
+    private readonly DeadLetterApi _deadLetters;
     private readonly IBoundedExecutorRegistry _registry;
     private readonly ILogger _logger;
     private readonly LocalSocketLimits _limits;
@@ -43,9 +50,10 @@ internal sealed class LocalSocketListener : IDisposable
     private readonly SocketFile _created;
     private volatile bool _stopping;
 
-    public LocalSocketListener(AdminApi api, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits)
+    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits)
     {
         _api = api;
+        _deadLetters = deadLetters;
         _registry = registry;
         _logger = logger;
         _limits = limits;
@@ -445,7 +453,11 @@ internal sealed class LocalSocketListener : IDisposable
         }
     }
 
-    private AdminReply Route(LocalSocketRequest request, ReadOnlySequence<byte> body, bool tooLarge, string peer)
+    /// <summary>The largest body a request to <paramref name="target"/> may carry: a dead-letter selection's, else a settings change's.</summary>
+    private static int MaxBodyBytes(string target) =>
+        target.TrimStart('/').StartsWith("queues/", StringComparison.Ordinal) ? DeadLetterRequest.MaxBodyBytes : SettingsRequest.MaxBodyBytes;
+
+    private AdminReply Route(LocalSocketRequest request, ReadOnlySequence<byte> body, bool tooLarge, string peer, long deadline)
     {
         var (method, target) = (request.Method, request.Target);
         var query = target.IndexOf('?', StringComparison.Ordinal);
@@ -471,12 +483,77 @@ internal sealed class LocalSocketListener : IDisposable
                 return method == "PUT"
                     ? _api.ChangeSettings(Change(Uri.UnescapeDataString(name)), workersOnly: true)
                     : AdminApi.MethodNotAllowed(method, path, "PUT");
+            case ["queues", var queue, "dead-letters"]:
+                return method == "GET"
+                    ? WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ListAsync(Uri.UnescapeDataString(queue), Query(target, query), cancel))
+                    : AdminApi.MethodNotAllowed(method, path, "GET");
+            case ["queues", var queue, "dead-letters", (DeadLetterApi.Requeue or DeadLetterApi.Purge) and var operation]:
+                return method == "POST"
+                    ? WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ChangeSelectionAsync(Change(Uri.UnescapeDataString(queue)), operation, cancel))
+                    : AdminApi.MethodNotAllowed(method, path, "POST");
+            case ["queues", var queue, "dead-letters", var id]:
+                return method switch
+                {
+                    "GET" => WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ShowAsync(Uri.UnescapeDataString(queue), Uri.UnescapeDataString(id), cancel)),
+                    "DELETE" => WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ChangeOneAsync(Change(Uri.UnescapeDataString(queue)), DeadLetterApi.Purge, Uri.UnescapeDataString(id), cancel)),
+                    _ => AdminApi.MethodNotAllowed(method, path, "GET, DELETE"),
+                };
+            case ["queues", var queue, "dead-letters", var id, DeadLetterApi.Requeue]:
+                return method == "POST"
+                    ? WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ChangeOneAsync(Change(Uri.UnescapeDataString(queue)), DeadLetterApi.Requeue, Uri.UnescapeDataString(id), cancel))
+                    : AdminApi.MethodNotAllowed(method, path, "POST");
             default:
-                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool and /process.");
+                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue and /queues/{{name}}/dead-letters/purge.");
         }
 
         ChangeRequest Change(string name) =>
             new(name, request.ContentType, !string.IsNullOrWhiteSpace(request.AdminHeader), body, tooLarge, peer, "unix:" + Path);
+    }
+
+    /// <summary>The query string's parameters as HTTP's request query gives them to the same handler: decoded, each name with all its values.</summary>
+    private static IEnumerable<KeyValuePair<string, string?[]>> Query(string target, int query) =>
+        query < 0 ? [] : QueryHelpers.ParseQuery(target[query..]).Select(static q => new KeyValuePair<string, string?[]>(q.Key, q.Value.ToArray()));
+
+    /// <summary>
+    /// Runs a database-bound operation and blocks this client thread on it (a kernel wait, no ThreadPool thread) until
+    /// the request's deadline. Past it the operation is cancelled and the answer is 503: a requeue or purge may have
+    /// been applied all the same, and is then logged like any other.
+    /// </summary>
+    private AdminReply WaitFor(string queue, long deadline, Func<CancellationToken, Task<AdminReply>> operation)
+    {
+        var cancel = new CancellationTokenSource();
+        var task = operation(cancel.Token);
+        var remaining = Math.Max(0, (deadline - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency);
+        bool done;
+        try
+        {
+            done = task.Wait((int)Math.Min(remaining, int.MaxValue));
+        }
+        catch (AggregateException)
+        {
+            done = true; // rethrown, unwrapped, below
+        }
+
+        if (done)
+        {
+            cancel.Dispose();
+            return task.GetAwaiter().GetResult();
+        }
+
+        // The operation may still hold the token: the source is left to the collector, not disposed under it.
+        _ = task.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously | TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
+        var detail = $"Work queue '{SettingsRequest.Shorten(queue)}' did not answer within the local socket's request deadline ({_limits.RequestTimeout.TotalSeconds:0.#} seconds from connecting), so the operation was cancelled; a requeue or purge may have been applied all the same, and the app's log records each one that was.";
+        _logger.LocalSocketFailed(Path, new TimeoutException(detail));
+        try
+        {
+            cancel.Cancel();
+        }
+        catch (AggregateException exception)
+        {
+            _logger.LocalSocketFailed(Path, exception);
+        }
+
+        return AdminReply.Problem(503, "Storage did not answer in time", detail, queue: SettingsRequest.Shorten(queue));
     }
 
     /// <summary>One accepted connection, served on its own thread against one deadline for the whole exchange.</summary>
@@ -513,7 +590,7 @@ internal sealed class LocalSocketListener : IDisposable
 
         private void Serve()
         {
-            var buffer = new byte[MaxHeaderBytes + SettingsRequest.MaxBodyBytes + 1];
+            var buffer = new byte[MaxHeaderBytes];
             var received = 0;
             int headEnd;
             while ((headEnd = LocalSocketRequest.FindHeadEnd(buffer.AsSpan(0, received))) < 0)
@@ -540,8 +617,13 @@ internal sealed class LocalSocketListener : IDisposable
                 return;
             }
 
-            var tooLarge = request.ContentLength > SettingsRequest.MaxBodyBytes;
+            var tooLarge = request.ContentLength > MaxBodyBytes(request.Target);
             var bodyLength = tooLarge ? 0 : (int)request.ContentLength;
+            if (headEnd + bodyLength > buffer.Length)
+            {
+                Array.Resize(ref buffer, headEnd + bodyLength);
+            }
+
             while (!tooLarge && received < headEnd + bodyLength)
             {
                 var n = Receive(buffer, received, headEnd + bodyLength - received);
@@ -554,7 +636,7 @@ internal sealed class LocalSocketListener : IDisposable
             }
 
             var body = new ReadOnlySequence<byte>(buffer, headEnd, bodyLength);
-            Send(owner.Route(request, body, tooLarge, Peer(client)));
+            Send(owner.Route(request, body, tooLarge, Peer(client), _deadline));
         }
 
         private int Receive(byte[] buffer, int offset, int count)
@@ -572,7 +654,8 @@ internal sealed class LocalSocketListener : IDisposable
 
         private void Send(AdminReply reply)
         {
-            client.SendTimeout = RemainingMilliseconds();
+            // An answer the deadline overtook while the storage worked (or did not answer) still gets a bounded moment to go out.
+            client.SendTimeout = Stopwatch.GetTimestamp() >= _deadline ? (int)s_linger.TotalMilliseconds : RemainingMilliseconds();
             client.Send(Format(reply));
             client.Shutdown(SocketShutdown.Send);
         }

@@ -35,7 +35,7 @@ internal static partial class SettingsRequest
     /// </summary>
     public const int MaxQueueCapacity = 1_000_000;
 
-    /// <summary>What every duration field takes, as the error messages and the README say it.</summary>
+    /// <summary>What every duration field takes, as the error messages and docs/admin-console.md say it.</summary>
     public const string DurationFormat =
         "a duration in the form hh:mm:ss (hours, minutes and seconds, two digits each), optionally with days (d.hh:mm:ss) and a fraction of a second (hh:mm:ss.fffffff), such as \"00:00:05\" or \"00:00:00.250\", or \"infinite\"";
 

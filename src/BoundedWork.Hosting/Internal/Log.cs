@@ -4,7 +4,7 @@ namespace BoundedWork.Hosting.Internal;
 
 /// <summary>
 /// Every message the hosting package logs, under the category <c>BoundedWork.BoundedExecutor</c>. Event ids are
-/// stable (documented in the package README); each message names its executor.
+/// stable (documented in docs/metrics-and-events.md); each message names its executor.
 /// </summary>
 internal static partial class Log
 {

@@ -4,7 +4,7 @@ namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
 /// Every message the PostgreSQL storage logs, under the category <c>BoundedWork.PostgreSql</c>, with event ids 300-399
-/// (stable; documented in the package README). Each message names its queue.
+/// (stable; documented in docs/metrics-and-events.md). Each message names its queue.
 /// </summary>
 internal static partial class PostgreSqlLog
 {

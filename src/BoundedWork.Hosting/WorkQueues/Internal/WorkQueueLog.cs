@@ -4,7 +4,7 @@ namespace BoundedWork.Hosting.Internal;
 
 /// <summary>
 /// Every message the typed work queues log, under the category <c>BoundedWork.WorkQueues</c>, with event ids
-/// 100-199 (stable; documented in the package README). Each message names its queue.
+/// 100-199 (stable; documented in docs/metrics-and-events.md). Each message names its queue.
 /// </summary>
 internal static partial class WorkQueueLog
 {
