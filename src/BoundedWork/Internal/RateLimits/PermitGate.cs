@@ -140,6 +140,11 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
             return true;
         }
 
+        if (!keepWaiting(state))
+        {
+            return false; // nothing to ask a permit for (a worker woken with the queue empty)
+        }
+
         long started = 0;
         try
         {
@@ -192,10 +197,11 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         {
             if (started != 0)
             {
-                Interlocked.Decrement(ref _waiting);
+                // Counted before the waiter leaves: whoever sees it gone sees its wait time too.
                 var waited = timeProvider.GetElapsedTime(started);
                 Interlocked.Add(ref _waitTicks, waited.Ticks);
                 WaitEnded?.Invoke(waited);
+                Interlocked.Decrement(ref _waiting);
             }
         }
     }

@@ -1,3 +1,5 @@
+using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
 using System.Threading.RateLimiting;
 
 namespace BoundedWork.Tests.Internal.RateLimits;
@@ -245,4 +247,58 @@ public sealed class RateLimitTests
         Assert.Equal(40, s.PermitsAcquired);
         TestKit.AssertConserved(s);
     }
+
+    [Fact]
+    public void Metrics_ReportWaitingWorkersPermitsRefusalsAndWaitDurations()
+    {
+        var name = $"metrics-{Guid.NewGuid():N}";
+        var measured = new ConcurrentDictionary<string, double>();
+        using var listener = new MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == BoundedWorkDiagnostics.MeterName && instrument.Name.StartsWith("boundedwork.ratelimit.", StringComparison.Ordinal))
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        void Record(Instrument instrument, double value, ReadOnlySpan<KeyValuePair<string, object?>> tags)
+        {
+            foreach (var tag in tags)
+            {
+                if (tag.Key == BoundedWorkDiagnostics.ExecutorTag && Equals(tag.Value, name))
+                {
+                    measured[instrument.Name] = value;
+                }
+            }
+        }
+
+        listener.SetMeasurementEventCallback<int>((i, v, t, _) => Record(i, v, t));
+        listener.SetMeasurementEventCallback<long>((i, v, t, _) => Record(i, v, t));
+        listener.SetMeasurementEventCallback<double>((i, v, t, _) => Record(i, v, t));
+        listener.Start();
+
+        var limiter = new ManualRateLimiter();
+        using var executor = new DisposableExecutor(TestKit.Create(workers: 1, name: name, configure: o => o.RateLimiter = limiter));
+        using var grantAll = new GrantOnExit(limiter); // a failed assertion must not leave the drain waiting for permits
+        executor.Value.Execute(() => { });
+        TestKit.WaitForStatistics(executor.Value, s => s.RateLimitWaitingWorkers == 1);
+        listener.RecordObservableInstruments();
+        Assert.Equal(1, measured["boundedwork.ratelimit.waiting"]);
+        Assert.Equal(1, measured["boundedwork.ratelimit.refusals"]);
+        Assert.Equal(0, measured["boundedwork.ratelimit.permits"]);
+
+        limiter.Grant(1);
+        TestKit.WaitForStatistics(executor.Value, s => s.Completed == 1 && s.RateLimitWaitingWorkers == 0);
+        Assert.True(measured.ContainsKey("boundedwork.ratelimit.wait.duration"), "The finished wait was not recorded.");
+        listener.RecordObservableInstruments();
+        Assert.Equal(0, measured["boundedwork.ratelimit.waiting"]);
+        Assert.Equal(1, measured["boundedwork.ratelimit.permits"]);
+        Assert.True(executor.Value.GetStatistics().RateLimitWaitTime > TimeSpan.Zero);
+    }
+}
+
+/// <summary>Grants plenty of permits when a test ends, so that shutting its executor down never waits for them.</summary>
+internal sealed class GrantOnExit(ManualRateLimiter limiter) : IDisposable
+{
+    public void Dispose() => limiter.Grant(1_000_000);
 }
