@@ -50,15 +50,15 @@ public sealed class RateLimitHostingTests
     }
 
     [Fact]
-    public void WorkQueue_EveryAttemptTakesAPermitFromTheExecutorsLimiter_DelayedRetriesIncluded()
+    public void WorkQueue_EveryAttemptTakesAPermitFromTheExecutorsLimiter_RetriesIncluded()
     {
         var limiter = new ManualRateLimiter(permits: 1);
         var (host, probe, _) = WorkQueueHost.Start<BlockingNoticeHandler>(
             queue: o =>
             {
-                // A retry after a delay is handed back to the executor as a new item, so it takes a permit of its own.
+                // Under a rate limit every retry, immediate ones included, is handed back to the executor as a new
+                // item, so it takes a permit of its own.
                 WorkQueueHost.NoDelay(o);
-                o.RetryDelay = o.MaxRetryDelay = TimeSpan.FromMilliseconds(1);
                 o.MaxRetryAttempts = 1;
             },
             executor: o => o.RateLimiter = limiter);
