@@ -62,6 +62,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     private readonly ExecutorCallbacks _callbacks;
     private readonly ExecutorInstruments _instruments;
     private readonly Watchdog _watchdog;
+    private readonly PermitGate _permits;
     private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TimeProvider _timeProvider;
     private readonly ItemClock _itemClock;
@@ -91,7 +92,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         _instruments = new ExecutorInstruments(this, options.MeterFactory);
         _callbacks = new ExecutorCallbacks(options, _instruments);
         _outcomes = new OutcomeCounters(Name, _callbacks);
-        _runner = new ItemRunner(_callbacks, _instruments, _outcomes);
+        _permits = new PermitGate(_timeProvider, () => _watchdog!.Signal()) { WaitEnded = _instruments.RecordPermitWait };
+        _permits.Apply(_settings);
+        _runner = new ItemRunner(_callbacks, _instruments, _outcomes) { Permits = _permits, CallerMayWaitForPermit = () => !_queue.IsAbandoned };
         _producers = new WaitingProducers(_queue, this);
         _pool = new WorkerPool(Name, MaxWorkerCount, this, this);
         _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext);
@@ -151,6 +154,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
     /// <summary>Gets how many times the watchdog has looked at deadlines and workers; for tests that must know it looked.</summary>
     internal long WatchdogPasses => _watchdog.Passes;
+
+    /// <summary>Gets the rate limit's gate, for the watchdog (which replenishes it) and tests.</summary>
+    internal PermitGate Permits => _permits;
 
     /// <summary>
     /// Queues a fire-and-forget item if there is room now. Never blocks and never runs the item on the caller.
@@ -538,6 +544,13 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             LongQueueWaitsReported = _watchdog.LongQueueWaitsReported,
             SlowItemThreshold = settings.SlowItemThreshold,
             QueueWaitThreshold = settings.QueueWaitThreshold,
+            PermitsPerSecond = settings.PermitsPerSecond,
+            PermitBurst = settings.PermitBurst,
+            IsRateLimited = _permits.Limiter is not null,
+            RateLimitWaitingWorkers = _permits.Waiting,
+            PermitsAcquired = _permits.Acquired,
+            PermitsRefused = _permits.Refusals,
+            RateLimitWaitTime = _permits.WaitTime,
             IsShutdown = _queue.IsShutdown,
         };
     }
@@ -593,6 +606,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     {
         var claimed = _queue.Abandon(out var firstTicket);
         _pool.WakeAll();
+        _permits.WakeWaiters();
         _producers.RejectAll();
         var abandoned = new List<WorkItem>(claimed);
         for (var i = 0; i < claimed; i++)
@@ -615,6 +629,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     {
         System.Diagnostics.Debug.Assert(Monitor.IsEntered(_pool.SyncObj));
         var wakeWorkers = _pool.ResizeUnsynchronized(settings.WorkerCount);
+
+        // A limiter the executor built and no longer uses: disposing it completes nothing (workers never queue on it).
+        _permits.Apply(settings)?.Dispose();
         _settings = settings;
         return wakeWorkers;
     }
@@ -626,6 +643,12 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         {
             // Parked workers re-check and the surplus retires; the others park again.
             _pool.WakeAll();
+        }
+
+        if (wakeWorkers || current.PermitsPerSecond != previous.PermitsPerSecond || current.PermitBurst != previous.PermitBurst || current.RateLimiter != previous.RateLimiter)
+        {
+            // Workers waiting for a permit ask the new limiter, or retire.
+            _permits.WakeWaiters();
         }
 
         if (current.SlowItemThreshold != previous.SlowItemThreshold)
@@ -704,6 +727,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     {
         if (_completion.TrySetResult())
         {
+            _permits.DisposeOwned();
             _watchdog.ReleaseShutdownWaiters();
         }
     }
@@ -724,14 +748,23 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     [MethodImpl(MethodImplOptions.NoInlining)]
     bool IWorkSource.TryRunOne(Worker worker)
     {
+        // A rate limit: a permit before the claim, so the item stays queued while the worker waits for one.
+        System.Threading.RateLimiting.RateLimitLease? permit = null;
+        if (_permits.Limiter is not null && !_permits.TryAcquire(ref permit, s_keepWaitingForPermit, this))
+        {
+            return false;
+        }
+
         if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out var remaining))
         {
+            _permits.Keep(permit); // another worker took the item: the permit waits for the next one
             return false;
         }
 
         var item = _queue.ReadClaimed(ticket);
         if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
+            _permits.Keep(permit);
             worker.CountSkipped(); // its caller cancelled it while it was queued
             AfterClaim(remaining);
             return true;
@@ -748,9 +781,21 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             _watchdog.CheckQueueWait(worker, item, started, queueWaitThreshold);
         }
 
+        if (permit is not null)
+        {
+            // The permit is spent on this item; its lease ends with the item (a concurrency limiter's permit comes back).
+            _runner.RunOnWorker(worker, item);
+            _permits.Release(permit);
+            return true;
+        }
+
         _runner.RunOnWorker(worker, item);
         return true;
     }
+
+    /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned and it need not retire.</summary>
+    private static readonly Func<BoundedExecutor, bool> s_keepWaitingForPermit =
+        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed;
 
     void IWorkSource.OnAllWorkersExited() => OnAllWorkersExited();
 

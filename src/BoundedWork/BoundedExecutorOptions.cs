@@ -92,6 +92,28 @@ public sealed class BoundedExecutorOptions
     public bool FlowExecutionContext { get; set; } = true;
 
     /// <summary>
+    /// Gets or sets how many items per second the workers may start (0: no rate limit); see
+    /// <see cref="BoundedExecutorSettings.PermitsPerSecond"/>. Changeable at runtime.
+    /// </summary>
+    /// <value>Defaults to 0: no rate limit.</value>
+    public int PermitsPerSecond { get; set; }
+
+    /// <summary>
+    /// Gets or sets how many permits may accumulate while idle (see <see cref="BoundedExecutorSettings.PermitBurst"/>).
+    /// Changeable at runtime.
+    /// </summary>
+    /// <value>Defaults to 1.</value>
+    public int PermitBurst { get; set; } = 1;
+
+    /// <summary>
+    /// Gets or sets a rate limiter of your own that workers take a permit from before they start an item (see
+    /// <see cref="BoundedExecutorSettings.RateLimiter"/>); create it once, since the executor uses the instance it is
+    /// given. Changeable at runtime.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>.</value>
+    public System.Threading.RateLimiting.RateLimiter? RateLimiter { get; set; }
+
+    /// <summary>
     /// Gets or sets the callback told about every fire-and-forget item that threw. It runs on the worker thread;
     /// an exception it throws is swallowed and counted in <see cref="BoundedExecutorStatistics.CallbackFailures"/>.
     /// </summary>
@@ -143,6 +165,9 @@ public sealed class BoundedExecutorOptions
         WaitTimeout = WaitTimeout,
         SlowItemThreshold = SlowItemThreshold,
         QueueWaitThreshold = QueueWaitThreshold,
+        PermitsPerSecond = PermitsPerSecond,
+        PermitBurst = PermitBurst,
+        RateLimiter = RateLimiter,
     };
 
     /// <summary>

@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Threading.RateLimiting;
 
 namespace BoundedWork;
 
@@ -25,7 +26,13 @@ public sealed record BoundedExecutorSettings
         new(nameof(WaitTimeout), static s => s.WaitTimeout, static (s, from) => s with { WaitTimeout = from.WaitTimeout }, static (s, _) => CheckWaitTimeout(s.WaitTimeout)),
         new(nameof(SlowItemThreshold), static s => s.SlowItemThreshold, static (s, from) => s with { SlowItemThreshold = from.SlowItemThreshold }, static (s, _) => CheckThreshold(nameof(SlowItemThreshold), s.SlowItemThreshold)),
         new(nameof(QueueWaitThreshold), static s => s.QueueWaitThreshold, static (s, from) => s with { QueueWaitThreshold = from.QueueWaitThreshold }, static (s, _) => CheckThreshold(nameof(QueueWaitThreshold), s.QueueWaitThreshold)),
+        new(nameof(PermitsPerSecond), static s => s.PermitsPerSecond, static (s, from) => s with { PermitsPerSecond = from.PermitsPerSecond }, static (s, _) => CheckPermitsPerSecond(s)),
+        new(nameof(PermitBurst), static s => s.PermitBurst, static (s, from) => s with { PermitBurst = from.PermitBurst }, static (s, _) => CheckPermitBurst(s.PermitBurst)),
+        new(nameof(RateLimiter), static s => s.RateLimiter, static (s, from) => s with { RateLimiter = from.RateLimiter }, static (_, _) => null),
     ];
+
+    /// <summary>The most permits per second, and the largest burst, a configured rate limit may have.</summary>
+    public const int MaxPermitsPerSecond = 1_000_000;
 
     /// <summary>Gets the worker count the executor converges to: between 1 and <see cref="BoundedExecutor.MaxWorkerCount"/>.</summary>
     public required int WorkerCount { get; init; }
@@ -47,6 +54,35 @@ public sealed record BoundedExecutorSettings
 
     /// <summary>Gets how long an item may wait in the queue before it is reported: positive, or <see cref="Timeout.InfiniteTimeSpan"/> (off).</summary>
     public required TimeSpan QueueWaitThreshold { get; init; }
+
+    /// <summary>
+    /// Gets how many items per second the workers may start: 0 (the default) for no rate limit, otherwise at most
+    /// <see cref="MaxPermitsPerSecond"/>. A worker takes a permit before it claims an item and waits for one, on its own
+    /// thread, while none is left; the item stays queued meanwhile. The executor builds a token bucket from this and
+    /// <see cref="PermitBurst"/> and replenishes it from its own watchdog thread. Must be 0 while
+    /// <see cref="RateLimiter"/> is set.
+    /// </summary>
+    /// <value>Defaults to 0: no rate limit.</value>
+    public int PermitsPerSecond { get; init; }
+
+    /// <summary>
+    /// Gets how many permits may accumulate while the executor is idle, so how many items may start at once after a
+    /// pause: between 1 and <see cref="MaxPermitsPerSecond"/>. Used with <see cref="PermitsPerSecond"/> only.
+    /// </summary>
+    /// <value>Defaults to 1: starts are spread evenly.</value>
+    public int PermitBurst { get; init; } = 1;
+
+    /// <summary>
+    /// Gets a rate limiter of your own (a <see cref="TokenBucketRateLimiter"/>, <see cref="FixedWindowRateLimiter"/>,
+    /// <see cref="SlidingWindowRateLimiter"/>, one shared by several executors, or any <see cref="System.Threading.RateLimiting.RateLimiter"/>)
+    /// that workers take a permit from before they start an item; <see langword="null"/> for none. The executor never
+    /// disposes it. A replenishing limiter created with <c>AutoReplenishment = false</c> is replenished by the
+    /// executor's watchdog thread; one that replenishes itself does so on a timer that needs the ThreadPool, so under
+    /// pool starvation its permits stop coming (items wait, queued, and nothing is lost). Set either this or
+    /// <see cref="PermitsPerSecond"/>, not both.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>.</value>
+    public RateLimiter? RateLimiter { get; init; }
 
     /// <summary>
     /// Checks every setting, for an executor whose hard maximum worker count is <paramref name="maxWorkerCount"/>.
@@ -118,12 +154,24 @@ public sealed record BoundedExecutorSettings
     }
 
     /// <summary>A setting's value as a person reads it in a log: invariant, and <c>infinite</c> for <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
-    private static string Format(object value) => value switch
+    private static string Format(object? value) => value switch
     {
+        null => "none",
+        RateLimiter limiter => limiter.GetType().Name,
         TimeSpan timeSpan when timeSpan == Timeout.InfiniteTimeSpan => "infinite",
         IFormattable formattable => formattable.ToString(null, CultureInfo.InvariantCulture),
         _ => value.ToString() ?? string.Empty,
     };
+
+    private static string? CheckPermitsPerSecond(BoundedExecutorSettings s) =>
+        s.PermitsPerSecond < 0 || s.PermitsPerSecond > MaxPermitsPerSecond
+            ? $"PermitsPerSecond must be between 0 (no rate limit) and {MaxPermitsPerSecond} (was {s.PermitsPerSecond})."
+        : s.PermitsPerSecond != 0 && s.RateLimiter is not null
+            ? $"PermitsPerSecond must be 0 while a RateLimiter is set (was {s.PermitsPerSecond}): the executor uses one limiter, either its own token bucket or yours."
+        : null;
+
+    private static string? CheckPermitBurst(int burst) =>
+        burst < 1 || burst > MaxPermitsPerSecond ? $"PermitBurst must be between 1 and {MaxPermitsPerSecond} (was {burst})." : null;
 
     private static string? CheckWorkerCount(int workerCount, int maxWorkerCount) =>
         workerCount < 1 ? $"WorkerCount must be at least 1 (was {workerCount})."
@@ -149,7 +197,7 @@ public sealed record BoundedExecutorSettings
     /// <summary>One setting: adding a setting to the record means adding its property and one line to <see cref="s_settings"/>.</summary>
     private sealed record Setting(
         string Name,
-        Func<BoundedExecutorSettings, object> Read,
+        Func<BoundedExecutorSettings, object?> Read,
         Func<BoundedExecutorSettings, BoundedExecutorSettings, BoundedExecutorSettings> CopyFrom,
         Func<BoundedExecutorSettings, int, string?> Check);
 }

@@ -142,6 +142,30 @@ public sealed record BoundedExecutorStatistics
     /// <summary>Gets how long the queue-wait threshold is (<see cref="Timeout.InfiniteTimeSpan"/>: off).</summary>
     public required TimeSpan QueueWaitThreshold { get; init; }
 
+    /// <summary>Gets the configured rate limit in items per second (0: none, or a limiter of your own; see <see cref="IsRateLimited"/>).</summary>
+    public int PermitsPerSecond { get; init; }
+
+    /// <summary>Gets the configured rate limit's burst.</summary>
+    public int PermitBurst { get; init; }
+
+    /// <summary>Gets a value indicating whether a rate limit is in force (configured, or a limiter of your own).</summary>
+    public bool IsRateLimited { get; init; }
+
+    /// <summary>
+    /// Gets the number of workers waiting for a rate-limit permit now (with submitting threads running an item under
+    /// CallerRuns). A waiting worker has not taken an item: the items it waits for are still counted in <see cref="QueueLength"/>.
+    /// </summary>
+    public int RateLimitWaitingWorkers { get; init; }
+
+    /// <summary>Gets the number of rate-limit permits taken: one per item started under a rate limit.</summary>
+    public long PermitsAcquired { get; init; }
+
+    /// <summary>Gets the number of times the rate limiter refused a permit and the worker had to wait for one.</summary>
+    public long PermitsRefused { get; init; }
+
+    /// <summary>Gets the total time workers spent waiting for rate-limit permits (finished waits).</summary>
+    public TimeSpan RateLimitWaitTime { get; init; }
+
     /// <summary>Gets a value indicating whether shutdown has begun (the executor accepts no new items).</summary>
     public required bool IsShutdown { get; init; }
 }

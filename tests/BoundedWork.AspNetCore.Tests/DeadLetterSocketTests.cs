@@ -103,15 +103,15 @@ public sealed class DeadLetterSocketTests
         Assert.Equal(2, purged.Json.GetProperty("count").GetInt32());
         var entry = Assert.Single(server.Logs.WithEvent("DeadLettersPurged"));
         Assert.Equal(LogLevel.Warning, entry.Level);
-        Assert.Equal($"local socket peer (uid {UserId()}, pid {Environment.ProcessId})", entry.State["User"]);
-        Assert.Equal("unix:" + path, entry.State["RemoteAddress"]);
-        Assert.Equal("all", entry.State["Selection"]);
-        Assert.Equal(2, entry.State["Count"]);
+        Assert.Equal($"local socket peer (uid {UserId()}, pid {Environment.ProcessId})", entry.GetStructuredStateValue("User"));
+        Assert.Equal("unix:" + path, entry.GetStructuredStateValue("RemoteAddress"));
+        Assert.Equal("all", entry.GetStructuredStateValue("Selection"));
+        Assert.Equal("2", entry.GetStructuredStateValue("Count"));
         Assert.Equal(400, refused.Status);
         Assert.True(refused.Json.GetProperty("errors").TryGetProperty("ids", out _), refused.Body);
         var refusal = Assert.Single(server.Logs.WithEvent("DeadLetterChangeRefused"));
-        Assert.Equal("requeue", refusal.State["Operation"]);
-        Assert.StartsWith("local socket peer (uid ", (string)refusal.State["User"]!, StringComparison.Ordinal);
+        Assert.Equal("requeue", refusal.GetStructuredStateValue("Operation"));
+        Assert.StartsWith("local socket peer (uid ", refusal.GetStructuredStateValue("User"), StringComparison.Ordinal);
     }
 
     /// <summary>A selection of 1,000 long ids is larger than a settings body may be, and within a selection's cap.</summary>

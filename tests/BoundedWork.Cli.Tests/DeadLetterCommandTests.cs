@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Logging.Testing;
 using System.Collections.Concurrent;
 using System.Text.Json;
 using System.Text.Json.Serialization;
@@ -54,9 +55,9 @@ public sealed class DeadLetterCommandTests(DeadLetterCommandTests.Database datab
         Assert.Contains($"notices: 1 dead letter requeued (item {ids[0]})", requeued.Out, StringComparison.Ordinal);
         Assert.Equal(2, await app.DeliveredAsync(ids[0]));
         var entry = Assert.Single(app.Logs.WithEvent("DeadLettersRequeued"));
-        Assert.Matches(@"^local socket peer \(uid \d+, pid \d+\)$", (string)entry.State["User"]!);
-        Assert.Equal("unix:" + app.SocketPath, entry.State["RemoteAddress"]);
-        Assert.Equal(1, entry.State["Count"]);
+        Assert.Matches(@"^local socket peer \(uid \d+, pid \d+\)$", entry.GetStructuredStateValue("User"));
+        Assert.Equal("unix:" + app.SocketPath, entry.GetStructuredStateValue("RemoteAddress"));
+        Assert.Equal("1", entry.GetStructuredStateValue("Count"));
 
         // Purging everything needs --yes; by id it does not.
         var unconfirmed = await Bw.RunAsync(app.Bw("dead-letters", "purge", "notices", "--all"));
@@ -73,7 +74,7 @@ public sealed class DeadLetterCommandTests(DeadLetterCommandTests.Database datab
         Assert.Equal(2, await app.DeliveredAsync(ids[2]));
         var nothing = Json(await Bw.RunAsync(app.Bw("dead-letters", "purge", "notices", "--all", "--yes", "--json")));
         Assert.Equal(0, nothing.GetProperty("count").GetInt32());
-        Assert.Equal([1, 0], app.Logs.WithEvent("DeadLettersPurged").Select(e => (int)e.State["Count"]!));
+        Assert.Equal([1, 0], app.Logs.WithEvent("DeadLettersPurged").Select(e => int.Parse(e.GetStructuredStateValue("Count")!, System.Globalization.CultureInfo.InvariantCulture)));
 
         var empty = await Bw.RunAsync(app.Bw("dead-letters", "list", "notices"));
         Assert.Contains("No dead letters in work queue 'notices'", empty.Out, StringComparison.Ordinal);
@@ -101,7 +102,7 @@ public sealed class DeadLetterCommandTests(DeadLetterCommandTests.Database datab
 
         Assert.True(run.ExitCode == exitCode, run.ToString());
         Assert.Contains(message, run.Error, StringComparison.Ordinal);
-        Assert.DoesNotContain(app.Logs.Entries, e => e.EventId.Name is "DeadLettersRequeued" or "DeadLettersPurged" && (int)e.State["Count"]! > 0);
+        Assert.DoesNotContain(app.Logs.GetSnapshot(), e => e.Id.Name is "DeadLettersRequeued" or "DeadLettersPurged" && e.GetStructuredStateValue("Count") != "0");
     }
 
     [Fact]
@@ -154,7 +155,7 @@ public sealed class DeadLetterApp : IAsyncDisposable
 {
     private readonly WebApplication _app;
 
-    private DeadLetterApp(WebApplication app, string socketPath, CapturingLoggerProvider logs, DeliveryLog deliveries)
+    private DeadLetterApp(WebApplication app, string socketPath, FakeLogCollector logs, DeliveryLog deliveries)
     {
         _app = app;
         SocketPath = socketPath;
@@ -164,7 +165,7 @@ public sealed class DeadLetterApp : IAsyncDisposable
 
     public string SocketPath { get; }
 
-    public CapturingLoggerProvider Logs { get; }
+    public FakeLogCollector Logs { get; }
 
     public IPostgreSqlWorkQueue<Notice> Queue => _app.Services.GetRequiredService<IPostgreSqlWorkQueue<Notice>>();
 
@@ -187,12 +188,12 @@ public sealed class DeadLetterApp : IAsyncDisposable
         }
 
         var socketPath = Path.Combine(Path.GetTempPath(), $"bw-dl-{Guid.NewGuid():N}.sock");
-        var logs = new CapturingLoggerProvider();
+        var logs = new FakeLogCollector();
         // Not the test folder as content root: the sample app's appsettings.json there would configure this app too.
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
         builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(logs);
+        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
         var deliveries = new DeliveryLog();
         builder.Services.AddSingleton(deliveries);
         builder.Services

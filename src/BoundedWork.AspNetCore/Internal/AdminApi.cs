@@ -177,13 +177,24 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.IsShutdown,
             Workers(s),
             new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3), s.WaitingProducers),
-            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold)),
+            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst),
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced, s.Starting, s.RunningOnCallers),
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null,
             null,
-            _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null);
+            _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
+            DescribeRateLimit(s, executor.Settings.RateLimiter));
     }
+
+    private static RateLimitView DescribeRateLimit(BoundedExecutorStatistics s, System.Threading.RateLimiting.RateLimiter? custom) => new(
+        custom is not null ? "custom" : s.PermitsPerSecond > 0 ? "permitsPerSecond" : "none",
+        custom?.GetType().Name,
+        s.PermitsPerSecond,
+        s.PermitBurst,
+        s.RateLimitWaitingWorkers,
+        s.PermitsAcquired,
+        s.PermitsRefused,
+        Math.Round(s.RateLimitWaitTime.TotalMilliseconds, 3));
 
     private StorageView DescribeStorage(IWorkQueueStorage storage)
     {
@@ -215,7 +226,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);
 
     private static SettingsView View(BoundedExecutorSettings s) =>
-        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold));
+        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst);
 
     private static AdminReply NotFound(string name) =>
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);

@@ -21,7 +21,24 @@ internal sealed record ExecutorResponse(
     RatesView Rates,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] RateLimitView? RateLimit = null);
+
+/// <summary>
+/// The rate limit: <c>Kind</c> is <c>none</c>, <c>permitsPerSecond</c> (the executor's token bucket, set with
+/// <c>permitsPerSecond</c> and <c>permitBurst</c>) or <c>custom</c> (a limiter the application passed, <c>Limiter</c> its
+/// type); <c>WaitingWorkers</c> wait for a permit now (their items still queued), <c>PermitsRefused</c> counts the waits
+/// and <c>WaitTimeMs</c> their total time.
+/// </summary>
+internal sealed record RateLimitView(
+    string Kind,
+    string? Limiter,
+    int PermitsPerSecond,
+    int PermitBurst,
+    int WaitingWorkers,
+    long PermitsAcquired,
+    long PermitsRefused,
+    double WaitTimeMs);
 
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
@@ -56,7 +73,7 @@ internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int
 internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
-internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold);
+internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold, int PermitsPerSecond = 0, int PermitBurst = 1);
 
 /// <summary>
 /// The counters of one snapshot: <c>Submitted</c> = queue length + <c>Starting</c> + <c>Running</c> + every outcome, and

@@ -18,6 +18,8 @@ internal static partial class SettingsRequest
     public const string WaitTimeout = "waitTimeout";
     public const string SlowItemThreshold = "slowItemThreshold";
     public const string QueueWaitThreshold = "queueWaitThreshold";
+    public const string PermitsPerSecond = "permitsPerSecond";
+    public const string PermitBurst = "permitBurst";
     public const string Body = "body";
 
     /// <summary>The largest body read; settings changes are a few dozen bytes.</summary>
@@ -46,7 +48,7 @@ internal static partial class SettingsRequest
     private static readonly TimeSpan MinQueueWaitThreshold = TimeSpan.FromMilliseconds(10);
     private static readonly TimeSpan MaxDuration = TimeSpan.FromDays(1);
 
-    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold];
+    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold, PermitsPerSecond, PermitBurst];
     private static readonly string[] s_putFields = [Workers];
 
     /// <summary>
@@ -67,7 +69,7 @@ internal static partial class SettingsRequest
             return (null, errors);
         }
 
-        int? workers = null, capacity = null;
+        int? workers = null, capacity = null, permitsPerSecond = null, permitBurst = null;
         var changes = new List<Func<BoundedExecutorSettings, BoundedExecutorSettings>>();
         var seen = new HashSet<string>(StringComparer.Ordinal);
         try
@@ -129,6 +131,14 @@ internal static partial class SettingsRequest
                     case QueueWaitThreshold when ReadTimeout(ref reader, field, errors) is { } value:
                         changes.Add(s => s with { QueueWaitThreshold = value });
                         break;
+                    case PermitsPerSecond when ReadInt32(ref reader, field, errors) is { } value:
+                        permitsPerSecond = value;
+                        changes.Add(s => s with { PermitsPerSecond = value });
+                        break;
+                    case PermitBurst when ReadInt32(ref reader, field, errors) is { } value:
+                        permitBurst = value;
+                        changes.Add(s => s with { PermitBurst = value });
+                        break;
                 }
             }
 
@@ -159,6 +169,8 @@ internal static partial class SettingsRequest
 
         CheckRange(errors, Workers, workers, 1, maxWorkerCount, $"the executor's MaxWorkerCount ({maxWorkerCount})");
         CheckRange(errors, QueueCapacity, capacity, 1, MaxQueueCapacity, null, " The admin console sets at most this; a larger capacity can be configured in the executor's options.");
+        CheckRange(errors, PermitsPerSecond, permitsPerSecond, 0, BoundedExecutorSettings.MaxPermitsPerSecond, null, " 0 turns the rate limit off.");
+        CheckRange(errors, PermitBurst, permitBurst, 1, BoundedExecutorSettings.MaxPermitsPerSecond, null);
         if (errors.Count > 0)
         {
             return (null, errors);
@@ -199,6 +211,8 @@ internal static partial class SettingsRequest
         nameof(BoundedExecutorSettings.WaitTimeout) => WaitTimeout,
         nameof(BoundedExecutorSettings.SlowItemThreshold) => SlowItemThreshold,
         nameof(BoundedExecutorSettings.QueueWaitThreshold) => QueueWaitThreshold,
+        nameof(BoundedExecutorSettings.PermitsPerSecond) => PermitsPerSecond,
+        nameof(BoundedExecutorSettings.PermitBurst) => PermitBurst,
         _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
     };
 

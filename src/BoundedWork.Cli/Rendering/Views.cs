@@ -109,6 +109,13 @@ internal static class Views
         Row("workers", $"busy {e.Long("workers", "busy")}, live {e.Long("workers", "live")}, target {e.Long("workers", "target")}, max {e.Long("workers", "max")}, slow {e.Long("workers", "slow")}, peak {e.Long("workers", "peak")}");
         Row("queue", $"{e.Long("queue", "length")} of {e.Long("queue", "capacity")}, oldest waited {Doc.Duration(e.Number("queue", "oldestItemAgeMs"))}, producers waiting {e.Long("queue", "waitingProducers")}");
         Row("settings", Markup.Escape($"policy {e.Text("settings", "rejectionPolicy")}, waitTimeout {e.Text("settings", "waitTimeout")}, slowItemThreshold {e.Text("settings", "slowItemThreshold")}, queueWaitThreshold {e.Text("settings", "queueWaitThreshold")}"));
+        if (e.Text("rateLimit", "kind") is { Length: > 0 } kind && kind != "none")
+        {
+            var limit = kind == "custom" ? e.Text("rateLimit", "limiter") : $"{e.Long("rateLimit", "permitsPerSecond")}/s, burst {e.Long("rateLimit", "permitBurst")}";
+            var waiting = e.Long("rateLimit", "waitingWorkers");
+            Row("rate limit", (waiting > 0 ? "[yellow]" : "[default]") + Markup.Escape($"{limit}, workers waiting for a permit {waiting}, permits {e.Long("rateLimit", "permitsAcquired")}, refused {e.Long("rateLimit", "permitsRefused")}, waited {Doc.Duration(e.Number("rateLimit", "waitTimeMs"))}") + "[/]");
+        }
+
         Row("per second", $"submitted {Doc.Rate(e.Number("rates", "submitted"))}, completed {Doc.Rate(e.Number("rates", "completed"))}, failed {Doc.Rate(e.Number("rates", "failed"))}, rejected {Doc.Rate(e.Number("rates", "rejected"))}, discarded {Doc.Rate(e.Number("rates", "discarded"))}");
         var counters = e.Get("counters");
         if (counters.ValueKind == JsonValueKind.Object)

@@ -457,18 +457,21 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
 
     private ValueTask<Outcome<object?>> Attempt(ResilienceContext context, WorkQueueEntry<T> entry)
     {
-        if (entry.Attempts == 0 || Executor.IsWorkerThread)
+        if (entry.Attempts == 0 || (Executor.IsWorkerThread && !IsRateLimited(Executor.Settings)))
         {
             return new ValueTask<Outcome<object?>>(RunAttempt(entry, context.CancellationToken));
         }
 
-        // A retry whose delay ended on the retry clock's thread: hand the attempt to a worker. If the executor
-        // refuses it, the OnRejected hook completes the handoff at once (see OnNotRun).
+        // A retry whose delay ended on the retry clock's thread, or any retry under a rate limit (so that it takes a
+        // permit of its own, as a new executor item): hand the attempt to a worker. If the executor refuses it, the
+        // OnRejected hook completes the handoff at once (see OnNotRun).
         var retry = new RetryHandoff(context.CancellationToken);
         entry.SetRetry(retry);
         SubmitOffWorker(s_runRetry, entry);
         return retry.Completion;
     }
+
+    private static bool IsRateLimited(BoundedExecutorSettings settings) => settings.RateLimiter is not null || settings.PermitsPerSecond > 0;
 
     /// <summary>
     /// Hands an entry to the executor from a thread that is not one of its workers (the retry clock, a producer's

@@ -16,6 +16,7 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly Histogram<double> _waitDuration;
     private readonly Histogram<double> _runDuration;
     private readonly Counter<long> _slowItems;
+    private readonly Histogram<double> _permitWait;
     private readonly Lock _snapshotLock = new();
     private BoundedExecutorStatistics? _snapshot;
     private int _observed;
@@ -46,6 +47,10 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(Snapshot(executor, 8).SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
         _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items running now, on busy workers or on submitting threads.");
         _meter.CreateObservableUpDownCounter("boundedwork.items.starting", () => new Measurement<long>(Snapshot(executor, 10).Starting, tag), "{item}", "Items taken from the queue that have not started yet.");
+        _meter.CreateObservableUpDownCounter("boundedwork.ratelimit.waiting", () => new Measurement<int>(Snapshot(executor, 11).RateLimitWaitingWorkers, tag), "{thread}", "Workers (and CallerRuns submitters) waiting for a rate-limit permit now.");
+        _meter.CreateObservableCounter("boundedwork.ratelimit.permits", () => new Measurement<long>(Snapshot(executor, 12).PermitsAcquired, tag), "{permit}", "Rate-limit permits taken to start items.");
+        _meter.CreateObservableCounter("boundedwork.ratelimit.refusals", () => new Measurement<long>(Snapshot(executor, 13).PermitsRefused, tag), "{permit}", "Times a permit was refused and the worker waited for one.");
+        _permitWait = _meter.CreateHistogram<double>("boundedwork.ratelimit.wait.duration", "s", "Time a worker waited for a rate-limit permit after a refusal.");
         _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
@@ -77,6 +82,14 @@ internal sealed class ExecutorInstruments : IDisposable
     public bool RunDurationEnabled => _runDuration.Enabled;
 
     public void RecordWait(TimeSpan waited) => _waitDuration.Record(waited.TotalSeconds, _executorTag);
+
+    public void RecordPermitWait(TimeSpan waited)
+    {
+        if (_permitWait.Enabled)
+        {
+            _permitWait.Record(waited.TotalSeconds, _executorTag);
+        }
+    }
 
     public void RecordRun(TimeSpan ran) => _runDuration.Record(ran.TotalSeconds, _executorTag);
 

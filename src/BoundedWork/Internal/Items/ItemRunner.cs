@@ -26,6 +26,14 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
     [ThreadStatic]
     private static int t_inlineDepth;
 
+    private static readonly Func<Func<bool>, bool> s_ask = static mayWait => mayWait();
+
+    /// <summary>Gets the executor's rate limit, which items run on the submitting thread obey as well.</summary>
+    public PermitGate? Permits { get; init; }
+
+    /// <summary>Gets whether a submitting thread may keep waiting for a permit (the executor was not abandoned).</summary>
+    public Func<bool> CallerMayWaitForPermit { get; init; } = static () => true;
+
     /// <summary>Runs an item a worker claimed and published with <see cref="Worker.BeginRun"/>, and counts its outcome.</summary>
     public void RunOnWorker(Worker worker, in QueuedItem item)
     {
@@ -68,6 +76,28 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
             return false;
         }
 
+        System.Threading.RateLimiting.RateLimitLease? permit = null;
+        if (Permits is { Limiter: not null } permits && !permits.TryAcquire(ref permit, s_ask, CallerMayWaitForPermit))
+        {
+            rejection = outcomes.NotRun(item, RejectionReason.ShutDown);
+            return false;
+        }
+
+        try
+        {
+            return RunOnCallerWithPermit(item);
+        }
+        finally
+        {
+            if (permit is not null)
+            {
+                Permits!.Release(permit);
+            }
+        }
+    }
+
+    private bool RunOnCallerWithPermit(in QueuedItem item)
+    {
         if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
             outcomes.CancelledBeforeQueue();

@@ -123,6 +123,7 @@ internal sealed class Watchdog(
                 _signal.WaitOne(NextWait());
                 ExpireShutdownDeadlines();
                 producers.RejectExpired(timeProvider.GetTimestamp());
+                owner.Permits.Replenish();
                 var threshold = owner.Settings.SlowItemThreshold;
                 if (threshold != Timeout.InfiniteTimeSpan && !completion.IsCompleted)
                 {
@@ -140,7 +141,9 @@ internal sealed class Watchdog(
     }
 
     /// <summary>A quarter of the slow-item threshold, and no later than the next shutdown deadline or Wait-policy timeout.</summary>
-    private TimeSpan NextWait()
+    private TimeSpan NextWait() => owner.Permits.AdjustWait(NextDeadlineWait());
+
+    private TimeSpan NextDeadlineWait()
     {
         var threshold = owner.Settings.SlowItemThreshold;
         var wait = threshold == Timeout.InfiniteTimeSpan

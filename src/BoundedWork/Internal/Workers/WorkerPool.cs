@@ -101,6 +101,9 @@ internal sealed class WorkerPool
     /// <summary>Gets a value indicating whether the current thread is one of this pool's workers.</summary>
     public bool IsWorkerThread => Worker.Current?.Pool == this;
 
+    /// <summary>Gets a value indicating whether some worker still has to retire after a shrink.</summary>
+    public bool RetireOwed => Volatile.Read(ref _retireDebt) > 0;
+
     /// <summary>Gets the number of workers replaced after a defect stopped them.</summary>
     public long WorkersReplaced => Volatile.Read(ref _workersReplaced);
 

@@ -1,0 +1,366 @@
+using System.Diagnostics;
+using System.Threading.RateLimiting;
+
+namespace BoundedWork.Internal;
+
+/// <summary>
+/// The executor's rate limit: the <see cref="RateLimiter"/> in force, the permits its workers take from it before
+/// they start an item, and the counters of the waits for them.
+/// </summary>
+/// <remarks>
+/// <para>
+/// <b>Before the claim.</b> A worker that sees work asks for a permit before it claims an item
+/// (<see cref="TryAcquire"/>), so while it waits the item stays queued: visible in the queue length, evictable by
+/// DiscardOldest, cancellable by its caller, and handed back at a shutdown deadline. A permit granted to a worker that
+/// then finds no item to start (another worker took it, or its caller cancelled it) is kept here (<see cref="Keep"/>)
+/// and handed to the next asker before the limiter is asked again, and its waiters are woken: never wasted, and never
+/// stranded with a parked worker while another waits. So every started item took exactly one permit, and no more
+/// items start than the limiter granted. The lease is disposed when the item ends, which gives a concurrency-style
+/// limiter its permit back; the kept ones are disposed when the executor completes.
+/// </para>
+/// <para>
+/// <b>Own threads only.</b> A permit is asked for with <see cref="RateLimiter.AttemptAcquire"/>, which never queues
+/// and never needs a continuation. A refused worker waits on this gate's monitor, on its own thread, until the
+/// watchdog has replenished the limiter (<see cref="Replenish"/>), a lease came back, the limit changed, the worker
+/// must retire or the queue was abandoned (<see cref="WakeWaiters"/>), or at most <see cref="PollInterval"/> passed
+/// (a limiter the executor does not replenish itself). Lost wake-ups: a waiter reads the generation before it asks,
+/// and every waking step bumps it under the monitor, so a wake between the refusal and the wait ends the wait at once.
+/// </para>
+/// <para>
+/// <b>Replenishing.</b> A limiter built from <see cref="BoundedExecutorSettings.PermitsPerSecond"/> is a token bucket
+/// with <c>AutoReplenishment = false</c>; the watchdog thread calls <see cref="ReplenishingRateLimiter.TryReplenish"/>
+/// on it (and on a user's replenishing limiter that does not replenish itself) while workers wait, so no timer
+/// callback, and no ThreadPool thread, is needed. The token bucket accrues permits in proportion to the time elapsed,
+/// so calling it more often never grants more.
+/// </para>
+/// <para>Tests: <c>RateLimitTests</c>, <c>RateLimitStarvationTests</c>, <c>RateLimitConservationProperties</c>.</para>
+/// </remarks>
+internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdog)
+{
+    /// <summary>The longest a refused waiter waits before it asks again, and the watchdog's pause while some wait.</summary>
+    public static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(50);
+
+    private static readonly TimeSpan MinReplenishInterval = TimeSpan.FromMilliseconds(1);
+
+    private readonly object _sync = new();
+    private readonly Stack<RateLimitLease> _kept = new();
+    private volatile Limit? _limit;
+    private long _generation;
+    private int _waiting;
+    private int _keptCount;
+    private long _acquired;
+    private long _refusals;
+    private long _waitTicks;
+
+    /// <summary>Gets the limiter in force, or <see langword="null"/>: the one read of the no-limit path.</summary>
+    public RateLimiter? Limiter => _limit?.Limiter;
+
+    /// <summary>Gets the number of workers (or submitting threads under CallerRuns) waiting for a permit now.</summary>
+    public int Waiting => Volatile.Read(ref _waiting);
+
+    /// <summary>Gets the number of permits the limiter granted.</summary>
+    public long Acquired => Interlocked.Read(ref _acquired);
+
+    /// <summary>Gets the number of times a permit was refused at first and the asker had to wait.</summary>
+    public long Refusals => Interlocked.Read(ref _refusals);
+
+    /// <summary>Gets the total time spent waiting for permits, by every waiter, finished waits only.</summary>
+    public TimeSpan WaitTime => TimeSpan.FromTicks(Interlocked.Read(ref _waitTicks));
+
+    /// <summary>Set by the executor: told each finished wait, for the wait-duration histogram.</summary>
+    public Action<TimeSpan>? WaitEnded { get; init; }
+
+    /// <summary>
+    /// Puts the limit of <paramref name="settings"/> in force (under the executor's lifecycle lock) and returns the
+    /// limiter this gate built and no longer uses, for the caller to dispose after the lock; <see langword="null"/> when
+    /// none. A new token bucket takes over the permits the old one had (at most its burst), so a change of rate never
+    /// grants a fresh burst.
+    /// </summary>
+    public RateLimiter? Apply(BoundedExecutorSettings settings)
+    {
+        var previous = _limit;
+        if (settings.RateLimiter is { } own)
+        {
+            if (previous?.Limiter == own)
+            {
+                return null;
+            }
+
+            _limit = new Limit(own, Owned: false, PermitsPerSecond: 0, Burst: 0);
+            return previous is { Owned: true } ? previous.Limiter : null;
+        }
+
+        if (settings.PermitsPerSecond == 0)
+        {
+            _limit = null;
+            return previous is { Owned: true } ? previous.Limiter : null;
+        }
+
+        if (previous is { Owned: true } && previous.PermitsPerSecond == settings.PermitsPerSecond && previous.Burst == settings.PermitBurst)
+        {
+            return null;
+        }
+
+        var carried = settings.PermitBurst;
+        if (previous is { Owned: true })
+        {
+            ((ReplenishingRateLimiter)previous.Limiter).TryReplenish();
+            carried = (int)Math.Min(previous.Limiter.GetStatistics()?.CurrentAvailablePermits ?? 0, settings.PermitBurst);
+        }
+
+        var bucket = CreateBucket(settings.PermitsPerSecond, settings.PermitBurst);
+        if (carried < settings.PermitBurst)
+        {
+            bucket.AttemptAcquire(settings.PermitBurst - carried).Dispose();
+        }
+
+        _limit = new Limit(bucket, Owned: true, settings.PermitsPerSecond, settings.PermitBurst);
+        return previous is { Owned: true } ? previous.Limiter : null;
+    }
+
+    /// <summary>The token bucket a permits-per-second setting stands for: replenished by the watchdog, never queuing.</summary>
+    public static TokenBucketRateLimiter CreateBucket(int permitsPerSecond, int burst) => new(new TokenBucketRateLimiterOptions
+    {
+        TokenLimit = burst,
+        TokensPerPeriod = permitsPerSecond,
+        ReplenishmentPeriod = TimeSpan.FromSeconds(1),
+        AutoReplenishment = false,
+        QueueLimit = 0,
+    });
+
+    /// <summary>
+    /// Makes sure the caller holds a permit, asking the limiter and waiting on this thread while it refuses and
+    /// <paramref name="keepWaiting"/> says so. Returns <see langword="true"/> when <paramref name="lease"/> holds a
+    /// permit (or no limit is in force any more), <see langword="false"/> when the wait was given up.
+    /// </summary>
+    public bool TryAcquire<TState>(ref RateLimitLease? lease, Func<TState, bool> keepWaiting, TState state)
+    {
+        if (lease is not null)
+        {
+            return true;
+        }
+
+        if (!keepWaiting(state))
+        {
+            return false; // nothing to ask a permit for (a worker woken with the queue empty)
+        }
+
+        long started = 0;
+        try
+        {
+            while (true)
+            {
+                var generation = Volatile.Read(ref _generation);
+                var limit = _limit;
+                if (limit is null)
+                {
+                    return true;
+                }
+
+                if (TakeKept() is { } kept)
+                {
+                    lease = kept;
+                    return true;
+                }
+
+                var granted = Attempt(limit.Limiter);
+                if (granted is not null)
+                {
+                    lease = granted;
+                    Interlocked.Increment(ref _acquired);
+                    return true;
+                }
+
+                if (started == 0)
+                {
+                    started = timeProvider.GetTimestamp();
+                    Interlocked.Increment(ref _refusals);
+                    Interlocked.Increment(ref _waiting);
+                    signalWatchdog(); // the watchdog now replenishes at the limiter's pace
+                }
+
+                if (!keepWaiting(state))
+                {
+                    return false;
+                }
+
+                lock (_sync)
+                {
+                    if (_generation == generation)
+                    {
+                        Monitor.Wait(_sync, PollInterval);
+                    }
+                }
+            }
+        }
+        finally
+        {
+            if (started != 0)
+            {
+                // Counted before the waiter leaves: whoever sees it gone sees its wait time too.
+                var waited = timeProvider.GetElapsedTime(started);
+                Interlocked.Add(ref _waitTicks, waited.Ticks);
+                WaitEnded?.Invoke(waited);
+                Interlocked.Decrement(ref _waiting);
+            }
+        }
+    }
+
+    /// <summary>Keeps a permit that found no item to start, for the next asker, and wakes the waiters.</summary>
+    public void Keep(RateLimitLease? lease)
+    {
+        if (lease is null)
+        {
+            return;
+        }
+
+        lock (_sync)
+        {
+            _kept.Push(lease);
+            _keptCount = _kept.Count;
+            _generation++;
+            Monitor.PulseAll(_sync);
+        }
+    }
+
+    /// <summary>Gives a permit back (a concurrency-style limiter's) after its item ran, and wakes a waiter if any.</summary>
+    public void Release(RateLimitLease lease)
+    {
+        lease.Dispose();
+        if (Volatile.Read(ref _waiting) != 0 && _limit is { Owned: false })
+        {
+            WakeWaiters();
+        }
+    }
+
+    /// <summary>Wakes every waiter to ask again or give up: a replenishment, a limit change, a shrink, an abandon.</summary>
+    public void WakeWaiters()
+    {
+        lock (_sync)
+        {
+            _generation++;
+            Monitor.PulseAll(_sync);
+        }
+    }
+
+    /// <summary>
+    /// On the watchdog thread, each pass: replenishes the limiter in force if it is one the executor must replenish,
+    /// and wakes the waiters.
+    /// </summary>
+    public void Replenish()
+    {
+        if (_limit is not { } limit || Volatile.Read(ref _waiting) == 0)
+        {
+            return;
+        }
+
+        if (limit.Limiter is ReplenishingRateLimiter { IsAutoReplenishing: false } replenishing)
+        {
+            try
+            {
+                replenishing.TryReplenish();
+            }
+            catch (ObjectDisposedException)
+            {
+                // Replaced by a reconfiguration meanwhile: the next pass replenishes the new one.
+            }
+            catch (Exception ex)
+            {
+                // A user's limiter that throws must not stop the watchdog.
+                Trace.TraceError($"BoundedWork rate limiter threw on TryReplenish: {ex}");
+            }
+        }
+
+        WakeWaiters();
+    }
+
+    /// <summary>
+    /// The watchdog's pause, shortened while someone waits for a permit: the time one permit takes to accrue (at least
+    /// 1 ms) for a limiter the executor replenishes, <see cref="PollInterval"/> otherwise.
+    /// </summary>
+    public TimeSpan AdjustWait(TimeSpan wait)
+    {
+        if (Volatile.Read(ref _waiting) == 0 || _limit is not { } limit)
+        {
+            return wait;
+        }
+
+        var pace = limit.Limiter switch
+        {
+            _ when limit.Owned => TimeSpan.FromTicks(Math.Max(TimeSpan.TicksPerSecond / limit.PermitsPerSecond, MinReplenishInterval.Ticks)),
+            ReplenishingRateLimiter { IsAutoReplenishing: false } user when user.ReplenishmentPeriod > TimeSpan.Zero =>
+                TimeSpan.FromTicks(Math.Clamp(user.ReplenishmentPeriod.Ticks, MinReplenishInterval.Ticks, PollInterval.Ticks)),
+            _ => PollInterval,
+        };
+        return wait == Timeout.InfiniteTimeSpan || pace < wait ? pace : wait;
+    }
+
+    /// <summary>Disposes the permits kept unused and the limiter this gate built, once the executor has completed.</summary>
+    public void DisposeOwned()
+    {
+        lock (_sync)
+        {
+            while (_kept.TryPop(out var lease))
+            {
+                lease.Dispose();
+            }
+
+            _keptCount = 0;
+        }
+
+        var limit = _limit;
+        if (limit is { Owned: true })
+        {
+            limit.Limiter.Dispose();
+        }
+    }
+
+    private RateLimitLease? TakeKept()
+    {
+        if (Volatile.Read(ref _keptCount) == 0)
+        {
+            return null;
+        }
+
+        lock (_sync)
+        {
+            if (_kept.TryPop(out var lease))
+            {
+                _keptCount = _kept.Count;
+                return lease;
+            }
+
+            return null;
+        }
+    }
+
+    private static RateLimitLease? Attempt(RateLimiter limiter)
+    {
+        RateLimitLease lease;
+        try
+        {
+            lease = limiter.AttemptAcquire(1);
+        }
+        catch (ObjectDisposedException)
+        {
+            return null; // replaced by a reconfiguration: the next look reads the new limiter
+        }
+        catch (Exception ex)
+        {
+            // A user's limiter that throws is treated as refusing: the item waits, it is never run unlimited.
+            Trace.TraceError($"BoundedWork rate limiter threw on AttemptAcquire: {ex}");
+            return null;
+        }
+
+        if (lease.IsAcquired)
+        {
+            return lease;
+        }
+
+        lease.Dispose();
+        return null;
+    }
+
+    /// <summary>One limit in force: the limiter, whether this gate built it (and so replenishes and disposes it), and the shape it was built from.</summary>
+    private sealed record Limit(RateLimiter Limiter, bool Owned, int PermitsPerSecond, int Burst);
+}
