@@ -25,6 +25,9 @@ public sealed record BoundedExecutorSettings
         new(nameof(WaitTimeout), static s => s.WaitTimeout, static (s, from) => s with { WaitTimeout = from.WaitTimeout }, static (s, _) => CheckWaitTimeout(s.WaitTimeout)),
         new(nameof(SlowItemThreshold), static s => s.SlowItemThreshold, static (s, from) => s with { SlowItemThreshold = from.SlowItemThreshold }, static (s, _) => CheckThreshold(nameof(SlowItemThreshold), s.SlowItemThreshold)),
         new(nameof(QueueWaitThreshold), static s => s.QueueWaitThreshold, static (s, from) => s with { QueueWaitThreshold = from.QueueWaitThreshold }, static (s, _) => CheckThreshold(nameof(QueueWaitThreshold), s.QueueWaitThreshold)),
+        new(nameof(AdaptiveMode), static s => s.AdaptiveMode, static (s, from) => s with { AdaptiveMode = from.AdaptiveMode }, static (s, _) => CheckAdaptiveMode(s.AdaptiveMode)),
+        new(nameof(AdaptiveMinWorkerCount), static s => s.AdaptiveMinWorkerCount, static (s, from) => s with { AdaptiveMinWorkerCount = from.AdaptiveMinWorkerCount }, static (s, max) => CheckAdaptiveMinWorkerCount(s.AdaptiveMinWorkerCount, max)),
+        new(nameof(AdaptiveMaxWorkerCount), static s => s.AdaptiveMaxWorkerCount ?? (object)"the hard maximum", static (s, from) => s with { AdaptiveMaxWorkerCount = from.AdaptiveMaxWorkerCount }, static (s, max) => CheckAdaptiveMaxWorkerCount(s.AdaptiveMinWorkerCount, s.AdaptiveMaxWorkerCount, max)),
     ];
 
     /// <summary>Gets the worker count the executor converges to: between 1 and <see cref="BoundedExecutor.MaxWorkerCount"/>.</summary>
@@ -47,6 +50,25 @@ public sealed record BoundedExecutorSettings
 
     /// <summary>Gets how long an item may wait in the queue before it is reported: positive, or <see cref="Timeout.InfiniteTimeSpan"/> (off).</summary>
     public required TimeSpan QueueWaitThreshold { get; init; }
+
+    /// <summary>
+    /// Gets whether the executor finds its own worker count between <see cref="AdaptiveMinWorkerCount"/> and
+    /// <see cref="AdaptiveMaxWorkerCount"/> (<see cref="BoundedWork.AdaptiveMode.On"/>), only records what it would do
+    /// (<see cref="BoundedWork.AdaptiveMode.Advisory"/>), or leaves the count to the operator.
+    /// </summary>
+    /// <value>Defaults to <see cref="BoundedWork.AdaptiveMode.Off"/>.</value>
+    public AdaptiveMode AdaptiveMode { get; init; }
+
+    /// <summary>Gets the fewest workers the adaptive mode runs: at least 1, at most <see cref="BoundedExecutor.MaxWorkerCount"/>.</summary>
+    /// <value>Defaults to 1.</value>
+    public int AdaptiveMinWorkerCount { get; init; } = 1;
+
+    /// <summary>
+    /// Gets the most workers the adaptive mode runs: at least <see cref="AdaptiveMinWorkerCount"/>, at most
+    /// <see cref="BoundedExecutor.MaxWorkerCount"/> (the hard maximum, which nothing exceeds).
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: up to <see cref="BoundedExecutor.MaxWorkerCount"/>.</value>
+    public int? AdaptiveMaxWorkerCount { get; init; }
 
     /// <summary>
     /// Checks every setting, for an executor whose hard maximum worker count is <paramref name="maxWorkerCount"/>.
@@ -117,6 +139,13 @@ public sealed record BoundedExecutorSettings
         return changes;
     }
 
+    /// <summary>The adaptive mode's bounds in force for an executor whose hard maximum is <paramref name="maxWorkerCount"/>.</summary>
+    internal (int Min, int Max) AdaptiveBounds(int maxWorkerCount)
+    {
+        var min = Math.Clamp(AdaptiveMinWorkerCount, 1, maxWorkerCount);
+        return (min, Math.Clamp(AdaptiveMaxWorkerCount ?? maxWorkerCount, min, maxWorkerCount));
+    }
+
     /// <summary>A setting's value as a person reads it in a log: invariant, and <c>infinite</c> for <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
     private static string Format(object value) => value switch
     {
@@ -128,6 +157,20 @@ public sealed record BoundedExecutorSettings
     private static string? CheckWorkerCount(int workerCount, int maxWorkerCount) =>
         workerCount < 1 ? $"WorkerCount must be at least 1 (was {workerCount})."
         : workerCount > maxWorkerCount ? $"WorkerCount ({workerCount}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : null;
+
+    private static string? CheckAdaptiveMode(AdaptiveMode mode) =>
+        Enum.IsDefined(mode) ? null : $"AdaptiveMode '{mode}' is not one of {string.Join(", ", Enum.GetNames<AdaptiveMode>())}.";
+
+    private static string? CheckAdaptiveMinWorkerCount(int min, int maxWorkerCount) =>
+        min < 1 ? $"AdaptiveMinWorkerCount must be at least 1 (was {min})."
+        : min > maxWorkerCount ? $"AdaptiveMinWorkerCount ({min}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : null;
+
+    private static string? CheckAdaptiveMaxWorkerCount(int min, int? max, int maxWorkerCount) =>
+        max is not { } value ? null
+        : value > maxWorkerCount ? $"AdaptiveMaxWorkerCount ({value}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : value < Math.Max(1, min) ? $"AdaptiveMaxWorkerCount ({value}) must be at least AdaptiveMinWorkerCount ({min}) and at least 1."
         : null;
 
     private static string? CheckQueueCapacity(int queueCapacity) =>

@@ -16,6 +16,7 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly Histogram<double> _waitDuration;
     private readonly Histogram<double> _runDuration;
     private readonly Counter<long> _slowItems;
+    private readonly Counter<long> _workerCountDecisions;
     private readonly Lock _snapshotLock = new();
     private BoundedExecutorStatistics? _snapshot;
     private int _observed;
@@ -47,6 +48,7 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items running now, on busy workers or on submitting threads.");
         _meter.CreateObservableUpDownCounter("boundedwork.items.starting", () => new Measurement<long>(Snapshot(executor, 10).Starting, tag), "{item}", "Items taken from the queue that have not started yet.");
         _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
+        _workerCountDecisions = _meter.CreateCounter<long>("boundedwork.workers.decisions", "{decision}", "Worker-count decisions of the adaptive mode (changes made or, in advisory mode, proposed; pins and their ends), by rule.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
     }
@@ -82,6 +84,13 @@ internal sealed class ExecutorInstruments : IDisposable
 
     public void RecordSlowItem(SlowItemKind kind) =>
         _slowItems.Add(1, _executorTag, new KeyValuePair<string, object?>("boundedwork.slow.kind", kind == SlowItemKind.Running ? "running" : "queued"));
+
+    public void RecordWorkerCountDecision(WorkerCountDecision decision) =>
+        _workerCountDecisions.Add(
+            1,
+            _executorTag,
+            new KeyValuePair<string, object?>("boundedwork.decision.rule", decision.Rule),
+            new KeyValuePair<string, object?>("boundedwork.decision.applied", decision.Applied));
 
     public void Dispose()
     {
