@@ -50,9 +50,10 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             return Refuse(request, null, "not_found", NotFound(name));
         }
 
+        var pin = default(PinRequest);
         var (change, errors) = request.BodyTooLarge
             ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
-            : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount);
+            : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount, out pin);
         if (change is null)
         {
             var unlisted = errors.Count - errors.Listed.Count;
@@ -70,6 +71,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         try
         {
             result = executor.Reconfigure(change);
+            ApplyPin(executor, pin);
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
@@ -81,6 +83,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
 
         Record(executor.Name, request, result);
+        RecordPin(executor.Name, request, pin);
         return AdminReply.Ok(
             new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
             AdminJsonContext.Readable.ReconfigurationResponse);
@@ -169,6 +172,49 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         return problem;
     }
 
+    /// <summary>Pins (after a resize while adaptive, or <c>"pinned": true</c>) or unpins the worker count, as the change asked.</summary>
+    private static void ApplyPin(BoundedExecutor executor, PinRequest pin)
+    {
+        if (pin.Unpin)
+        {
+            executor.UnpinWorkerCount();
+        }
+        else if (pin.Pin)
+        {
+            executor.Resize(pin.Workers ?? executor.Settings.WorkerCount, pin.PinFor);
+        }
+    }
+
+    private void RecordPin(string name, ChangeRequest request, PinRequest pin)
+    {
+        if ((pin.Pin || pin.Unpin) && logger.IsEnabled(LogLevel.Information))
+        {
+            logger.WorkerCountPinChanged(
+                AdminLog.Escape(name),
+                AdminLog.Escape(request.User),
+                request.RemoteAddress,
+                pin.Unpin ? "unpinned" : pin.PinFor == Timeout.InfiniteTimeSpan ? "pinned until unpinned" : $"pinned for {SettingsRequest.FormatTimeout(pin.PinFor)}");
+        }
+
+        if (pin.Pin || pin.Unpin)
+        {
+            metrics.Changed(name, SettingsRequest.Pinned);
+        }
+    }
+
+    private static AdaptiveView DescribeAdaptive(BoundedExecutor executor, BoundedExecutorStatistics s, int decisions) =>
+        new(
+            s.AdaptiveMode.ToString(),
+            s.AdaptiveMinWorkerCount,
+            s.AdaptiveMaxWorkerCount,
+            s.IsWorkerCountPinned,
+            s.WorkerCountPinnedUntil,
+            s.RunTimeBaseline is { } baseline ? Math.Round(baseline.TotalMilliseconds, 3) : null,
+            s.WorkerCountDecisions,
+            [.. executor.GetWorkerCountDecisions().TakeLast(decisions).Select(static d => new DecisionView(
+                d.Time, d.OldCount, d.NewCount, d.Rule, d.Applied, Math.Round(d.MinQueueWait.TotalMilliseconds, 3), d.QueueLength,
+                Math.Round(d.CompletedPerSecond, 1), d.RunTime is { } r ? Math.Round(r.TotalMilliseconds, 3) : null, d.Description))]);
+
     private ExecutorResponse Describe(BoundedExecutor executor, bool history)
     {
         var s = executor.GetStatistics();
@@ -182,8 +228,13 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null,
             null,
-            _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null);
+            _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
+            DescribeAdaptive(executor, s, history ? AdaptiveDriverLog : RecentDecisions));
     }
+
+    /// <summary>The decisions an executor's document shows: the last few, or (with the history) the whole log.</summary>
+    private const int RecentDecisions = 10;
+    private const int AdaptiveDriverLog = 64;
 
     private StorageView DescribeStorage(IWorkQueueStorage storage)
     {

@@ -21,7 +21,32 @@ internal sealed record ExecutorResponse(
     RatesView Rates,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] AdaptiveView? Adaptive = null);
+
+/// <summary>The adaptive mode of one executor: its bounds, the pin, the run-time baseline and the last decisions, oldest first.</summary>
+internal sealed record AdaptiveView(
+    string Mode,
+    int MinWorkers,
+    int MaxWorkers,
+    bool Pinned,
+    DateTimeOffset? PinnedUntil,
+    double? RunTimeBaselineMs,
+    long DecisionCount,
+    IReadOnlyList<DecisionView> Decisions);
+
+/// <summary>One entry of the worker-count decision log.</summary>
+internal sealed record DecisionView(
+    DateTimeOffset Time,
+    int OldCount,
+    int NewCount,
+    string Rule,
+    bool Applied,
+    double MinQueueWaitMs,
+    int QueueLength,
+    double CompletedPerSecond,
+    double? RunTimeMs,
+    string Description);
 
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
