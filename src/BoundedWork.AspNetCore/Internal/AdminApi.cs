@@ -70,8 +70,22 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         BoundedExecutorReconfiguration result;
         try
         {
+            // A pin on an executor already adaptive comes first, so that no decision lands between the resize and the
+            // pin, and the log says which count it replaced.
+            var before = executor.Settings;
+            var pinFirst = before.AdaptiveMode != AdaptiveMode.Off;
+            if (pinFirst)
+            {
+                ApplyPin(executor, pin);
+            }
+
             result = executor.Reconfigure(change);
-            ApplyPin(executor, pin);
+            if (!pinFirst)
+            {
+                ApplyPin(executor, pin);
+            }
+
+            result = new BoundedExecutorReconfiguration(pinFirst ? before : result.Previous, result.Current);
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
@@ -223,7 +237,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.IsShutdown,
             Workers(s),
             new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3), s.WaitingProducers),
-            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold)),
+            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.AdaptiveMode.ToString(), executor.Settings.AdaptiveMinWorkerCount, executor.Settings.AdaptiveMaxWorkerCount),
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced, s.Starting, s.RunningOnCallers),
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null,
@@ -266,7 +280,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);
 
     private static SettingsView View(BoundedExecutorSettings s) =>
-        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold));
+        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.AdaptiveMode.ToString(), s.AdaptiveMinWorkerCount, s.AdaptiveMaxWorkerCount);
 
     private static AdminReply NotFound(string name) =>
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);

@@ -81,7 +81,7 @@ internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int
 internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
-internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold);
+internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold, string? AdaptiveMode = null, int? AdaptiveMinWorkers = null, int? AdaptiveMaxWorkers = null);
 
 /// <summary>
 /// The counters of one snapshot: <c>Submitted</c> = queue length + <c>Starting</c> + <c>Running</c> + every outcome, and
