@@ -164,12 +164,12 @@ public sealed record BoundedExecutorSettings
 
     private static string? CheckAdaptiveMinWorkerCount(int min, int maxWorkerCount) =>
         min < 1 ? $"AdaptiveMinWorkerCount must be at least 1 (was {min})."
-        : min > maxWorkerCount ? $"AdaptiveMinWorkerCount ({min}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : min > maxWorkerCount && maxWorkerCount >= 1 ? $"AdaptiveMinWorkerCount ({min}) must not exceed MaxWorkerCount ({maxWorkerCount})."
         : null;
 
     private static string? CheckAdaptiveMaxWorkerCount(int min, int? max, int maxWorkerCount) =>
         max is not { } value ? null
-        : value > maxWorkerCount ? $"AdaptiveMaxWorkerCount ({value}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : value > maxWorkerCount && maxWorkerCount >= 1 ? $"AdaptiveMaxWorkerCount ({value}) must not exceed MaxWorkerCount ({maxWorkerCount})."
         : value < Math.Max(1, min) ? $"AdaptiveMaxWorkerCount ({value}) must be at least AdaptiveMinWorkerCount ({min}) and at least 1."
         : null;
 
