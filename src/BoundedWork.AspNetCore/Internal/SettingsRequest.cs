@@ -87,6 +87,7 @@ internal static partial class SettingsRequest
         int? workers = null, capacity = null;
         var changes = new List<Func<BoundedExecutorSettings, BoundedExecutorSettings>>();
         var seen = new HashSet<string>(StringComparer.Ordinal);
+        var unknownFields = 0;
         try
         {
             var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
@@ -111,7 +112,11 @@ internal static partial class SettingsRequest
                 if (field is null)
                 {
                     var shown = Shorten(name);
-                    errors[shown] = [$"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."];
+                    // The allowed fields are listed once, with the first unknown field, so that a body of many unknown fields
+                    // gets a short answer however many fields the console takes.
+                    errors[shown] = [unknownFields++ == 0
+                        ? $"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."
+                        : $"Unknown field '{shown}'."];
                     reader.Skip();
                     continue;
                 }
