@@ -13,8 +13,9 @@
 #   benchmarks/adaptive-workers.sh --quick    every step, a few seconds each: checks the harness, measures nothing
 #   options: --out DIR (default benchmarks/results/adaptive-workers), --no-build, --scenarios "seed saturating bursts"
 #
-# The adaptive contender runs with the extra server settings in ADAPTIVE_SERVER_ARGS (the settings of the payments
-# executor that turn the adaptive mode on); when it is empty the contender is skipped and the report says so.
+# The adaptive contender is the payments executor with AdaptiveMode On, between the scenario's minimum (where it
+# starts) and maximum, set through configuration (--BoundedWork:Executors:payments:AdaptiveMode On ...). Extra
+# settings for it (for example another AdaptiveMaxWorkerCount) go in ADAPTIVE_SERVER_ARGS.
 # Everything binds to 127.0.0.1, every step is bounded in time, and every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -108,7 +109,7 @@ run_contender() { # scenario contender endpoint server-settings...
   echo "cpu:       $(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) (at start)"
   echo "command:   benchmarks/adaptive-workers.sh $(quick_flag)"
-  echo "adaptive:  ${ADAPTIVE_SERVER_ARGS:-not configured (ADAPTIVE_SERVER_ARGS is empty)}"
+  echo "adaptive:  AdaptiveMode On between each scenario's minimum and maximum ${ADAPTIVE_SERVER_ARGS}"
 } > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
@@ -128,12 +129,9 @@ for scenario in $SCENARIOS; do
   if [ -n "$(driver scenario-args --scenario "$scenario" $(quick_flag) --what manual-at)" ]; then
     run_contender "$scenario" manual bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max"
   fi
-  if [ -n "$ADAPTIVE_SERVER_ARGS" ]; then
-    # shellcheck disable=SC2086
-    run_contender "$scenario" adaptive bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max" $ADAPTIVE_SERVER_ARGS
-  else
-    echo "== $scenario: adaptive skipped (ADAPTIVE_SERVER_ARGS is empty)"
-  fi
+  # shellcheck disable=SC2086
+  run_contender "$scenario" adaptive bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max" \
+    "$W:AdaptiveMode" On "$W:AdaptiveMinWorkerCount" "$min" "$W:AdaptiveMaxWorkerCount" "$max" $ADAPTIVE_SERVER_ARGS
 done
 
 echo "== report"

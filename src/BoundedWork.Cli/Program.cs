@@ -23,6 +23,7 @@ var root = new RootCommand(
     TopCommand.Create(),
     WriteCommands.Resize(),
     WriteCommands.Set(),
+    WriteCommands.Unpin(),
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
     DoctorCommand.Create(),

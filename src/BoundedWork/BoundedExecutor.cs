@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using BoundedWork.Internal;
+using BoundedWork.Internal.Adaptive;
 
 namespace BoundedWork;
 
@@ -21,7 +22,7 @@ namespace BoundedWork;
 /// by <see cref="ShutdownAsync(CancellationToken)"/>.
 /// </para>
 /// </remarks>
-public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource, IProducerHost
+public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource, IProducerHost, IAdaptiveHost
 {
     // The life of an item.
     //
@@ -63,6 +64,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     private readonly ExecutorInstruments _instruments;
     private readonly Watchdog _watchdog;
     private readonly PermitGate _permits;
+    private readonly AdaptiveDriver _adaptive;
     private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TimeProvider _timeProvider;
     private readonly ItemClock _itemClock;
@@ -98,6 +100,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         _producers = new WaitingProducers(_queue, this);
         _pool = new WorkerPool(Name, MaxWorkerCount, this, this);
         _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext);
+        _adaptive = new AdaptiveDriver(this, _callbacks, options.AdaptiveParameters, _timeProvider);
         _watchdog = new Watchdog(this, _pool, _producers, _callbacks, _timeProvider, _itemClock, _completion.Task);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
 
@@ -157,6 +160,8 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
     /// <summary>Gets the rate limit's gate, for the watchdog (which replenishes it) and tests.</summary>
     internal PermitGate Permits => _permits;
+    /// <summary>Gets the adaptive mode's driver, which the watchdog ticks.</summary>
+    internal AdaptiveDriver Adaptive => _adaptive;
 
     /// <summary>
     /// Queues a fire-and-forget item if there is room now. Never blocks and never runs the item on the caller.
@@ -375,11 +380,38 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     /// <param name="workerCount">The new worker count, between 1 and <see cref="MaxWorkerCount"/>.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>; nothing changes.</exception>
     /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
-    public void Resize(int workerCount)
+    /// <remarks>
+    /// While <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, the new count is pinned until
+    /// <see cref="UnpinWorkerCount"/>: the adaptive mode holds it (see <see cref="Resize(int, TimeSpan)"/> for a pin
+    /// that ends by itself).
+    /// </remarks>
+    public void Resize(int workerCount) => Resize(workerCount, Timeout.InfiniteTimeSpan);
+
+    /// <summary>
+    /// Changes the number of worker threads as <see cref="Resize(int)"/> does and, while
+    /// <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, pins it for <paramref name="pinFor"/>: the
+    /// adaptive mode holds the count until the time runs out or <see cref="UnpinWorkerCount"/> is called, then resumes.
+    /// </summary>
+    /// <param name="workerCount">The new worker count, between 1 and <see cref="MaxWorkerCount"/>.</param>
+    /// <param name="pinFor">How long the pin lasts: positive, or <see cref="Timeout.InfiniteTimeSpan"/> until unpinned.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>, or <paramref name="pinFor"/> is neither positive nor infinite; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    public void Resize(int workerCount, TimeSpan pinFor)
     {
         if (workerCount < 1 || workerCount > MaxWorkerCount)
         {
             throw new ArgumentOutOfRangeException(nameof(workerCount), workerCount, $"The worker count of executor '{Name}' must be between 1 and MaxWorkerCount ({MaxWorkerCount}).");
+        }
+
+        if (pinFor <= TimeSpan.Zero && pinFor != Timeout.InfiniteTimeSpan)
+        {
+            throw new ArgumentOutOfRangeException(nameof(pinFor), pinFor, "A pin's duration must be positive, or Timeout.InfiniteTimeSpan (until unpinned).");
+        }
+
+        if (_settings.AdaptiveMode != AdaptiveMode.Off && !IsShutdown)
+        {
+            // Pinned first, so that a decision made between the pin and the resize holds the operator's count too.
+            _adaptive.Pin(_settings.WorkerCount, workerCount, pinFor);
         }
 
         BoundedExecutorSettings previous, current;
@@ -394,6 +426,19 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
         AfterChange(previous, current, wakeWorkers);
     }
+
+    /// <summary>
+    /// Ends an operator's pin (<see cref="Resize(int)"/>): the adaptive mode resumes from the count in force. Does
+    /// nothing when the count is not pinned.
+    /// </summary>
+    public void UnpinWorkerCount() => _adaptive.Unpin();
+
+    /// <summary>
+    /// Gets the adaptive mode's decision log, oldest first: every change it made (or, in advisory mode, would have
+    /// made), every operator's pin and every end of a pin, with the signals each was made on. It keeps the last 64.
+    /// </summary>
+    /// <returns>A copy of the log.</returns>
+    public IReadOnlyList<WorkerCountDecision> GetWorkerCountDecisions() => _adaptive.GetDecisions();
 
     /// <summary>
     /// Stops accepting items at once, lets the workers drain the queue, and completes when every worker has exited.
@@ -552,6 +597,13 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             PermitsRefused = _permits.Refusals,
             RateLimitWaitTime = _permits.WaitTime,
             IsShutdown = _queue.IsShutdown,
+            AdaptiveMode = settings.AdaptiveMode,
+            AdaptiveMinWorkerCount = settings.AdaptiveBounds(MaxWorkerCount).Min,
+            AdaptiveMaxWorkerCount = settings.AdaptiveBounds(MaxWorkerCount).Max,
+            IsWorkerCountPinned = _adaptive.TryGetPin(out _, out var pinnedUntil),
+            WorkerCountPinnedUntil = pinnedUntil,
+            WorkerCountDecisions = _adaptive.Decisions,
+            RunTimeBaseline = _adaptive.Baseline,
         };
     }
 
@@ -651,7 +703,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             _permits.WakeWaiters();
         }
 
-        if (current.SlowItemThreshold != previous.SlowItemThreshold)
+        if (current.SlowItemThreshold != previous.SlowItemThreshold || current.AdaptiveMode != previous.AdaptiveMode)
         {
             _watchdog.Signal();
         }
@@ -817,6 +869,49 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             // The drain is over: parked workers must wake up to exit.
             _pool.WakeAll();
         }
+    }
+
+    // The adaptive driver's view of the executor (IAdaptiveHost).
+    AdaptiveReading IAdaptiveHost.ReadAdaptive(int minWorkerCount, int maxWorkerCount)
+    {
+        var settings = _settings;
+        var now = _itemClock.Now();
+        var s = _outcomes.Read(_queue, _pool, now, settings.SlowItemThreshold, _itemClock);
+        var oldestAge = s.Queued != 0 && _queue.TryReadOldestStamp(s.Claims, out var oldestEnqueued)
+            ? _itemClock.Elapsed(oldestEnqueued, now)
+            : TimeSpan.Zero;
+        return new AdaptiveReading(
+            _timeProvider.GetTimestamp(),
+            s.Workers.Completed,
+            s.Workers.Failed,
+            s.Submitted,
+            _watchdog.SlowItemsReported,
+            s.Workers.Busy,
+            s.Workers.Target,
+            s.Queued,
+            oldestAge < TimeSpan.Zero ? TimeSpan.Zero : oldestAge,
+            minWorkerCount,
+            maxWorkerCount);
+    }
+
+    bool IAdaptiveHost.TryApplyAdaptiveCount(int oldCount, int newCount)
+    {
+        BoundedExecutorSettings previous, current;
+        bool wakeWorkers;
+        lock (_pool.SyncObj)
+        {
+            previous = _settings;
+            if (IsShutdown || previous.AdaptiveMode != AdaptiveMode.On || previous.WorkerCount != oldCount || newCount < 1 || newCount > MaxWorkerCount)
+            {
+                return false;
+            }
+
+            current = previous with { WorkerCount = newCount };
+            wakeWorkers = ApplyUnsynchronized(current);
+        }
+
+        AfterChange(previous, current, wakeWorkers);
+        return true;
     }
 
     // The waiting producers' view of the executor (IProducerHost).

@@ -149,6 +149,25 @@ public sealed class BoundedExecutorOptions
     /// <value>Defaults to <see cref="TimeProvider.System"/>.</value>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
+    /// <summary>Gets or sets whether the executor finds its own worker count (see <see cref="BoundedExecutorSettings.AdaptiveMode"/>).</summary>
+    /// <value>Defaults to <see cref="AdaptiveMode.Off"/>; <see cref="WorkerCount"/> is then the count it starts at.</value>
+    public AdaptiveMode AdaptiveMode { get; set; }
+
+    /// <summary>Gets or sets the fewest workers the adaptive mode runs (see <see cref="BoundedExecutorSettings.AdaptiveMinWorkerCount"/>).</summary>
+    /// <value>Defaults to 1.</value>
+    public int AdaptiveMinWorkerCount { get; set; } = 1;
+
+    /// <summary>Gets or sets the most workers the adaptive mode runs, at most <see cref="MaxWorkerCount"/> (see <see cref="BoundedExecutorSettings.AdaptiveMaxWorkerCount"/>).</summary>
+    /// <value>Defaults to <see langword="null"/>: up to <see cref="MaxWorkerCount"/>.</value>
+    public int? AdaptiveMaxWorkerCount { get; set; }
+
+    /// <summary>Gets or sets what a worker-count decision of the adaptive mode is reported to (every entry of its decision log).</summary>
+    /// <value>Defaults to <see langword="null"/>. Called on the executor's watchdog thread; exceptions are counted and ignored.</value>
+    public Action<WorkerCountDecision>? OnWorkerCountDecision { get; set; }
+
+    /// <summary>Gets or sets the adaptive controller's tuning; tests and the simulation change it.</summary>
+    internal Internal.Adaptive.AdaptiveParameters AdaptiveParameters { get; set; } = Internal.Adaptive.AdaptiveParameters.Default;
+
     /// <summary>The default hard maximum for a machine with <paramref name="processorCount"/> logical processors.</summary>
     internal static int DefaultMaxWorkerCount(int processorCount) => Math.Clamp(processorCount, 64, MaxWorkerLimit);
 
@@ -168,6 +187,9 @@ public sealed class BoundedExecutorOptions
         PermitsPerSecond = PermitsPerSecond,
         PermitBurst = PermitBurst,
         RateLimiter = RateLimiter,
+        AdaptiveMode = AdaptiveMode,
+        AdaptiveMinWorkerCount = AdaptiveMinWorkerCount,
+        AdaptiveMaxWorkerCount = AdaptiveMaxWorkerCount,
     };
 
     /// <summary>

@@ -29,6 +29,9 @@ public sealed record BoundedExecutorSettings
         new(nameof(PermitsPerSecond), static s => s.PermitsPerSecond, static (s, from) => s with { PermitsPerSecond = from.PermitsPerSecond }, static (s, _) => CheckPermitsPerSecond(s)),
         new(nameof(PermitBurst), static s => s.PermitBurst, static (s, from) => s with { PermitBurst = from.PermitBurst }, static (s, _) => CheckPermitBurst(s.PermitBurst)),
         new(nameof(RateLimiter), static s => s.RateLimiter, static (s, from) => s with { RateLimiter = from.RateLimiter }, static (_, _) => null),
+        new(nameof(AdaptiveMode), static s => s.AdaptiveMode, static (s, from) => s with { AdaptiveMode = from.AdaptiveMode }, static (s, _) => CheckAdaptiveMode(s.AdaptiveMode)),
+        new(nameof(AdaptiveMinWorkerCount), static s => s.AdaptiveMinWorkerCount, static (s, from) => s with { AdaptiveMinWorkerCount = from.AdaptiveMinWorkerCount }, static (s, max) => CheckAdaptiveMinWorkerCount(s.AdaptiveMinWorkerCount, max)),
+        new(nameof(AdaptiveMaxWorkerCount), static s => s.AdaptiveMaxWorkerCount ?? (object)"the hard maximum", static (s, from) => s with { AdaptiveMaxWorkerCount = from.AdaptiveMaxWorkerCount }, static (s, max) => CheckAdaptiveMaxWorkerCount(s.AdaptiveMinWorkerCount, s.AdaptiveMaxWorkerCount, max)),
     ];
 
     /// <summary>The most permits per second, and the largest burst, a configured rate limit may have.</summary>
@@ -83,6 +86,25 @@ public sealed record BoundedExecutorSettings
     /// </summary>
     /// <value>Defaults to <see langword="null"/>.</value>
     public RateLimiter? RateLimiter { get; init; }
+
+    /// <summary>
+    /// Gets whether the executor finds its own worker count between <see cref="AdaptiveMinWorkerCount"/> and
+    /// <see cref="AdaptiveMaxWorkerCount"/> (<see cref="BoundedWork.AdaptiveMode.On"/>), only records what it would do
+    /// (<see cref="BoundedWork.AdaptiveMode.Advisory"/>), or leaves the count to the operator.
+    /// </summary>
+    /// <value>Defaults to <see cref="BoundedWork.AdaptiveMode.Off"/>.</value>
+    public AdaptiveMode AdaptiveMode { get; init; }
+
+    /// <summary>Gets the fewest workers the adaptive mode runs: at least 1, at most <see cref="BoundedExecutor.MaxWorkerCount"/>.</summary>
+    /// <value>Defaults to 1.</value>
+    public int AdaptiveMinWorkerCount { get; init; } = 1;
+
+    /// <summary>
+    /// Gets the most workers the adaptive mode runs: at least <see cref="AdaptiveMinWorkerCount"/>, at most
+    /// <see cref="BoundedExecutor.MaxWorkerCount"/> (the hard maximum, which nothing exceeds).
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: up to <see cref="BoundedExecutor.MaxWorkerCount"/>.</value>
+    public int? AdaptiveMaxWorkerCount { get; init; }
 
     /// <summary>
     /// Checks every setting, for an executor whose hard maximum worker count is <paramref name="maxWorkerCount"/>.
@@ -153,6 +175,13 @@ public sealed record BoundedExecutorSettings
         return changes;
     }
 
+    /// <summary>The adaptive mode's bounds in force for an executor whose hard maximum is <paramref name="maxWorkerCount"/>.</summary>
+    internal (int Min, int Max) AdaptiveBounds(int maxWorkerCount)
+    {
+        var min = Math.Clamp(AdaptiveMinWorkerCount, 1, maxWorkerCount);
+        return (min, Math.Clamp(AdaptiveMaxWorkerCount ?? maxWorkerCount, min, maxWorkerCount));
+    }
+
     /// <summary>A setting's value as a person reads it in a log: invariant, and <c>infinite</c> for <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
     private static string Format(object? value) => value switch
     {
@@ -176,6 +205,20 @@ public sealed record BoundedExecutorSettings
     private static string? CheckWorkerCount(int workerCount, int maxWorkerCount) =>
         workerCount < 1 ? $"WorkerCount must be at least 1 (was {workerCount})."
         : workerCount > maxWorkerCount ? $"WorkerCount ({workerCount}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : null;
+
+    private static string? CheckAdaptiveMode(AdaptiveMode mode) =>
+        Enum.IsDefined(mode) ? null : $"AdaptiveMode '{mode}' is not one of {string.Join(", ", Enum.GetNames<AdaptiveMode>())}.";
+
+    private static string? CheckAdaptiveMinWorkerCount(int min, int maxWorkerCount) =>
+        min < 1 ? $"AdaptiveMinWorkerCount must be at least 1 (was {min})."
+        : min > maxWorkerCount && maxWorkerCount >= 1 ? $"AdaptiveMinWorkerCount ({min}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : null;
+
+    private static string? CheckAdaptiveMaxWorkerCount(int min, int? max, int maxWorkerCount) =>
+        max is not { } value ? null
+        : value > maxWorkerCount && maxWorkerCount >= 1 ? $"AdaptiveMaxWorkerCount ({value}) must not exceed MaxWorkerCount ({maxWorkerCount})."
+        : value < Math.Max(1, min) ? $"AdaptiveMaxWorkerCount ({value}) must be at least AdaptiveMinWorkerCount ({min}) and at least 1."
         : null;
 
     private static string? CheckQueueCapacity(int queueCapacity) =>

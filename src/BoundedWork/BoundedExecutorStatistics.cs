@@ -168,4 +168,25 @@ public sealed record BoundedExecutorStatistics
 
     /// <summary>Gets a value indicating whether shutdown has begun (the executor accepts no new items).</summary>
     public required bool IsShutdown { get; init; }
+
+    /// <summary>Gets the adaptive mode in force.</summary>
+    public AdaptiveMode AdaptiveMode { get; init; }
+
+    /// <summary>Gets the fewest workers the adaptive mode runs (the setting, within the hard maximum).</summary>
+    public int AdaptiveMinWorkerCount { get; init; }
+
+    /// <summary>Gets the most workers the adaptive mode runs (the setting, or the hard maximum when it is not set).</summary>
+    public int AdaptiveMaxWorkerCount { get; init; }
+
+    /// <summary>Gets a value indicating whether an operator pinned the worker count (the adaptive mode holds it).</summary>
+    public bool IsWorkerCountPinned { get; init; }
+
+    /// <summary>Gets when the pin ends, or <see langword="null"/> when it lasts until unpinned (or there is none).</summary>
+    public DateTimeOffset? WorkerCountPinnedUntil { get; init; }
+
+    /// <summary>Gets how many entries the worker-count decision log has received, ever (<see cref="BoundedExecutor.GetWorkerCountDecisions"/>).</summary>
+    public long WorkerCountDecisions { get; init; }
+
+    /// <summary>Gets the run time items take while the dependency is not saturated, as the adaptive mode measured it; <see langword="null"/> before it is known.</summary>
+    public TimeSpan? RunTimeBaseline { get; init; }
 }

@@ -119,7 +119,7 @@ public sealed class SampleApp : IAsyncDisposable
     /// <c>System.Threading.ThreadPool.MaxThreads</c> setting), so a blocking load keeps it starved for as long as it
     /// lasts instead of until the pool has grown enough: what the tests' claims about starvation rest on.
     /// </summary>
-    public static async Task<SampleApp> StartAsync(int sideEffectMs = 1000, int? maxPoolThreads = null)
+    public static async Task<SampleApp> StartAsync(int sideEffectMs = 1000, int? maxPoolThreads = null, params string[] extraArguments)
     {
         var start = new ProcessStartInfo(Bw.DotnetHost())
         {
@@ -140,6 +140,11 @@ public sealed class SampleApp : IAsyncDisposable
             dll, "serve", "--port", "0", "--environment", "Development",
             "--stop-on-stdin-eof", "true", "--ShutdownTimeoutSeconds", "1",
             $"--SideEffect:MinDelayMs={sideEffectMs}", $"--SideEffect:MaxDelayMs={sideEffectMs}", "--SideEffect:CpuIterations=0"])
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        foreach (var argument in extraArguments)
         {
             start.ArgumentList.Add(argument);
         }

@@ -50,9 +50,10 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             return Refuse(request, null, "not_found", NotFound(name));
         }
 
+        var pin = default(PinRequest);
         var (change, errors) = request.BodyTooLarge
             ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
-            : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount);
+            : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount, out pin);
         if (change is null)
         {
             var unlisted = errors.Count - errors.Listed.Count;
@@ -69,7 +70,22 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         BoundedExecutorReconfiguration result;
         try
         {
+            // A pin on an executor already adaptive comes first, so that no decision lands between the resize and the
+            // pin, and the log says which count it replaced.
+            var before = executor.Settings;
+            var pinFirst = before.AdaptiveMode != AdaptiveMode.Off;
+            if (pinFirst)
+            {
+                ApplyPin(executor, pin);
+            }
+
             result = executor.Reconfigure(change);
+            if (!pinFirst)
+            {
+                ApplyPin(executor, pin);
+            }
+
+            result = new BoundedExecutorReconfiguration(pinFirst ? before : result.Previous, result.Current);
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
@@ -81,6 +97,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
 
         Record(executor.Name, request, result);
+        RecordPin(executor.Name, request, pin);
         return AdminReply.Ok(
             new ReconfigurationResponse(executor.Name, View(result.Previous), View(result.Current), Workers(executor.GetStatistics())),
             AdminJsonContext.Readable.ReconfigurationResponse);
@@ -169,6 +186,49 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         return problem;
     }
 
+    /// <summary>Pins (after a resize while adaptive, or <c>"pinned": true</c>) or unpins the worker count, as the change asked.</summary>
+    private static void ApplyPin(BoundedExecutor executor, PinRequest pin)
+    {
+        if (pin.Unpin)
+        {
+            executor.UnpinWorkerCount();
+        }
+        else if (pin.Pin)
+        {
+            executor.Resize(pin.Workers ?? executor.Settings.WorkerCount, pin.PinFor);
+        }
+    }
+
+    private void RecordPin(string name, ChangeRequest request, PinRequest pin)
+    {
+        if ((pin.Pin || pin.Unpin) && logger.IsEnabled(LogLevel.Information))
+        {
+            logger.WorkerCountPinChanged(
+                AdminLog.Escape(name),
+                AdminLog.Escape(request.User),
+                request.RemoteAddress,
+                pin.Unpin ? "unpinned" : pin.PinFor == Timeout.InfiniteTimeSpan ? "pinned until unpinned" : $"pinned for {SettingsRequest.FormatTimeout(pin.PinFor)}");
+        }
+
+        if (pin.Pin || pin.Unpin)
+        {
+            metrics.Changed(name, SettingsRequest.Pinned);
+        }
+    }
+
+    private static AdaptiveView DescribeAdaptive(BoundedExecutor executor, BoundedExecutorStatistics s, int decisions) =>
+        new(
+            s.AdaptiveMode.ToString(),
+            s.AdaptiveMinWorkerCount,
+            s.AdaptiveMaxWorkerCount,
+            s.IsWorkerCountPinned,
+            s.WorkerCountPinnedUntil,
+            s.RunTimeBaseline is { } baseline ? Math.Round(baseline.TotalMilliseconds, 3) : null,
+            s.WorkerCountDecisions,
+            [.. executor.GetWorkerCountDecisions().TakeLast(decisions).Select(static d => new DecisionView(
+                d.Time, d.OldCount, d.NewCount, d.Rule, d.Applied, Math.Round(d.MinQueueWait.TotalMilliseconds, 3), d.QueueLength,
+                Math.Round(d.CompletedPerSecond, 1), d.RunTime is { } r ? Math.Round(r.TotalMilliseconds, 3) : null, d.Description))]);
+
     private ExecutorResponse Describe(BoundedExecutor executor, bool history)
     {
         var s = executor.GetStatistics();
@@ -177,14 +237,19 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.IsShutdown,
             Workers(s),
             new QueueView(s.QueueLength, s.QueueCapacity, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3), s.WaitingProducers),
-            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst),
+            new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst, s.AdaptiveMode.ToString(), executor.Settings.AdaptiveMinWorkerCount, executor.Settings.AdaptiveMaxWorkerCount),
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced, s.Starting, s.RunningOnCallers),
             sampler.GetRates(s),
             history ? sampler.GetHistory(s.Name) : null,
             null,
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
-            DescribeRateLimit(s, executor.Settings.RateLimiter));
+            DescribeRateLimit(s, executor.Settings.RateLimiter),
+            DescribeAdaptive(executor, s, history ? AdaptiveDriverLog : RecentDecisions));
     }
+
+    /// <summary>The decisions an executor's document shows: the last few, or (with the history) the whole log.</summary>
+    private const int RecentDecisions = 10;
+    private const int AdaptiveDriverLog = 64;
 
     private static RateLimitView DescribeRateLimit(BoundedExecutorStatistics s, System.Threading.RateLimiting.RateLimiter? custom) => new(
         custom is not null ? "custom" : s.PermitsPerSecond > 0 ? "permitsPerSecond" : "none",
@@ -226,7 +291,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         new(s.TargetWorkerCount, s.LiveWorkerCount, s.BusyWorkerCount, s.PeakWorkerCount, s.MaxWorkerCount, s.SlowWorkerCount);
 
     private static SettingsView View(BoundedExecutorSettings s) =>
-        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst);
+        new(s.WorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst, s.AdaptiveMode.ToString(), s.AdaptiveMinWorkerCount, s.AdaptiveMaxWorkerCount);
 
     private static AdminReply NotFound(string name) =>
         AdminReply.Problem(404, "Unknown executor", $"No executor named '{name}' is registered.", executor: name);

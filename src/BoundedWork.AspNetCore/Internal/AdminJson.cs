@@ -22,7 +22,8 @@ internal sealed record ExecutorResponse(
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] HistoryView? History,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] RateLimitView? RateLimit = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] RateLimitView? RateLimit = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] AdaptiveView? Adaptive = null);
 
 /// <summary>
 /// The rate limit: <c>Kind</c> is <c>none</c>, <c>permitsPerSecond</c> (the executor's token bucket, set with
@@ -39,6 +40,30 @@ internal sealed record RateLimitView(
     long PermitsAcquired,
     long PermitsRefused,
     double WaitTimeMs);
+
+/// <summary>The adaptive mode of one executor: its bounds, the pin, the run-time baseline and the last decisions, oldest first.</summary>
+internal sealed record AdaptiveView(
+    string Mode,
+    int MinWorkers,
+    int MaxWorkers,
+    bool Pinned,
+    DateTimeOffset? PinnedUntil,
+    double? RunTimeBaselineMs,
+    long DecisionCount,
+    IReadOnlyList<DecisionView> Decisions);
+
+/// <summary>One entry of the worker-count decision log.</summary>
+internal sealed record DecisionView(
+    DateTimeOffset Time,
+    int OldCount,
+    int NewCount,
+    string Rule,
+    bool Applied,
+    double MinQueueWaitMs,
+    int QueueLength,
+    double CompletedPerSecond,
+    double? RunTimeMs,
+    string Description);
 
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
@@ -73,7 +98,7 @@ internal sealed record WorkersView(int Target, int Live, int Busy, int Peak, int
 internal sealed record QueueView(int Length, int Capacity, double OldestItemAgeMs, int WaitingProducers);
 
 /// <summary>The settings that PATCH changes, under the same field names ("infinite" for no limit, or off).</summary>
-internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold, int PermitsPerSecond = 0, int PermitBurst = 1);
+internal sealed record SettingsView(int Workers, int QueueCapacity, string RejectionPolicy, string WaitTimeout, string SlowItemThreshold, string QueueWaitThreshold, int PermitsPerSecond = 0, int PermitBurst = 1, string? AdaptiveMode = null, int? AdaptiveMinWorkers = null, int? AdaptiveMaxWorkers = null);
 
 /// <summary>
 /// The counters of one snapshot: <c>Submitted</c> = queue length + <c>Starting</c> + <c>Running</c> + every outcome, and

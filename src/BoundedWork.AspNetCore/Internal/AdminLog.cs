@@ -108,4 +108,8 @@ internal static partial class AdminLog
     [LoggerMessage(EventId = 209, EventName = "DeadLetterStorageFailed", Level = LogLevel.Error,
         Message = "The admin console could not {What} of work queue '{QueueName}': its storage failed.")]
     public static partial void DeadLetterStorageFailed(this ILogger logger, string queueName, string what, Exception exception);
+
+    [LoggerMessage(EventId = 210, EventName = "WorkerCountPinChanged", Level = LogLevel.Information,
+        Message = "Executor '{ExecutorName}' worker count {Pin} by {User} ({RemoteAddress}) through the admin console.")]
+    public static partial void WorkerCountPinChanged(this ILogger logger, string executorName, string user, string remoteAddress, string pin);
 }

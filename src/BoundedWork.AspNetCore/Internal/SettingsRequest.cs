@@ -21,6 +21,11 @@ internal static partial class SettingsRequest
     public const string PermitsPerSecond = "permitsPerSecond";
     public const string PermitBurst = "permitBurst";
     public const string Body = "body";
+    public const string AdaptiveModeField = "adaptiveMode";
+    public const string AdaptiveMinWorkers = "adaptiveMinWorkers";
+    public const string AdaptiveMaxWorkers = "adaptiveMaxWorkers";
+    public const string Pinned = "pinned";
+    public const string PinFor = "pinFor";
 
     /// <summary>The largest body read; settings changes are a few dozen bytes.</summary>
     public const int MaxBodyBytes = 16 * 1024;
@@ -48,8 +53,9 @@ internal static partial class SettingsRequest
     private static readonly TimeSpan MinQueueWaitThreshold = TimeSpan.FromMilliseconds(10);
     private static readonly TimeSpan MaxDuration = TimeSpan.FromDays(1);
 
-    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold, PermitsPerSecond, PermitBurst];
-    private static readonly string[] s_putFields = [Workers];
+    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold, PermitsPerSecond, PermitBurst, AdaptiveModeField, AdaptiveMinWorkers, AdaptiveMaxWorkers, Pinned, PinFor];
+    private static readonly string[] s_putFields = [Workers, PinFor];
+    private static readonly TimeSpan MinPinFor = TimeSpan.FromSeconds(1);
 
     /// <summary>
     /// Parses a PUT workers body (<c>{"workers": 8}</c>, the field required) or a PATCH body (any of the fields, at least
@@ -57,8 +63,19 @@ internal static partial class SettingsRequest
     /// <paramref name="current"/> with the core's own validation.
     /// </summary>
     public static (Func<BoundedExecutorSettings, BoundedExecutorSettings>? Change, FieldErrors Errors) Parse(
-        ReadOnlySequence<byte> body, bool workersOnly, BoundedExecutorSettings current, int maxWorkerCount)
+        ReadOnlySequence<byte> body, bool workersOnly, BoundedExecutorSettings current, int maxWorkerCount) =>
+        Parse(body, workersOnly, current, maxWorkerCount, out _);
+
+    /// <summary>
+    /// As the other overload, and says in <paramref name="pin"/> what the body asks of the worker-count pin
+    /// (<see cref="PinRequest"/>): <c>pinFor</c> with <c>workers</c>, <c>"pinned": true</c> or <c>false</c>.
+    /// </summary>
+    public static (Func<BoundedExecutorSettings, BoundedExecutorSettings>? Change, FieldErrors Errors) Parse(
+        ReadOnlySequence<byte> body, bool workersOnly, BoundedExecutorSettings current, int maxWorkerCount, out PinRequest pin)
     {
+        pin = default;
+        bool? pinned = null;
+        TimeSpan? pinFor = null;
         var errors = new FieldErrors();
         var allowed = workersOnly ? s_putFields : s_patchFields;
         if (body.IsEmpty)
@@ -72,6 +89,7 @@ internal static partial class SettingsRequest
         int? workers = null, capacity = null, permitsPerSecond = null, permitBurst = null;
         var changes = new List<Func<BoundedExecutorSettings, BoundedExecutorSettings>>();
         var seen = new HashSet<string>(StringComparer.Ordinal);
+        var unknownFields = 0;
         try
         {
             var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
@@ -96,7 +114,11 @@ internal static partial class SettingsRequest
                 if (field is null)
                 {
                     var shown = Shorten(name);
-                    errors[shown] = [$"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."];
+                    // The allowed fields are listed once, with the first unknown field, so that a body of many unknown fields
+                    // gets a short answer however many fields the console takes.
+                    errors[shown] = [unknownFields++ == 0
+                        ? $"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."
+                        : $"Unknown field '{shown}'."];
                     reader.Skip();
                     continue;
                 }
@@ -139,6 +161,28 @@ internal static partial class SettingsRequest
                         permitBurst = value;
                         changes.Add(s => s with { PermitBurst = value });
                         break;
+                    case AdaptiveModeField when ReadAdaptiveMode(ref reader, errors) is { } value:
+                        changes.Add(s => s with { AdaptiveMode = value });
+                        break;
+                    case AdaptiveMinWorkers when ReadInt32(ref reader, field, errors) is { } value:
+                        changes.Add(s => s with { AdaptiveMinWorkerCount = value });
+                        break;
+                    case AdaptiveMaxWorkers when reader.TokenType == JsonTokenType.Null:
+                        changes.Add(s => s with { AdaptiveMaxWorkerCount = null });
+                        break;
+                    case AdaptiveMaxWorkers when ReadInt32(ref reader, field, errors) is { } value:
+                        changes.Add(s => s with { AdaptiveMaxWorkerCount = value });
+                        break;
+                    case Pinned when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
+                        pinned = reader.TokenType == JsonTokenType.True;
+                        break;
+                    case Pinned:
+                        errors[Pinned] = [$"pinned must be true (pin the worker count in force) or false (unpin), not {Describe(reader.TokenType)}."];
+                        reader.Skip();
+                        break;
+                    case PinFor when ReadTimeout(ref reader, field, errors) is { } value:
+                        pinFor = value;
+                        break;
                 }
             }
 
@@ -178,6 +222,14 @@ internal static partial class SettingsRequest
 
         BoundedExecutorSettings Change(BoundedExecutorSettings settings) => changes.Aggregate(settings, static (s, change) => change(s));
 
+        CheckPin(errors, workers, pinned, pinFor, Change(current).AdaptiveMode);
+        if (errors.Count > 0)
+        {
+            return (null, errors);
+        }
+
+        pin = new PinRequest(pinned == false, pinned == true || (workers is not null && Change(current).AdaptiveMode != BoundedWork.AdaptiveMode.Off), workers, pinFor ?? Timeout.InfiniteTimeSpan);
+
         // The core's own rules are the last word; report anything they refuse under the JSON field's name. Only the
         // fields of the body can be refused: the others keep the values in force, which are valid.
         foreach (var (setting, message) in Change(current).GetValidationErrors(maxWorkerCount))
@@ -213,11 +265,53 @@ internal static partial class SettingsRequest
         nameof(BoundedExecutorSettings.QueueWaitThreshold) => QueueWaitThreshold,
         nameof(BoundedExecutorSettings.PermitsPerSecond) => PermitsPerSecond,
         nameof(BoundedExecutorSettings.PermitBurst) => PermitBurst,
+        nameof(BoundedExecutorSettings.AdaptiveMode) => AdaptiveModeField,
+        nameof(BoundedExecutorSettings.AdaptiveMinWorkerCount) => AdaptiveMinWorkers,
+        nameof(BoundedExecutorSettings.AdaptiveMaxWorkerCount) => AdaptiveMaxWorkers,
         _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
     };
 
     public static string FormatTimeout(TimeSpan timeout) =>
         timeout == Timeout.InfiniteTimeSpan ? InfiniteWaitTimeout : timeout.ToString("c", CultureInfo.InvariantCulture);
+
+    /// <summary>A pin needs the adaptive mode, a count to pin, and cannot be asked for and ended at once.</summary>
+    private static void CheckPin(FieldErrors errors, int? workers, bool? pinned, TimeSpan? pinFor, AdaptiveMode mode)
+    {
+        if (pinned == false && (workers is not null || pinFor is not null))
+        {
+            errors[Pinned] = ["pinned false ends the pin; it cannot be sent with workers or pinFor."];
+        }
+        else if (pinFor is not null && workers is null && pinned != true)
+        {
+            errors[PinFor] = ["pinFor says how long a resize pins the worker count: send it with workers (or with pinned true)."];
+        }
+        else if ((pinFor is not null || pinned == true) && mode == BoundedWork.AdaptiveMode.Off)
+        {
+            errors[pinFor is not null ? PinFor : Pinned] = ["The worker count is pinned against the adaptive mode, which is Off: set adaptiveMode to On or Advisory first."];
+        }
+    }
+
+    private static AdaptiveMode? ReadAdaptiveMode(ref Utf8JsonReader reader, FieldErrors errors)
+    {
+        var names = string.Join(", ", Enum.GetNames<AdaptiveMode>());
+        if (reader.TokenType != JsonTokenType.String || !TryGetText(ref reader, out var text))
+        {
+            errors[AdaptiveModeField] = [$"adaptiveMode must be a string, one of {names}; not {Describe(reader.TokenType)}."];
+            reader.Skip();
+            return null;
+        }
+
+        foreach (var mode in Enum.GetValues<AdaptiveMode>())
+        {
+            if (string.Equals(text, mode.ToString(), StringComparison.OrdinalIgnoreCase))
+            {
+                return mode;
+            }
+        }
+
+        errors[AdaptiveModeField] = [$"adaptiveMode '{Shorten(text)}' is not one of {names}."];
+        return null;
+    }
 
     private static void CheckRange(FieldErrors errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
     {
@@ -329,6 +423,7 @@ internal static partial class SettingsRequest
         WaitTimeout => (MinWaitTimeout, MaxDuration),
         SlowItemThreshold => (MinSlowItemThreshold, MaxDuration),
         QueueWaitThreshold => (MinQueueWaitThreshold, MaxDuration),
+        PinFor => (MinPinFor, MaxDuration),
         _ => throw new ArgumentOutOfRangeException(nameof(field), field, "Not a duration field."),
     };
 
@@ -378,3 +473,10 @@ internal static partial class SettingsRequest
         _ => "nothing",
     };
 }
+
+/// <summary>What a settings change asks of the worker-count pin.</summary>
+/// <param name="Unpin">End the pin (<c>"pinned": false</c>).</param>
+/// <param name="Pin">Pin: a resize while the adaptive mode is on, or <c>"pinned": true</c>.</param>
+/// <param name="Workers">The count to pin, or <see langword="null"/> for the count in force.</param>
+/// <param name="PinFor">How long, or <see cref="Timeout.InfiniteTimeSpan"/> until unpinned.</param>
+internal readonly record struct PinRequest(bool Unpin, bool Pin, int? Workers, TimeSpan PinFor);

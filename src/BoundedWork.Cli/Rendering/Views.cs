@@ -123,6 +123,18 @@ internal static class Views
             Row("counters", Markup.Escape(string.Join(", ", counters.EnumerateObject().Select(p => $"{p.Name} {p.Value.GetRawText()}"))));
         }
 
+        var adaptive = e.Get("adaptive");
+        if (adaptive.ValueKind == JsonValueKind.Object)
+        {
+            var pin = !adaptive.Flag("pinned") ? "not pinned"
+                : adaptive.Text("pinnedUntil") is { Length: > 0 } until ? $"pinned until {until}" : "pinned until unpinned";
+            Row("adaptive", Markup.Escape($"{adaptive.Text("mode")}, {adaptive.Long("minWorkers")} to {adaptive.Long("maxWorkers")} workers, {pin}, run-time baseline {Doc.Duration(adaptive.Number("runTimeBaselineMs"))}, {adaptive.Long("decisionCount")} decisions"));
+            foreach (var decision in adaptive.Items("decisions").Reverse().Take(5))
+            {
+                Row(string.Empty, Markup.Escape($"{decision.Text("time")}  {decision.Text("description")}"));
+            }
+        }
+
         var running = new Table().Border(TableBorder.Simple).Title("running now, longest first");
         running.AddColumn("WORKER");
         running.AddColumn(new TableColumn("ELAPSED").RightAligned());

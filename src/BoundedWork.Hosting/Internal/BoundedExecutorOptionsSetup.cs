@@ -91,5 +91,13 @@ internal sealed class BoundedExecutorOptionsSetup : IPostConfigureOptions<Bounde
 
             onSlowItem?.Invoke(args);
         };
+
+        // At most a few lines a minute: the controller changes the count at most MaxChangesPerMinute times.
+        var onWorkerCountDecision = options.OnWorkerCountDecision;
+        options.OnWorkerCountDecision = decision =>
+        {
+            logger.WorkerCountDecision(decision.ExecutorName, decision.OldCount, decision.NewCount, decision.Rule, decision.Applied, decision.Description);
+            onWorkerCountDecision?.Invoke(decision);
+        };
     }
 }

@@ -79,4 +79,8 @@ internal static partial class Log
     [LoggerMessage(EventId = 18, EventName = "ShutdownItemInterrupted", Level = LogLevel.Error,
         Message = "Executor '{ExecutorName}': item {Item} on worker {WorkerName} was still running at the shutdown deadline, {Elapsed} after it started; it is interrupted if the process exits before it returns.")]
     public static partial void ShutdownItemInterrupted(this ILogger logger, string executorName, string item, string workerName, TimeSpan elapsed);
+
+    [LoggerMessage(EventId = 19, EventName = "WorkerCountDecision", Level = LogLevel.Information,
+        Message = "Executor '{ExecutorName}' worker count {OldCount} -> {NewCount} ({Rule}, applied: {Applied}): {Decision}")]
+    public static partial void WorkerCountDecision(this ILogger logger, string executorName, int oldCount, int newCount, string rule, bool applied, string decision);
 }

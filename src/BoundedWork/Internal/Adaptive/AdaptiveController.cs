@@ -211,9 +211,9 @@ internal sealed class AdaptiveController
         {
             count = _pin ?? 0;
             until = null;
-            if (_pin is null)
+            if (_pin is null || _time.GetTimestamp() >= _pinUntil)
             {
-                return false;
+                return false; // none, or its time ran out (the next decision says so)
             }
 
             if (_pinUntil != long.MaxValue)

@@ -23,6 +23,7 @@ internal sealed class ExecutorCallbacks
     private readonly Action<WorkItemRejectedArguments>? _onRejected;
     private readonly Action<SlowItemArguments>? _onSlowItem;
     private readonly Action<ThreadPoolBlockingWaitArguments>? _onThreadPoolBlockingWait;
+    private readonly Action<WorkerCountDecision>? _onWorkerCountDecision;
     private long _failures;
     private long _threadPoolBlockingWaits;
 
@@ -34,6 +35,7 @@ internal sealed class ExecutorCallbacks
         _onRejected = options.OnRejected;
         _onSlowItem = options.OnSlowItem;
         _onThreadPoolBlockingWait = options.OnThreadPoolBlockingWait;
+        _onWorkerCountDecision = options.OnWorkerCountDecision;
     }
 
     /// <summary>Gets how many times a callback or a listener threw.</summary>
@@ -84,6 +86,24 @@ internal sealed class ExecutorCallbacks
         if (_onSlowItem is not null)
         {
             Invoke(_onSlowItem, new SlowItemArguments(_executorName, item.ToWorkItem(), workerName, elapsed, threshold, kind));
+        }
+    }
+
+    /// <summary>Counts a worker-count decision on the metric and tells <see cref="BoundedExecutorOptions.OnWorkerCountDecision"/>.</summary>
+    public void WorkerCountDecided(WorkerCountDecision decision)
+    {
+        try
+        {
+            _instruments.RecordWorkerCountDecision(decision);
+        }
+        catch (Exception)
+        {
+            CountFailure();
+        }
+
+        if (_onWorkerCountDecision is not null)
+        {
+            Invoke(_onWorkerCountDecision, decision);
         }
     }
 

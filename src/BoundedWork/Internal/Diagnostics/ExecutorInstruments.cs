@@ -17,6 +17,7 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly Histogram<double> _runDuration;
     private readonly Counter<long> _slowItems;
     private readonly Histogram<double> _permitWait;
+    private readonly Counter<long> _workerCountDecisions;
     private readonly Lock _snapshotLock = new();
     private BoundedExecutorStatistics? _snapshot;
     private int _observed;
@@ -52,6 +53,7 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableCounter("boundedwork.ratelimit.refusals", () => new Measurement<long>(Snapshot(executor, 13).PermitsRefused, tag), "{permit}", "Times a permit was refused and the worker waited for one.");
         _permitWait = _meter.CreateHistogram<double>("boundedwork.ratelimit.wait.duration", "s", "Time a worker waited for a rate-limit permit after a refusal.");
         _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
+        _workerCountDecisions = _meter.CreateCounter<long>("boundedwork.workers.decisions", "{decision}", "Worker-count decisions of the adaptive mode (changes made or, in advisory mode, proposed; pins and their ends), by rule.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
     }
@@ -95,6 +97,13 @@ internal sealed class ExecutorInstruments : IDisposable
 
     public void RecordSlowItem(SlowItemKind kind) =>
         _slowItems.Add(1, _executorTag, new KeyValuePair<string, object?>("boundedwork.slow.kind", kind == SlowItemKind.Running ? "running" : "queued"));
+
+    public void RecordWorkerCountDecision(WorkerCountDecision decision) =>
+        _workerCountDecisions.Add(
+            1,
+            _executorTag,
+            new KeyValuePair<string, object?>("boundedwork.decision.rule", decision.Rule),
+            new KeyValuePair<string, object?>("boundedwork.decision.applied", decision.Applied));
 
     public void Dispose()
     {

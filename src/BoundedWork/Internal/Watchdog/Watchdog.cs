@@ -130,6 +130,11 @@ internal sealed class Watchdog(
                     ReportSlowRuns(threshold);
                 }
 
+                if (!completion.IsCompleted)
+                {
+                    owner.Adaptive.Tick();
+                }
+
                 Interlocked.Increment(ref _passes);
             }
         }
@@ -149,6 +154,11 @@ internal sealed class Watchdog(
         var wait = threshold == Timeout.InfiniteTimeSpan
             ? Timeout.InfiniteTimeSpan
             : TimeSpan.FromTicks(Math.Clamp(threshold.Ticks / 4, MinInterval.Ticks, MaxInterval.Ticks));
+        if (owner.Settings.AdaptiveMode != AdaptiveMode.Off && (wait == Timeout.InfiniteTimeSpan || owner.Adaptive.LookInterval < wait))
+        {
+            wait = owner.Adaptive.LookInterval;
+        }
+
         var deadline = producers.EarliestDeadline();
         lock (_sync)
         {
