@@ -10,7 +10,9 @@ public sealed class DoctorTests(ITestOutputHelper output)
     [Fact]
     public async Task Doctor_NaiveSyncLoad_SaysStarvedAndNamesTheBlockingSideEffect()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
+        // Every pool thread stays blocked in the side effect until the app is disposed: the pool is starved, and the
+        // blocking frames are there to sample, for as long as bw doctor takes.
+        await using var app = await SampleApp.StartAsync(sideEffectMs: SampleApp.BlocksUntilStopped, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(CultureInfo.InvariantCulture);
         app.StartLoad("naive-sync", concurrency: 200);
         await IncidentTests.StarvedAsync(pid);
@@ -37,7 +39,9 @@ public sealed class DoctorTests(ITestOutputHelper output)
     [Fact]
     public async Task Doctor_BoundedLoad_SaysNotStarved()
     {
-        await using var app = await SampleApp.StartAsync(sideEffectMs: 10_000, maxPoolThreads: 4);
+        // The executor's workers stay busy in the side effect, and its queue full, until the app is disposed, however
+        // long bw doctor takes to sample.
+        await using var app = await SampleApp.StartAsync(sideEffectMs: SampleApp.BlocksUntilStopped, maxPoolThreads: 4);
         var pid = app.ProcessId.ToString(CultureInfo.InvariantCulture);
         app.StartLoad("bounded", concurrency: 200);
 

@@ -110,12 +110,8 @@ public sealed class LifecycleTests
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
         builder.Services.AddSingleton<IAbandonedWorkHandler, ThrowingHandler>();
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         var queued = new List<Action>();
         for (var i = 0; i < 3; i++)
         {
@@ -166,12 +162,8 @@ public sealed class LifecycleTests
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         builder.Services.AddSingleton(written);
         builder.Services.AddScoped<IAbandonedWorkHandler, ScopedOutbox>();
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         executor.Execute(() => { });
         executor.Execute(() => { });
 
@@ -188,12 +180,8 @@ public sealed class LifecycleTests
         var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("mail");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder, "mail");
+        var (host, executor, gate) = started;
         var awaited = executor.RunAsync(() => 1);
         executor.Execute(() => { });
 
@@ -239,12 +227,8 @@ public sealed class LifecycleTests
         builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.Zero);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
         builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         executor.Execute(() => { });
 
         await host.StopAsync();
@@ -286,12 +270,8 @@ public sealed class LifecycleTests
         var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         executor.Execute(Process, new PaymentCallback("order-1"));
         executor.Execute(Process, new PaymentCallback("order-2"));
 
@@ -317,12 +297,8 @@ public sealed class LifecycleTests
             o.WorkerCount = 1;
             o.QueueCapacity = 1000;
         });
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         for (var i = 0; i < 250; i++)
         {
             executor.Execute(Process, new PaymentCallback($"order-{i}"));
@@ -344,13 +320,8 @@ public sealed class LifecycleTests
         var logs = new FakeLogCollector();
         var builder = TestHost.CreateBuilder(logs);
         builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        executor.Execute(gate.Item);
-        gate.WaitStarted(2);
+        await using var started = await GatedHost.StartAsync(builder, gatedItems: 2);
+        var (host, executor, gate) = started;
 
         await host.StopAsync(new CancellationToken(canceled: true));
 
@@ -420,12 +391,8 @@ public sealed class LifecycleTests
         });
         builder.Services.AddSingleton<IAbandonedWorkHandler>(recording);
         builder.Services.AddHostedService(_ => new SlowToStop(clock, TimeSpan.FromMinutes(10))); // stops before the executors
-        using var host = builder.Build();
-        await host.StartAsync();
-        var executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
-        using var gate = new Gate();
-        executor.Execute(gate.Item);
-        gate.WaitStarted();
+        await using var started = await GatedHost.StartAsync(builder);
+        var (host, executor, gate) = started;
         executor.Execute(() => { });
 
         // The whole ShutdownTimeout went to the other service: the executors' deadline has passed when they stop.
@@ -437,17 +404,15 @@ public sealed class LifecycleTests
     }
 
     /// <summary>
-    /// A started host whose executor "payments" (registered by the caller, one worker) runs a gated item with
-    /// <c>queued</c> counting items queued behind it.
+    /// A started host whose executor (registered by the caller) runs <c>gatedItems</c> gated items, started; disposing
+    /// it opens the gate and disposes the host.
     /// </summary>
-    private sealed class QueuedBehindAGatedItem : IAsyncDisposable
+    private sealed class GatedHost : IAsyncDisposable
     {
-        private int _ran;
-
-        private QueuedBehindAGatedItem(IHost host)
+        private GatedHost(IHost host, string executorName)
         {
             Host = host;
-            Executor = host.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+            Executor = host.Services.GetRequiredKeyedService<BoundedExecutor>(executorName);
         }
 
         public IHost Host { get; }
@@ -456,20 +421,18 @@ public sealed class LifecycleTests
 
         public Gate Gate { get; } = new();
 
-        /// <summary>Gets how many of the queued items have run.</summary>
-        public int Ran => Volatile.Read(ref _ran);
+        public void Deconstruct(out IHost host, out BoundedExecutor executor, out Gate gate) => (host, executor, gate) = (Host, Executor, Gate);
 
-        public static async Task<QueuedBehindAGatedItem> StartAsync(HostApplicationBuilder builder, int queued)
+        public static async Task<GatedHost> StartAsync(HostApplicationBuilder builder, string executorName = "payments", int gatedItems = 1)
         {
-            var started = new QueuedBehindAGatedItem(builder.Build());
+            var started = new GatedHost(builder.Build(), executorName);
             await started.Host.StartAsync();
-            started.Executor.Execute(started.Gate.Item);
-            started.Gate.WaitStarted();
-            for (var i = 0; i < queued; i++)
+            for (var i = 0; i < gatedItems; i++)
             {
-                started.Executor.Execute(() => Interlocked.Increment(ref started._ran));
+                started.Executor.Execute(started.Gate.Item);
             }
 
+            started.Gate.WaitStarted(gatedItems);
             return started;
         }
 
@@ -479,5 +442,36 @@ public sealed class LifecycleTests
             Host.Dispose();
             return ValueTask.CompletedTask;
         }
+    }
+
+    /// <summary>
+    /// A started host whose executor "payments" (registered by the caller, one worker) runs a gated item with
+    /// <c>queued</c> counting items queued behind it.
+    /// </summary>
+    private sealed class QueuedBehindAGatedItem(GatedHost gated) : IAsyncDisposable
+    {
+        private int _ran;
+
+        public IHost Host => gated.Host;
+
+        public BoundedExecutor Executor => gated.Executor;
+
+        public Gate Gate => gated.Gate;
+
+        /// <summary>Gets how many of the queued items have run.</summary>
+        public int Ran => Volatile.Read(ref _ran);
+
+        public static async Task<QueuedBehindAGatedItem> StartAsync(HostApplicationBuilder builder, int queued)
+        {
+            var started = new QueuedBehindAGatedItem(await GatedHost.StartAsync(builder));
+            for (var i = 0; i < queued; i++)
+            {
+                started.Executor.Execute(() => Interlocked.Increment(ref started._ran));
+            }
+
+            return started;
+        }
+
+        public ValueTask DisposeAsync() => gated.DisposeAsync();
     }
 }

@@ -9,7 +9,9 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Npgsql;
 
-var connectionString = args[0];
+// Every connection of this node names it, so a test can tell when a killed node's connections (and whatever
+// statement they had sent) are gone from the server.
+var connectionString = new NpgsqlConnectionStringBuilder(args[0]) { ApplicationName = "bw-consumer-" + Environment.ProcessId.ToString(CultureInfo.InvariantCulture) }.ConnectionString;
 var schema = args[1];
 var queue = args[2];
 var workers = int.Parse(args[3], CultureInfo.InvariantCulture);

@@ -17,6 +17,9 @@ public sealed class ConsumerProcess : IAsyncDisposable
 
     public string Output => string.Join(Environment.NewLine, _output);
 
+    /// <summary>Gets the application name the consumer with the given process id gives each of its connections.</summary>
+    public static string ApplicationName(int processId) => "bw-consumer-" + processId.ToString(CultureInfo.InvariantCulture);
+
     private static string ConsumerPath =>
         typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
 

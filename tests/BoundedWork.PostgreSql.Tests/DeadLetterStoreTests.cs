@@ -130,7 +130,9 @@ public sealed class DeadLetterStoreTests(PostgresFixture postgres)
 
         await behavior.WaitUntilAsync(() => behavior.DeadLetters.Count == 2, "a dead letter again after three more deliveries");
         Assert.Equal([3, 6], behavior.DeadLetters.Select(letter => letter.Attempts));
-        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<int>($"SELECT attempts FROM {schema}.items WHERE id = {id} AND state = 3").Result == 6, "recorded with six deliveries");
+        // The handlers get a dead letter before the table records it: wait for the row, then read its deliveries.
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {id} AND state = 3").Result == 1, "recorded again");
+        Assert.Equal(6, await postgres.ScalarAsync<int>($"SELECT attempts FROM {schema}.items WHERE id = {id} AND state = 3")); // recorded with six deliveries
     }
 
     [Fact]

@@ -82,10 +82,21 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
             () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.deliveries WHERE node = {victim.Id}").Result >= 10 && postgres.ScalarAsync<long>(victimClaims).Result > 0,
             "the victim has handled items and holds claims");
         await victim.KillAsync();
+
+        // A statement the victim sent just before it died (an outcome write) still runs on the server; only once its
+        // connections are gone are the claims it holds truly orphaned.
+        await DurableQueueTests.WaitAsync(
+            () => postgres.ScalarAsync<long>($"SELECT count(*) FROM pg_stat_activity WHERE application_name = '{ConsumerProcess.ApplicationName(victim.Id)}'").Result == 0,
+            "the victim's connections are closed on the server");
         var orphaned = await postgres.ScalarAsync<long[]>($"SELECT coalesce(array_agg(id), '{{}}') FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'");
         Assert.NotEmpty(orphaned);
 
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.effects").Result == 300, "every item has its effect");
+
+        // Every effect can be in before the orphaned items run again: the victim may have died after its handler wrote
+        // an item's effect and before the item's outcome was written. The survivor records a delivery before its
+        // outcome, so once every item is completed, every redelivery is recorded.
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2").Result == 0, "every outcome is written: all items completed");
         var deliveries = await postgres.DeliveriesAsync(schema);
         Assert.Equal(Enumerable.Range(0, 300), deliveries.Select(d => d.Number).Distinct().Order());
         foreach (var id in orphaned)
@@ -93,8 +104,6 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
             // Each item the victim died holding was delivered again, by the survivor, as a later delivery.
             Assert.Contains(deliveries, d => d.Id == id && d.Node == survivor.Id && d.Attempt >= 2);
         }
-
-        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2").Result == 0, "every outcome is written: all items completed");
     }
 
     [Fact]

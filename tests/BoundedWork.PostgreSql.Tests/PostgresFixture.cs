@@ -49,7 +49,14 @@ public sealed class PostgresFixture : IAsyncLifetime
         await using var connection = new NpgsqlConnection(ConnectionString);
         await connection.OpenAsync();
         await using var command = new NpgsqlCommand(sql, connection);
-        return (T)(await command.ExecuteScalarAsync())!;
+        var value = await command.ExecuteScalarAsync();
+        if (value is null or DBNull && default(T) is not null)
+        {
+            // Unboxing no value into a value type would throw a bare NullReferenceException.
+            throw new InvalidOperationException($"No value (no row, or NULL) for a {typeof(T).Name} from: {sql}");
+        }
+
+        return (T)value!;
     }
 
     public async Task<List<(long Id, int Number, int Attempt, int Node)>> DeliveriesAsync(string schema)

@@ -127,6 +127,22 @@ public sealed class WaitPolicyTests
         Assert.Empty(deadLetters.Letters);
     }
 
+    [Fact]
+    public async Task AsyncHandlerWhoseFlowEnqueuesAndCompletesBeforeItsWorkerWaits_TheItemsAreStillQueuedAndHandled()
+    {
+        var (host, probe, deadLetters) = StartFanOut();
+        using var _ = host;
+
+        // Item 20's flow, on another thread, starts two enqueues; the handler's task is complete before its worker
+        // begins to wait for it (what a preempted worker sees when the flow after an await outruns it).
+        await host.Queue().EnqueueAsync(new Notice(20));
+
+        probe.WaitHandled(3);
+        Assert.Equal([20, 21, 22], probe.Handled.Order());
+        await host.StopAsync();
+        Assert.Empty(deadLetters.Letters);
+    }
+
     /// <summary>One worker, a queue of one, Wait: the handler's second enqueue finds the queue full.</summary>
     private static (Microsoft.Extensions.Hosting.IHost Host, Probe Probe, RecordingDeadLetters DeadLetters) StartFanOut() =>
         WorkQueueHost.Start<FanOutHandler>(executor: o =>
@@ -137,12 +153,24 @@ public sealed class WaitPolicyTests
 
     /// <summary>
     /// An asynchronous handler that fans out: item 1 awaits two enqueues into its own queue; item 10 starts two and
-    /// returns without awaiting them.
+    /// returns without awaiting them; item 20 has another thread of its flow start two, and returns complete after.
     /// </summary>
     public sealed class FanOutHandler(Probe probe, ScopeMarker scope, IServiceProvider services, IWorkQueue<Notice> queue) : IWorkHandler<Notice>
     {
         public async ValueTask HandleAsync(Notice item, CancellationToken cancellationToken)
         {
+            if (item.Id == 20)
+            {
+                // Blocks the worker until the other thread has started both, so this call returns a completed task.
+                Assert.True(Task.Run(() =>
+                {
+                    _ = queue.EnqueueAsync(new Notice(21), CancellationToken.None);
+                    _ = queue.EnqueueAsync(new Notice(22), CancellationToken.None);
+                }, CancellationToken.None).Wait(TestHost.Patience, CancellationToken.None));
+                probe.Handle(item, services, scope, cancellationToken);
+                return;
+            }
+
             await Task.Yield();
             if (item.Id == 1)
             {

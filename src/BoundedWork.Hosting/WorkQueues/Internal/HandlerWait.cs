@@ -79,15 +79,10 @@ internal sealed class HandlerWait
 
     private void WaitFor(ValueTask handling)
     {
-        if (handling.IsCompleted)
-        {
-            Close();
-            handling.GetAwaiter().GetResult();
-            return;
-        }
-
-        var task = handling.AsTask();
-        task.ContinueWith(
+        // The handler's flow may have posted and completed before this thread got here (it returned a pending task,
+        // then its continuation ran on another thread): what it posted still runs, as for any other completion.
+        var task = handling.IsCompleted ? null : handling.AsTask();
+        task?.ContinueWith(
             static (_, state) =>
             {
                 lock (state!)
@@ -105,7 +100,7 @@ internal sealed class HandlerWait
             Action? next;
             lock (SyncObj)
             {
-                while (_posted is not { Count: > 0 } && !task.IsCompleted)
+                while (_posted is not { Count: > 0 } && task is { IsCompleted: false })
                 {
                     Monitor.Wait(SyncObj);
                 }
@@ -120,14 +115,13 @@ internal sealed class HandlerWait
             next();
         }
 
-        task.GetAwaiter().GetResult();
-    }
-
-    private void Close()
-    {
-        lock (SyncObj)
+        if (task is null)
         {
-            _closed = true;
+            handling.GetAwaiter().GetResult();
+        }
+        else
+        {
+            task.GetAwaiter().GetResult();
         }
     }
 }
