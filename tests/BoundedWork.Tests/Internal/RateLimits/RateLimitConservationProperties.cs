@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using FsCheck;
 using FsCheck.Fluent;
+using FsCheck.Xunit;
 
 namespace BoundedWork.Tests.Internal.RateLimits;
 
@@ -11,27 +12,35 @@ namespace BoundedWork.Tests.Internal.RateLimits;
 /// </summary>
 public sealed class RateLimitConservationProperties
 {
-    private sealed record Scenario(int Workers, int Capacity, RejectionPolicy Policy, int[] Producers, int[] Grants, int[] Resizes, bool Abandon)
+    /// <summary>One run: the executor's shape, what each producer submits, the permits granted in steps, the resizes, and how it shuts down.</summary>
+    public sealed record Scenario(int Workers, int Capacity, RejectionPolicy Policy, int[] Producers, int[] Grants, int[] Resizes, bool Abandon)
     {
         public override string ToString() =>
             $"workers={Workers} capacity={Capacity} policy={Policy} producers=[{string.Join(",", Producers)}] grants=[{string.Join(",", Grants)}] resizes=[{string.Join(",", Resizes)}] abandon={Abandon}";
     }
 
-    private static readonly Gen<Scenario> Scenarios =
-        from workers in Gen.Choose(1, 4)
-        from capacity in Gen.Choose(1, 8)
-        from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
-        from producers in Gen.ArrayOf(Gen.Choose(0, 30), 2)
-        from grants in Gen.ArrayOf(Gen.Choose(0, 6), 8)
-        from resizes in Gen.ArrayOf(Gen.Choose(1, 4), 3)
-        from abandon in Gen.Elements(true, false)
-        select new Scenario(workers, capacity, policy, producers, grants, resizes, abandon);
+    /// <summary>The generators of this property.</summary>
+    public static class Arbitraries
+    {
+        /// <summary>Random worker counts, capacities, policies, producers, permit grants, resizes and shutdown modes.</summary>
+        public static Arbitrary<Scenario> Scenarios() =>
+            (from workers in Gen.Choose(1, 4)
+             from capacity in Gen.Choose(1, 8)
+             from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
+             from producers in Gen.ArrayOf(Gen.Choose(0, 30), 2)
+             from grants in Gen.ArrayOf(Gen.Choose(0, 6), 8)
+             from resizes in Gen.ArrayOf(Gen.Choose(1, 4), 3)
+             from abandon in Gen.Elements(true, false)
+             select new Scenario(workers, capacity, policy, producers, grants, resizes, abandon)).ToArbitrary();
+    }
 
-    [Fact]
-    public void EveryItemEndsOnce_AndStartsNeverExceedPermits() =>
-        Check.One(
-            Config.QuickThrowOnFailure.WithMaxTest(60),
-            Prop.ForAll(Scenarios.ToArbitrary(), scenario => RunScenario(scenario)));
+    /// <summary>
+    /// Run 60 times: each case starts real threads (two producers of up to 30 items, up to four workers waiting for
+    /// permits) and takes a few milliseconds, so 60 cases cover every policy with every worker count, draining and
+    /// abandoning, in a few seconds. On failure FsCheck.Xunit prints the case and its replay seed.
+    /// </summary>
+    [Property(MaxTest = 60, Arbitrary = [typeof(Arbitraries)])]
+    public void EveryItemEndsOnce_AndStartsNeverExceedPermits(Scenario scenario) => RunScenario(scenario);
 
     private static void RunScenario(Scenario scenario)
     {
