@@ -110,6 +110,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         }
 
         _watchdog.Start(Name);
+
+        // Last: a listener already subscribed to the meter may observe these at once, from any thread.
+        _instruments.PublishObservables(this);
     }
 
     /// <summary>Gets the executor's name.</summary>

@@ -36,6 +36,20 @@ internal sealed class ExecutorInstruments : IDisposable
             _meter = meterFactory.Create(new MeterOptions(BoundedWorkDiagnostics.MeterName) { Tags = [_executorTag] });
         }
 
+        _permitWait = _meter.CreateHistogram<double>("boundedwork.ratelimit.wait.duration", "s", "Time a worker waited for a rate-limit permit after a refusal.");
+        _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
+        _workerCountDecisions = _meter.CreateCounter<long>("boundedwork.workers.decisions", "{decision}", "Worker-count decisions of the adaptive mode (changes made or, in advisory mode, proposed; pins and their ends), by rule.");
+        _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
+        _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
+    }
+
+    /// <summary>
+    /// Publishes the observable instruments, whose callbacks read the executor's statistics. Called as the last step of
+    /// the executor's constructor: a listener already subscribed to the meter may observe an instrument the moment it
+    /// is created, from any thread, so the executor must be whole by then.
+    /// </summary>
+    public void PublishObservables(BoundedExecutor executor)
+    {
         var tag = _executorTag;
         _meter.CreateObservableUpDownCounter("boundedwork.queue.length", () => new Measurement<int>(Snapshot(executor, 0).QueueLength, tag), "{item}", "Items waiting in the queue.");
         _meter.CreateObservableUpDownCounter("boundedwork.queue.capacity", () => new Measurement<int>(Snapshot(executor, 1).QueueCapacity, tag), "{item}", "How many items the queue can hold.");
@@ -51,11 +65,6 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.ratelimit.waiting", () => new Measurement<int>(Snapshot(executor, 11).RateLimitWaitingWorkers, tag), "{thread}", "Workers (and CallerRuns submitters) waiting for a rate-limit permit now.");
         _meter.CreateObservableCounter("boundedwork.ratelimit.permits", () => new Measurement<long>(Snapshot(executor, 12).PermitsAcquired, tag), "{permit}", "Rate-limit permits taken to start items.");
         _meter.CreateObservableCounter("boundedwork.ratelimit.refusals", () => new Measurement<long>(Snapshot(executor, 13).PermitsRefused, tag), "{permit}", "Times a permit was refused and the worker waited for one.");
-        _permitWait = _meter.CreateHistogram<double>("boundedwork.ratelimit.wait.duration", "s", "Time a worker waited for a rate-limit permit after a refusal.");
-        _slowItems = _meter.CreateCounter<long>("boundedwork.items.slow", "{item}", "Items reported for running, or waiting in the queue, longer than their threshold.");
-        _workerCountDecisions = _meter.CreateCounter<long>("boundedwork.workers.decisions", "{decision}", "Worker-count decisions of the adaptive mode (changes made or, in advisory mode, proposed; pins and their ends), by rule.");
-        _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
-        _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
     }
 
     /// <summary>
