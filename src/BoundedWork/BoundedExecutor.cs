@@ -96,7 +96,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         _outcomes = new OutcomeCounters(Name, _callbacks);
         _permits = new PermitGate(_timeProvider, () => _watchdog!.Signal()) { WaitEnded = _instruments.RecordPermitWait };
         _permits.Apply(_settings);
-        _runner = new ItemRunner(_callbacks, _instruments, _outcomes) { Permits = _permits, CallerMayWaitForPermit = () => !_queue.IsAbandoned };
+        _runner = new ItemRunner(_callbacks, _instruments, _outcomes) { Permits = _permits, CallerMayWaitForPermit = () => !_queue.IsAbandoned && !_completion.Task.IsCompleted };
         _producers = new WaitingProducers(_queue, this);
         _pool = new WorkerPool(Name, MaxWorkerCount, this, this);
         _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext);
@@ -782,6 +782,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     {
         if (_completion.TrySetResult())
         {
+            // The drain is over and nothing serves the limit any more: a CallerRuns submitter still waiting for a
+            // permit gives up (its item is rejected as shut down) instead of waiting for good.
+            _permits.WakeWaiters();
             _permits.DisposeOwned();
             _watchdog.ReleaseShutdownWaiters();
         }

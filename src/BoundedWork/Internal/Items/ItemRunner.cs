@@ -31,7 +31,10 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
     /// <summary>Gets the executor's rate limit, which items run on the submitting thread obey as well.</summary>
     public PermitGate? Permits { get; init; }
 
-    /// <summary>Gets whether a submitting thread may keep waiting for a permit (the executor was not abandoned).</summary>
+    /// <summary>
+    /// Gets whether a submitting thread may keep waiting for a permit: the executor was neither abandoned nor completed
+    /// (after its drain nothing replenishes the limit, so the wait could never end).
+    /// </summary>
     public Func<bool> CallerMayWaitForPermit { get; init; } = static () => true;
 
     /// <summary>Runs an item a worker claimed and published with <see cref="Worker.BeginRun"/>, and counts its outcome.</summary>

@@ -22,7 +22,7 @@ namespace BoundedWork.Internal;
 /// <b>Own threads only.</b> A permit is asked for with <see cref="RateLimiter.AttemptAcquire"/>, which never queues
 /// and never needs a continuation. A refused worker waits on this gate's monitor, on its own thread, until the
 /// watchdog has replenished the limiter (<see cref="Replenish"/>), a lease came back, the limit changed, the worker
-/// must retire or the queue was abandoned (<see cref="WakeWaiters"/>), or at most <see cref="PollInterval"/> passed
+/// must retire, the queue was abandoned or the executor completed (<see cref="WakeWaiters"/>), or at most <see cref="PollInterval"/> passed
 /// (a limiter the executor does not replenish itself). Lost wake-ups: a waiter reads the generation before it asks,
 /// and every waking step bumps it under the monitor, so a wake between the refusal and the wait ends the wait at once.
 /// </para>
@@ -33,7 +33,12 @@ namespace BoundedWork.Internal;
 /// callback, and no ThreadPool thread, is needed. The token bucket accrues permits in proportion to the time elapsed,
 /// so calling it more often never grants more.
 /// </para>
-/// <para>Tests: <c>RateLimitTests</c>, <c>RateLimitStarvationTests</c>, <c>RateLimitConservationProperties</c>.</para>
+/// <para>
+/// <b>Submitters.</b> A CallerRuns submitter waits here too, until its queue is abandoned or the executor completes:
+/// once every worker has exited nobody replenishes or serves the limit (a limiter this gate built is disposed), so
+/// its item is rejected as shut down rather than left waiting for good, whether the drain or the deadline came first.
+/// </para>
+/// <para>Tests: <c>RateLimitTests</c>, <c>RateLimitStarvationTests</c>, <c>RateLimitCallerShutdownTests</c>, <c>RateLimitConservationProperties</c>.</para>
 /// </remarks>
 internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdog)
 {
