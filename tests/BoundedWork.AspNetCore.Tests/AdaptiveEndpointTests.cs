@@ -76,6 +76,16 @@ public sealed class AdaptiveEndpointTests : IAsyncLifetime
     [InlineData("PATCH", """{"pinFor": "00:10:00"}""", "pinFor", "send it with workers")]
     [InlineData("PATCH", """{"pinned": "no"}""", "pinned", "pinned must be true")]
     [InlineData("PATCH", """{"pinned": false, "workers": 4}""", "pinned", "cannot be sent with workers")]
+    // What a careless or hostile client sends: a list where one value is expected, a number for a name, null for a
+    // flag, two modes in one string, an ambiguous duration.
+    [InlineData("PATCH", """{"adaptiveMode": ["On", "Off"]}""", "adaptiveMode", "adaptiveMode")]
+    [InlineData("PATCH", """{"adaptiveMode": 1}""", "adaptiveMode", "adaptiveMode")]
+    [InlineData("PATCH", """{"adaptiveMode": "On,Advisory"}""", "adaptiveMode", "adaptiveMode")]
+    [InlineData("PATCH", """{"pinned": [true]}""", "pinned", "pinned")]
+    [InlineData("PATCH", """{"pinned": null}""", "pinned", "pinned")]
+    [InlineData("PATCH", """{"adaptiveMinWorkers": [2]}""", "adaptiveMinWorkers", "adaptiveMinWorkers")]
+    [InlineData("PUT", """{"workers": 4, "pinFor": "5"}""", "pinFor", "pinFor")]
+    [InlineData("PUT", """{"workers": 4, "pinFor": "00:05"}""", "pinFor", "pinFor")]
     public async Task Change_BadAdaptiveField_400NamingTheField_AndNothingChanges(string method, string body, string field, string mention)
     {
         var path = method == "PUT" ? "/bounded-work/executors/payments/workers" : "/bounded-work/executors/payments";
