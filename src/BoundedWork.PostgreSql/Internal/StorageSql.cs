@@ -56,6 +56,8 @@ internal sealed class StorageSql
         Schema = schema;
         Items = s + ".items";
         SchemaVersion = s + ".schema_version";
+        QueueSettings = s + ".queue_settings";
+        Nodes = s + ".nodes";
 
         Migrations =
         [
@@ -108,6 +110,46 @@ internal sealed class StorageSql
             CREATE INDEX items_ordered_running ON {Items} (queue, ordering_key) WHERE state = 1 AND ordering_key IS NOT NULL;
             DROP INDEX {s}.items_finished;
             CREATE INDEX items_finished ON {Items} (queue, state, finished_at) WHERE state IN (2, 3, 4);
+            """,
+
+            // Version 4: the cluster. A queue's fleet-wide settings (the truth for every node, read at start and on
+            // each notification; the limits are read by the claim statement itself), with the state of its shared
+            // start-rate bucket; and the consuming nodes, one row per node and queue, written by its heartbeat and
+            // left out once expires_at has passed.
+            $"""
+            CREATE TABLE {QueueSettings} (
+                queue text PRIMARY KEY,
+                workers_per_node integer CHECK (workers_per_node > 0),
+                max_running integer CHECK (max_running > 0),
+                max_running_per_key integer NOT NULL DEFAULT 1 CHECK (max_running_per_key > 0),
+                starts_per_second double precision CHECK (starts_per_second > 0),
+                start_burst integer CHECK (start_burst > 0),
+                tokens double precision,
+                tokens_at timestamptz,
+                version bigint NOT NULL DEFAULT 0,
+                updated_at timestamptz,
+                updated_by text
+            );
+            CREATE TABLE {Nodes} (
+                queue text NOT NULL,
+                node text NOT NULL,
+                host text NOT NULL,
+                process_id integer NOT NULL,
+                version text NOT NULL,
+                started_at timestamptz NOT NULL DEFAULT now(),
+                last_seen timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz NOT NULL,
+                worker_count integer NOT NULL DEFAULT 0,
+                in_flight bigint NOT NULL DEFAULT 0,
+                completed bigint NOT NULL DEFAULT 0,
+                failed bigint NOT NULL DEFAULT 0,
+                waiting_for_permit bigint NOT NULL DEFAULT 0,
+                oldest_permit_wait double precision NOT NULL DEFAULT 0,
+                starts_last_second double precision NOT NULL DEFAULT 0,
+                settings_version bigint NOT NULL DEFAULT 0,
+                pinned_locally boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (queue, node)
+            );
             """,
         ];
 
@@ -321,6 +363,12 @@ internal sealed class StorageSql
     public string Items { get; }
 
     public string SchemaVersion { get; }
+
+    /// <summary>Gets the table of the queues' fleet-wide settings (one row per queue, created on the first change).</summary>
+    public string QueueSettings { get; }
+
+    /// <summary>Gets the table of the consuming nodes (one row per node and queue, kept by its heartbeat).</summary>
+    public string Nodes { get; }
 
     /// <summary>Gets the schema's versions in order: element <c>i</c> migrates version <c>i</c> to <c>i + 1</c>.</summary>
     public IReadOnlyList<string> Migrations { get; }
