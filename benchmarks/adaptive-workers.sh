@@ -11,6 +11,7 @@
 #
 #   benchmarks/adaptive-workers.sh            full run (about 40 minutes)
 #   benchmarks/adaptive-workers.sh --quick    every step, a few seconds each: checks the harness, measures nothing
+#   benchmarks/adaptive-workers.sh --report-only --out DIR    the table and plots again from DIR's raw results
 #   options: --out DIR (default benchmarks/results/adaptive-workers), --no-build, --scenarios "seed saturating bursts"
 #
 # The adaptive contender is the payments executor with AdaptiveMode On, between the scenario's minimum (where it
@@ -21,14 +22,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-QUICK=0; BUILD=1; OUT="benchmarks/results/adaptive-workers"; SCENARIOS="seed saturating bursts"
+QUICK=0; BUILD=1; REPORT_ONLY=0; OUT="benchmarks/results/adaptive-workers"; SCENARIOS="seed saturating bursts"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --no-build) BUILD=0 ;;
+    --report-only) REPORT_ONLY=1; BUILD=0 ;;
     --out) OUT="$2"; shift ;;
     --scenarios) SCENARIOS="$2"; shift ;;
-    *) echo "Unknown option $1 (use --quick, --no-build, --out DIR, --scenarios LIST)" >&2; exit 2 ;;
+    *) echo "Unknown option $1 (use --quick, --no-build, --report-only, --out DIR, --scenarios LIST)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -52,7 +54,11 @@ if [ "$BUILD" = 1 ]; then
   done
 fi
 
-rm -rf "$OUT"; mkdir -p "$OUT/raw"
+if [ "$REPORT_ONLY" = 1 ]; then
+  [ -d "$OUT/raw" ] || { echo "No raw results in $OUT/raw" >&2; exit 2; }
+else
+  rm -rf "$OUT"; mkdir -p "$OUT/raw"
+fi
 OUT=$(cd "$OUT" && pwd); RAW="$OUT/raw"
 
 CHILDREN=()
@@ -103,6 +109,7 @@ run_contender() { # scenario contender endpoint server-settings...
   stop_server
 }
 
+if [ "$REPORT_ONLY" = 0 ]; then
 {
   echo "date:      $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit:    $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -120,6 +127,10 @@ W="--BoundedWork:Executors:payments"
 for scenario in $SCENARIOS; do
   min=$(driver scenario-args --scenario "$scenario" $(quick_flag) --what min)
   max=$(driver scenario-args --scenario "$scenario" $(quick_flag) --what max)
+  # The adaptive contender first: the contender under test gets the start of the run.
+  # shellcheck disable=SC2086
+  run_contender "$scenario" adaptive bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max" \
+    "$W:AdaptiveMode" On "$W:AdaptiveMinWorkerCount" "$min" "$W:AdaptiveMaxWorkerCount" "$max" $ADAPTIVE_SERVER_ARGS
   run_contender "$scenario" fixed-min bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max"
   run_contender "$scenario" fixed-max bounded "$W:WorkerCount" "$max" "$W:MaxWorkerCount" "$max"
   for n in $(driver scenario-args --scenario "$scenario" $(quick_flag) --what sweep); do
@@ -129,10 +140,9 @@ for scenario in $SCENARIOS; do
   if [ -n "$(driver scenario-args --scenario "$scenario" $(quick_flag) --what manual-at)" ]; then
     run_contender "$scenario" manual bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max"
   fi
-  # shellcheck disable=SC2086
-  run_contender "$scenario" adaptive bounded "$W:WorkerCount" "$min" "$W:MaxWorkerCount" "$max" \
-    "$W:AdaptiveMode" On "$W:AdaptiveMinWorkerCount" "$min" "$W:AdaptiveMaxWorkerCount" "$max" $ADAPTIVE_SERVER_ARGS
 done
+
+fi
 
 echo "== report"
 driver scenario-report --results "$OUT"
