@@ -325,12 +325,19 @@ internal sealed partial class Driver
 
         if (limits.StartsPerSecond is { } rate)
         {
+            // A token bucket of R per second and B tokens allows at most R x T + B starts in any T seconds.
             var burst = Math.Max(1, (int)Math.Ceiling(rate));
             var bound = rate + burst;
+            var windowBound = (rate * windowSeconds) + burst;
             if (mostInOneSecond > bound)
             {
                 held = false;
                 verdict.Add($"{mostInOneSecond} starts in one second > rate {Format(rate, "0.##")} + burst {burst}: the limit did not hold ({Format(startsPerSecond, "#,0")} starts/s in the window)");
+            }
+            else if (startsInWindow > windowBound)
+            {
+                held = false;
+                verdict.Add($"{startsInWindow} starts in the {Format(windowSeconds, "0.#")} s window > rate x time + burst = {Format(windowBound, "0")}: the limit did not hold ({Format(startsPerSecond, "#,0")} starts/s)");
             }
             else
             {
