@@ -12,10 +12,11 @@
 #   benchmarks/postgresql.sh --fsync off          # the server without fsync (the tests' setting): no disk flush per commit
 #   benchmarks/postgresql.sh --shapes drain       # only the shape others publish: 200,000 items bulk-inserted, then drained
 #   benchmarks/postgresql.sh --shapes bulk        # only the bulk insert: EnqueueManyAsync against binary COPY, alternating
+#   benchmarks/postgresql.sh --shapes cluster     # only the cluster limits (not in the default shapes; cluster-limits.sh runs it)
 #
 # Options: --quick, --items N, --warmup-items N, --producers P, --consumers 1,2,4, --workers W, --latency-rate R,
 # --latency-seconds S, --latency-warmup S, --bloat SECONDS, --bloat-rate R, --bloat-sample S, --fsync on|off,
-# --statements, --shapes per-item,latency,bulk,drain, --drain-items N, --bulk-batch B, --drain-claims-per-worker C,
+# --statements, --shapes per-item,latency,bulk,drain,cluster, --drain-items N, --bulk-batch B, --drain-claims-per-worker C,
 # --bulk-rounds R.
 #
 # The driver stops its consumers and the server however it ends (Ctrl-C included); if the driver itself is killed,

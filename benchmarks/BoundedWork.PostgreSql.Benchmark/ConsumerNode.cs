@@ -9,9 +9,9 @@ namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
 /// The <c>consumer</c> verb: one consumer node in its own process, started by the driver (<c>--claims-per-worker</c>
-/// for the drain shape). It prints <c>READY</c> once
+/// for the drain shape, <c>--handler-ms</c> and <c>--record-spans</c> for the cluster shape). It prints <c>READY</c> once
 /// its host has started, then every 100 ms <c>COUNT handled last-ended cpu-ticks</c> and, when recording starts, one
-/// <c>S number started</c> line per item; it stops on <c>STOP</c> or the end of its standard input (the driver went
+/// <c>S number started</c> line per item (when recording spans, one <c>E number started ended</c> line per item); it stops on <c>STOP</c> or the end of its standard input (the driver went
 /// away), and prints <c>STOPPED</c>. Log lines (warnings and errors only) go to standard error.
 /// </summary>
 internal static class ConsumerNode
@@ -29,9 +29,11 @@ internal static class ConsumerNode
         var retention = TimeSpan.FromMilliseconds(arguments.Int("retention-ms", -1, -1));
         var cleanup = TimeSpan.FromMilliseconds(arguments.Int("cleanup-ms", -1, -1));
         var claimsPerWorker = arguments.Int("claims-per-worker", 2, 1, 100);
+        var recordSpans = arguments.Flag("record-spans");
+        var handlerDelay = TimeSpan.FromMilliseconds(arguments.Int("handler-ms", 0, 0, 60_000));
         arguments.CheckAllUsed();
 
-        var recorder = new Recorder(recordStarts);
+        var recorder = new Recorder(recordStarts, recordSpans) { HandlerDelay = handlerDelay };
         using var host = BuildHost(recorder, workers, builder => builder.UsePostgreSql(connectionString, BenchJson.Default.BenchItem, o =>
         {
             o.Schema = schema;
@@ -89,8 +91,11 @@ internal static class ConsumerNode
         return 0;
     }
 
-    /// <summary>A host with the benchmark queue; <paramref name="storage"/> picks the storage (none: in memory).</summary>
-    public static IHost BuildHost(Recorder recorder, int workers, Action<WorkQueueBuilder<BenchItem>>? storage)
+    /// <summary>
+    /// A host with the benchmark queue; <paramref name="storage"/> picks the storage (none: in memory), and
+    /// <paramref name="queueOptions"/> sets the queue's own options (the cluster shape's producers: the ordering key).
+    /// </summary>
+    public static IHost BuildHost(Recorder recorder, int workers, Action<WorkQueueBuilder<BenchItem>>? storage, Action<WorkQueueOptions<BenchItem>>? queueOptions = null)
     {
         var builder = Host.CreateApplicationBuilder([]);
         builder.Logging.ClearProviders()
@@ -99,7 +104,7 @@ internal static class ConsumerNode
         builder.Services.Configure<ConsoleLoggerOptions>(o => o.LogToStandardErrorThreshold = LogLevel.Trace);
         builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = StopTimeout);
         builder.Services.AddSingleton(recorder);
-        var queue = builder.Services.AddWorkQueue<BenchItem, BenchHandler>(QueueName);
+        var queue = builder.Services.AddWorkQueue<BenchItem, BenchHandler>(QueueName, queueOptions);
         storage?.Invoke(queue);
         queue.Configure(o =>
         {
@@ -132,6 +137,11 @@ internal static class ConsumerNode
             while (recorder.TryTakeStart(out var start))
             {
                 output.WriteLine(string.Create(CultureInfo.InvariantCulture, $"S {start.Number} {start.Started}"));
+            }
+
+            while (recorder.TryTakeSpan(out var span))
+            {
+                output.WriteLine(string.Create(CultureInfo.InvariantCulture, $"E {span.Number} {span.Started} {span.Ended}"));
             }
 
             var count = recorder.Count;

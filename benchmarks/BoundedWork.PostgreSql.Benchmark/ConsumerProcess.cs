@@ -35,6 +35,9 @@ internal sealed class ConsumerProcess : IAsyncDisposable
     /// <summary>Gets the item starts the node reported (<c>--record-starts</c>): item number and start timestamp.</summary>
     public ConcurrentQueue<(int Number, long Started)> Starts { get; } = new();
 
+    /// <summary>Gets the handler runs the node reported (<c>--record-spans</c>): item number, start and end timestamps.</summary>
+    public ConcurrentQueue<(int Number, long Started, long Ended)> Spans { get; } = new();
+
     /// <summary>Gets the node's process CPU time (user + kernel), as of its last report.</summary>
     public TimeSpan Cpu => TimeSpan.FromTicks(Interlocked.Read(ref _cpuTicks));
 
@@ -180,6 +183,9 @@ internal sealed class ConsumerProcess : IAsyncDisposable
                 break;
             case "S" when parts.Length == 3:
                 Starts.Enqueue((int.Parse(parts[1], CultureInfo.InvariantCulture), long.Parse(parts[2], CultureInfo.InvariantCulture)));
+                break;
+            case "E" when parts.Length == 4:
+                Spans.Enqueue((int.Parse(parts[1], CultureInfo.InvariantCulture), long.Parse(parts[2], CultureInfo.InvariantCulture), long.Parse(parts[3], CultureInfo.InvariantCulture)));
                 break;
             case "READY":
                 _ready.TrySetResult();

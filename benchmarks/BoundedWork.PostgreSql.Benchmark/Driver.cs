@@ -50,6 +50,12 @@ internal sealed partial class Driver : IAsyncDisposable
             await driver.RunAsync();
         }
 
+        if (settings.Cluster.Strict && driver._failedLimits.Count > 0)
+        {
+            Console.Error.WriteLine($"--strict: the cluster limit(s) did not hold in: {string.Join(", ", driver._failedLimits)}.");
+            return 1;
+        }
+
         return 0;
     }
 
@@ -87,6 +93,7 @@ internal sealed partial class Driver : IAsyncDisposable
     private async Task RunAsync()
     {
         var s = _settings;
+        _loadAtStart = LoadAverage();
         Progress($"items {s.Items} ({s.WarmUpItems} warm-up), {s.Producers} producers, consumers {string.Join(",", s.Consumers)} x {s.Workers} workers, "
             + $"latency {s.LatencyRate}/s for {s.LatencySeconds} s, bloat {(s.BloatSeconds > 0 ? s.BloatSeconds + " s at " + s.BloatRate + "/s" : "off")}, fsync {(s.Fsync ? "on" : "off")}");
         Progress("starting PostgreSQL (initdb in a temporary folder)");
@@ -102,9 +109,15 @@ internal sealed partial class Driver : IAsyncDisposable
         await ScalarAsync<int>("CREATE EXTENSION pg_stat_statements; SELECT 1");
         _notes.Add($"PostgreSQL {version}; Unix socket; shared_buffers 128MB; autovacuum at its defaults (naptime 1 min); pg_stat_statements loaded (it counts the statements)");
         Progress("PostgreSQL " + version);
+        _serverVersion = version;
 
-        var inMemory = await InMemoryThroughputAsync();
-        _rows.Add(inMemory);
+        // The cluster shape alone needs no in-memory baseline.
+        var inMemory = s.ClusterOnly ? new Row("in memory", "–", 0) : await InMemoryThroughputAsync();
+        if (!s.ClusterOnly)
+        {
+            _rows.Add(inMemory);
+        }
+
         if (s.Shapes.Contains("per-item"))
         {
             _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate));
@@ -141,7 +154,23 @@ internal sealed partial class Driver : IAsyncDisposable
             await BloatAsync();
         }
 
-        Console.Out.Write(Render());
+        if (s.Shapes.Contains("cluster"))
+        {
+            await ClusterAsync();
+        }
+
+        if (_rows.Count > 0 || _bloat.Count > 0)
+        {
+            Console.Out.Write(Render());
+        }
+
+        if (s.Shapes.Contains("cluster"))
+        {
+            var cluster = RenderCluster();
+            Console.Out.WriteLine();
+            Console.Out.Write(cluster);
+            await WriteClusterFilesAsync(cluster);
+        }
     }
 
     // ---- throughput ----
@@ -603,14 +632,14 @@ internal sealed partial class Driver : IAsyncDisposable
         ["--connection", ConnectionString, "--schema", schema, "--workers", _settings.Workers.ToString(CultureInfo.InvariantCulture)];
 
     /// <summary>A host that only produces (Consume = false): the producers' side of every PostgreSQL row; it creates the schema.</summary>
-    private async Task<IHost> StartProducerHostAsync(string schema, Action<PostgreSqlWorkQueueOptions<BenchItem>>? configure = null)
+    private async Task<IHost> StartProducerHostAsync(string schema, Action<PostgreSqlWorkQueueOptions<BenchItem>>? configure = null, Action<WorkQueueOptions<BenchItem>>? queueOptions = null)
     {
         var host = ConsumerNode.BuildHost(new Recorder(recordStarts: false), _settings.Workers, builder => builder.UsePostgreSql(ConnectionString, BenchJson.Default.BenchItem, o =>
         {
             o.Schema = schema;
             o.Consume = false;
             configure?.Invoke(o);
-        }));
+        }), queueOptions);
         try
         {
             await StartHostAsync(host);

@@ -34,7 +34,11 @@ internal sealed class Settings
     /// <summary>Gets a value indicating whether to print, per PostgreSQL throughput row, the statements the server ran (stderr).</summary>
     public bool Statements { get; private init; }
 
-    /// <summary>Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>latency</c>, <c>bulk</c> (bulk insert, library against binary COPY) and <c>drain</c>.</summary>
+    /// <summary>
+    /// Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>latency</c>, <c>bulk</c>
+    /// (bulk insert, library against binary COPY), <c>drain</c>, and <c>cluster</c> (the cluster limits: what they cost
+    /// when they do not bind, and whether they hold when they do; not in the default list, see cluster-limits.sh).
+    /// </summary>
     public IReadOnlySet<string> Shapes { get; private init; } = new HashSet<string>();
 
     /// <summary>Gets how many items the drain shape bulk-inserts, then drains, per consumer count.</summary>
@@ -49,9 +53,15 @@ internal sealed class Settings
     /// <summary>Gets how many times the bulk-insert comparison runs each side, alternating.</summary>
     public int BulkRounds { get; private init; }
 
+    /// <summary>Gets the cluster shape's options.</summary>
+    public ClusterSettings Cluster { get; private init; } = null!;
+
+    /// <summary>Gets a value indicating whether only the cluster shape runs (then the in-memory baseline row does not).</summary>
+    public bool ClusterOnly => Shapes.Count == 1 && Shapes.Contains("cluster");
+
     private static HashSet<string> ParseShapes(string text)
     {
-        string[] known = ["per-item", "latency", "bulk", "drain"];
+        string[] known = ["per-item", "latency", "bulk", "drain", "cluster"];
         var shapes = text.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).ToHashSet(StringComparer.Ordinal);
         return shapes.Count > 0 && shapes.All(known.Contains)
             ? shapes
@@ -89,8 +99,93 @@ internal sealed class Settings
             BulkBatch = arguments.Int("bulk-batch", 5000, 1, 100_000),
             DrainClaimsPerWorker = arguments.Int("drain-claims-per-worker", 50, 1, 100),
             BulkRounds = arguments.Int("bulk-rounds", quick ? 1 : 3, 1, 100),
+            Cluster = ClusterSettings.From(arguments, quick),
         };
         arguments.CheckAllUsed();
         return settings;
     }
+}
+
+/// <summary>The options of the cluster shape (<c>--shapes cluster</c>, or benchmarks/cluster-limits.sh).</summary>
+internal sealed class ClusterSettings
+{
+    /// <summary>Gets how many items each overhead case drains per round.</summary>
+    public int Items { get; private init; }
+
+    /// <summary>Gets how many rounds of every overhead case run, the cases alternating within a round (forward, then backward).</summary>
+    public int Rounds { get; private init; }
+
+    /// <summary>Gets the consumer process counts of the overhead cases.</summary>
+    public int[] Consumers { get; private init; } = [];
+
+    /// <summary>Gets the workers per consumer process of the overhead cases.</summary>
+    public int Workers { get; private init; }
+
+    /// <summary>Gets the claims per worker of every consumer (the queue's default, 2).</summary>
+    public int ClaimsPerWorker { get; private init; }
+
+    /// <summary>Gets how many distinct ordering keys the keyed items use.</summary>
+    public int Keys { get; private init; }
+
+    /// <summary>Gets the consumer processes of the binding runs.</summary>
+    public int BindingConsumers { get; private init; }
+
+    /// <summary>Gets the workers per consumer process of the binding runs.</summary>
+    public int BindingWorkers { get; private init; }
+
+    /// <summary>Gets how long each handler blocks in the binding runs, in milliseconds.</summary>
+    public int HandlerMilliseconds { get; private init; }
+
+    /// <summary>Gets the global concurrency limit of the binding run (max_running).</summary>
+    public int MaxRunning { get; private init; }
+
+    /// <summary>Gets the rate limit of the binding run (starts_per_second).</summary>
+    public double Rate { get; private init; }
+
+    /// <summary>Gets the keys of the per-key binding run.</summary>
+    public int BindingKeys { get; private init; }
+
+    /// <summary>Gets the per-key limit of the per-key binding run (max_running_per_key).</summary>
+    public int MaxRunningPerKey { get; private init; }
+
+    /// <summary>Gets how long each binding run is measured, after its warm-up.</summary>
+    public double BindingSeconds { get; private init; }
+
+    /// <summary>Gets the warm-up of each binding run (not measured; the rate's initial burst falls into it).</summary>
+    public double BindingWarmUpSeconds { get; private init; }
+
+    /// <summary>Gets the folder the markdown and CSV files go to (none: stdout only).</summary>
+    public string? OutputDirectory { get; private init; }
+
+    /// <summary>Gets the command line to print with the results (the script passes its own).</summary>
+    public string? CommandLine { get; private init; }
+
+    /// <summary>Gets the commit the run measured (the script passes it).</summary>
+    public string? Commit { get; private init; }
+
+    /// <summary>Gets a value indicating whether a limit that did not hold fails the run (exit code 1).</summary>
+    public bool Strict { get; private init; }
+
+    public static ClusterSettings From(Arguments arguments, bool quick) => new()
+    {
+        Items = arguments.Int("cluster-items", quick ? 300 : 4000, 1),
+        Rounds = arguments.Int("cluster-rounds", quick ? 1 : 4, 1, 100),
+        Consumers = arguments.IntList("cluster-consumers", [1, 2, 4], 1, 32),
+        Workers = arguments.Int("cluster-workers", 2, 1, 64),
+        ClaimsPerWorker = arguments.Int("cluster-claims-per-worker", 2, 1, 100),
+        Keys = arguments.Int("cluster-keys", 1000, 1, 1_000_000),
+        BindingConsumers = arguments.Int("binding-consumers", 4, 1, 32),
+        BindingWorkers = arguments.Int("binding-workers", 8, 1, 64),
+        HandlerMilliseconds = arguments.Int("handler-ms", 20, 1, 10_000),
+        MaxRunning = arguments.Int("max-running", 6, 1, 10_000),
+        Rate = arguments.Double("rate", 200, 0.1, 100_000),
+        BindingKeys = arguments.Int("binding-keys", 3, 1, 1000),
+        MaxRunningPerKey = arguments.Int("max-running-per-key", 2, 1, 1000),
+        BindingSeconds = arguments.Double("binding-seconds", quick ? 2 : 10, 0.5, 3600),
+        BindingWarmUpSeconds = arguments.Double("binding-warmup", quick ? 0.5 : 2, 0, 3600),
+        OutputDirectory = arguments.Text("cluster-out"),
+        CommandLine = arguments.Text("command-line"),
+        Commit = arguments.Text("commit"),
+        Strict = arguments.Flag("strict"),
+    };
 }
