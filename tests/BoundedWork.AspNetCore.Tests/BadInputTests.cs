@@ -77,6 +77,8 @@ public sealed class BadInputTests : IAsyncLifetime
         // path, body, the field (or "body") the problem must name. A field name that is not text cannot be named.
         { Settings, [.. "{\""u8, 0xFF, 0xFE, .. "\":1}"u8], "body" },
         { Settings, [.. "{\"rejectionPolicy\":\"Wa"u8, 0xFF, .. "t\"}"u8], "rejectionPolicy" },
+        { Settings, [.. "{\"adaptiveMode\":\"O"u8, 0xFF, .. "n\"}"u8], "adaptiveMode" },
+        { Settings, "{\"adaptiveMode\":\"\\uD800\"}"u8.ToArray(), "adaptiveMode" },
         { Settings, [.. "{\"workers\":3,\"waitTimeout\":\"00:00:0"u8, 0xC3, .. "\"}"u8], "waitTimeout" },
         { Settings, [.. "{\"slowItemThreshold\":\""u8, 0xED, 0xA0, 0x80, .. "\"}"u8], "slowItemThreshold" },
         { Settings, "{\"queueWaitThreshold\":\"\\uD800\"}"u8.ToArray(), "queueWaitThreshold" },
@@ -94,7 +96,13 @@ public sealed class BadInputTests : IAsyncLifetime
         using var response = await _server.Client.SendRawChangeAsync(method, path, body);
 
         var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, field);
-        Assert.True(problem.GetProperty("errors").TryGetProperty(field, out _), $"No error for '{field}': {problem}");
+        Assert.True(problem.GetProperty("errors").TryGetProperty(field, out var messages), $"No error for '{field}': {problem}");
+        if (field != "body")
+        {
+            // Every field says the same of text that is not text, whatever the field takes (a name, a duration).
+            Assert.Equal($"{field} is not valid UTF-8 text.", messages[0].GetString());
+        }
+
         var refusal = Assert.Single(_server.Logs.WithEvent("SettingsChangeRefused"));
         Assert.Equal("400", refusal.GetStructuredStateValue("StatusCode"));
         Assert.Equal("invalid", refusal.GetStructuredStateValue("Reason"));

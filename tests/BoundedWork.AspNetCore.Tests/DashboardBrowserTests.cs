@@ -217,7 +217,7 @@ public sealed class DashboardBrowserTests
     /// <summary>
     /// At a laptop's 1280 x 800 (and at 1400 x 900) every column and every row's controls (the worker count box,
     /// <b>Set</b>, <b>More</b>) are inside the window, and the page does not scroll sideways, with counters in the
-    /// millions, a durable queue's storage line and a slow worker on screen.
+    /// millions, a durable queue's storage line, a rate limit, an adaptive panel and a slow worker on screen.
     /// </summary>
     [Theory]
     [InlineData(1280, 800)]
@@ -231,9 +231,9 @@ public sealed class DashboardBrowserTests
         };
         await using var server = await AdminServer.StartAsync(executors: services =>
         {
-            services.AddBoundedExecutor("payments", o => { o.WorkerCount = 4; o.MaxWorkerCount = 64; o.QueueCapacity = 10_000; o.RejectionPolicy = RejectionPolicy.Wait; o.WaitTimeout = TimeSpan.FromSeconds(30); });
+            services.AddBoundedExecutor("payments", o => { o.WorkerCount = 4; o.MaxWorkerCount = 64; o.QueueCapacity = 10_000; o.RejectionPolicy = RejectionPolicy.Wait; o.WaitTimeout = TimeSpan.FromSeconds(30); o.AdaptiveMode = AdaptiveMode.Advisory; });
             services.AddBoundedExecutor("notifications-email", o => { o.WorkerCount = 1; o.MaxWorkerCount = 16; o.QueueCapacity = 10; o.RejectionPolicy = RejectionPolicy.Abort; });
-            services.AddBoundedExecutor("reports-nightly", o => { o.WorkerCount = 1; o.MaxWorkerCount = 4; o.QueueCapacity = 100; o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); });
+            services.AddBoundedExecutor("reports-nightly", o => { o.WorkerCount = 1; o.MaxWorkerCount = 4; o.QueueCapacity = 100; o.SlowItemThreshold = TimeSpan.FromMilliseconds(20); o.PermitsPerSecond = 100_000; o.PermitBurst = 1_000; });
             services.AddSingleton<IWorkQueueStorage>(storage);
         });
 
@@ -260,12 +260,14 @@ public sealed class DashboardBrowserTests
         await Assertions.Expect(page.Locator("tr[data-executor='payments'] td.completed")).ToContainTextAsync("1,234,567", patience);
         await Assertions.Expect(page.Locator("tr[data-executor='notifications-email'] span.storage")).ToContainTextAsync("1,234,567 ready", patience);
         await Assertions.Expect(page.Locator("tr[data-executor='reports-nightly'] span.slow")).ToContainTextAsync("1 slow", patience);
+        await Assertions.Expect(page.Locator("tr[data-adaptive-of='payments'] .adaptive-mode")).ToContainTextAsync("advisory", patience);
+        await Assertions.Expect(page.Locator("tr[data-executor='reports-nightly'] .ratelimit")).ToContainTextAsync("rate limit 100,000/s, burst 1,000", patience);
 
         // Nothing is cut off: no cell reaches past the right edge and the page does not scroll sideways.
         var outside = await page.EvaluateAsync<string[]>("""
             () => {
               const width = document.documentElement.clientWidth;
-              const outside = [...document.querySelectorAll("thead th, tr[data-executor] td, section.pool > *")]
+              const outside = [...document.querySelectorAll("thead th, tr[data-executor] td, section.pool > *, tr.adaptive-row td, .adaptive > *, .adaptive td")]
                 .filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > width + 0.5; })
                 .map(e => (e.textContent || e.tagName).trim().slice(0, 40) + " at " + Math.round(e.getBoundingClientRect().left) + ".." + Math.round(e.getBoundingClientRect().right));
               if (document.documentElement.scrollWidth > width) outside.push("the page is " + document.documentElement.scrollWidth + " px wide");
@@ -329,7 +331,7 @@ public sealed class DashboardBrowserTests
         return browser;
     }
 
-    private static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server, int width = 1480, int height = 900, Func<IPage, Task>? beforeLoad = null)
+    internal static async Task<IPage> OpenDashboardAsync(IBrowser browser, AdminServer server, int width = 1480, int height = 900, Func<IPage, Task>? beforeLoad = null)
     {
         var context = await browser.NewContextAsync(new()
         {

@@ -123,6 +123,39 @@ public sealed class DeadLetterEndpointTests
         Assert.Equal(HttpStatusCode.OK, (await client.GetAsync(Prefix)).StatusCode);
     }
 
+    /// <summary>
+    /// A requeue that is not JSON (another content type, or none: a bare <c>curl -X POST</c>) is refused with the same
+    /// problem document as every other 4xx answer, over HTTP and over the local socket, and changes nothing.
+    /// </summary>
+    [Theory]
+    [InlineData("/5/requeue", "text/plain")]
+    [InlineData("/5/requeue", null)]
+    [InlineData("/requeue", "text/plain")]
+    [InlineData("/requeue", null)]
+    public async Task Requeue_NotJson_Is415WithAProblemBody_OverHttpAndTheSocket(string path, string? contentType)
+    {
+        var socket = Path.Combine(Path.GetTempPath(), $"bw-dl415-{Guid.NewGuid():N}.sock");
+        var store = new FakeDeadLetterStore { Affected = 1 };
+        await using var server = await AdminServer.StartAsync(configure: builder =>
+        {
+            builder.Services.AddSingleton<IDeadLetterStore>(store);
+            builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socket);
+        });
+
+        using var http = await server.Client.SendChangeAsync(HttpMethod.Post, Prefix + path, contentType is null ? null : """{"ids": [5]}""", contentType ?? "application/json");
+        var overHttp = await AdminApiTests.AssertProblem(http, HttpStatusCode.UnsupportedMediaType, "application/json");
+        Assert.Equal("Unsupported media type", overHttp.GetProperty("title").GetString());
+
+        var overSocket = LocalSocketClient.Send(socket, "POST", "/queues/payments/dead-letters" + path, contentType is null ? null : """{"ids": [5]}""", contentType);
+        Assert.Equal(415, overSocket.Status);
+        Assert.StartsWith("application/problem+json", overSocket.ContentType, StringComparison.Ordinal);
+        Assert.Equal(415, overSocket.Json.GetProperty("status").GetInt32());
+        Assert.Contains("application/json", overSocket.Json.GetProperty("detail").GetString(), StringComparison.Ordinal);
+
+        Assert.Empty(store.Requeued);
+        Assert.Equal(["unsupported_media_type", "unsupported_media_type"], server.Logs.WithEvent("DeadLetterChangeRefused").Select(e => e.GetStructuredStateValue("Reason")));
+    }
+
     [Fact]
     public async Task ExecutorWithoutADurableQueue_HasNoDeadLetters_404()
     {

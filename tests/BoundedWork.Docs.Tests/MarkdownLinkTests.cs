@@ -2,8 +2,8 @@ namespace BoundedWork.Docs.Tests;
 
 public sealed class MarkdownLinkTests
 {
-    /// <summary>The documents users read, and the benchmarks' guide, which links into them.</summary>
-    public static TheoryData<string> Documents() => [.. Documentation.Documents.Append("benchmarks/README.md")];
+    /// <summary>The documents users read, and the benchmarks' guide and results, which link into them.</summary>
+    public static TheoryData<string> Documents() => [.. Documentation.Documents.Append("benchmarks/README.md").Append("benchmarks/RESULTS.md")];
 
     [Theory]
     [MemberData(nameof(Documents))]

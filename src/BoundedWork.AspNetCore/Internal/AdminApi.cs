@@ -240,7 +240,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             new SettingsView(s.TargetWorkerCount, s.QueueCapacity, s.RejectionPolicy.ToString(), SettingsRequest.FormatTimeout(s.WaitTimeout), SettingsRequest.FormatTimeout(s.SlowItemThreshold), SettingsRequest.FormatTimeout(s.QueueWaitThreshold), s.PermitsPerSecond, s.PermitBurst, s.AdaptiveMode.ToString(), executor.Settings.AdaptiveMinWorkerCount, executor.Settings.AdaptiveMaxWorkerCount),
             new CountersView(s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.Abandoned, s.CallerRuns, s.CallbackFailures, s.ThreadPoolBlockingWaits, s.Running, s.SlowItemsReported, s.LongQueueWaitsReported, s.WorkersReplaced, s.Starting, s.RunningOnCallers),
             sampler.GetRates(s),
-            history ? sampler.GetHistory(s.Name) : null,
+            history ? sampler.GetHistory(s.Name, s.AdaptiveMode != AdaptiveMode.Off) : null,
             null,
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
             DescribeRateLimit(s, executor.Settings.RateLimiter),

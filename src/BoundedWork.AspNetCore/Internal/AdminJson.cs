@@ -132,8 +132,18 @@ internal sealed record RatesView(
     double? Rejected,
     double? Discarded);
 
-/// <summary>One value per sample, oldest first, one sample per <see cref="IntervalSeconds"/>.</summary>
-internal sealed record HistoryView(double IntervalSeconds, IReadOnlyList<int> QueueLength);
+/// <summary>
+/// One value per sample, oldest first, one sample per <see cref="IntervalSeconds"/>. For an executor whose adaptive mode
+/// is not Off, also what the dashboard's adaptive chart draws: the target worker count, the oldest queued item's age
+/// (the longest wait in the queue then) and the items' mean run time since the sample before (busy workers over items
+/// finished per second, Little's law, as the adaptive mode measures it; <see langword="null"/> when none finished).
+/// </summary>
+internal sealed record HistoryView(
+    double IntervalSeconds,
+    IReadOnlyList<int> QueueLength,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<int>? Workers = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<double>? QueueWaitMs = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<double?>? RunTimeMs = null);
 
 /// <summary>PUT {prefix}/executors/{name}/workers and PATCH {prefix}/executors/{name}.</summary>
 internal sealed record ReconfigurationResponse(string Name, SettingsView Previous, SettingsView Current, WorkersView Workers);

@@ -7,7 +7,8 @@ namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
 /// Samples every executor and the shared ThreadPool once per second on a dedicated thread, and keeps a fixed window
-/// of history: queue depth for the dashboard's charts, outcome counters for the rates. It runs on its own thread
+/// of history: queue depth for the dashboard's charts (and, for adaptive executors, the worker count, the oldest queued
+/// item's age and the busy workers), outcome counters for the rates. It runs on its own thread
 /// and waits on a kernel event, so it keeps sampling, and keeps measuring how long the pool takes to start a work
 /// item, while the pool is starved.
 /// </summary>
@@ -114,15 +115,53 @@ internal sealed class AdminSampler : IDisposable
         double Rate(long current, long then) => Math.Round(Math.Max(0, current - then) / seconds, 3);
     }
 
-    public HistoryView GetHistory(string executorName)
+    /// <summary>
+    /// The executor's history, oldest first: its queue length and, for an executor whose adaptive mode is not Off
+    /// (<paramref name="adaptive"/>), the series the dashboard's adaptive chart draws (see <see cref="HistoryView"/>).
+    /// </summary>
+    public HistoryView GetHistory(string executorName, bool adaptive = false)
     {
+        ExecutorSample[] samples;
         lock (_sync)
         {
-            int[] lengths = _executors.TryGetValue(executorName, out var ring)
-                ? ring.Select(static s => s.QueueLength)
-                : [];
+            samples = _executors.TryGetValue(executorName, out var ring) ? ring.Select(static s => s) : [];
+        }
+
+        var lengths = Array.ConvertAll(samples, static s => s.QueueLength);
+        if (!adaptive)
+        {
             return new HistoryView(Interval.TotalSeconds, lengths);
         }
+
+        var runTimes = new double?[samples.Length];
+        for (var i = 1; i < samples.Length; i++)
+        {
+            var (before, after) = (samples[i - 1], samples[i]);
+            runTimes[i] = RunTimeMs(before.BusyWorkers, after.BusyWorkers, before.Finished, after.Finished, Stopwatch.GetElapsedTime(before.Timestamp, after.Timestamp).TotalSeconds);
+        }
+
+        return new HistoryView(
+            Interval.TotalSeconds,
+            lengths,
+            Array.ConvertAll(samples, static s => s.TargetWorkers),
+            Array.ConvertAll(samples, static s => s.OldestQueuedItemAgeMs),
+            runTimes);
+    }
+
+    /// <summary>
+    /// An item's mean run time between two samples by Little's law, as the adaptive mode measures it: busy workers
+    /// (the mean of the two samples) divided by the items finished per second; <see langword="null"/> when none
+    /// finished. The dashboard computes the same between two refreshes.
+    /// </summary>
+    public static double? RunTimeMs(int busyBefore, int busyAfter, long finishedBefore, long finishedAfter, double seconds)
+    {
+        var finished = finishedAfter - finishedBefore;
+        if (finished <= 0 || seconds <= 0)
+        {
+            return null;
+        }
+
+        return Math.Round((busyBefore + busyAfter) / 2.0 / (finished / seconds) * 1000, 3);
     }
 
     public ThreadPoolResponse GetThreadPool(bool includeHistory)
@@ -256,12 +295,26 @@ internal sealed class AdminSampler : IDisposable
         Volatile.Write(ref _probeQueuedAt, 0);
     }
 
-    private readonly record struct ExecutorSample(long Timestamp, int QueueLength, long Submitted, long Completed, long Failed, long Cancelled, long Rejected, long Discarded)
+    private readonly record struct ExecutorSample(
+        long Timestamp,
+        int QueueLength,
+        long Submitted,
+        long Completed,
+        long Failed,
+        long Cancelled,
+        long Rejected,
+        long Discarded,
+        int TargetWorkers,
+        int BusyWorkers,
+        double OldestQueuedItemAgeMs)
     {
         public ExecutorSample(long timestamp, BoundedExecutorStatistics s)
-            : this(timestamp, s.QueueLength, s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded)
+            : this(timestamp, s.QueueLength, s.Submitted, s.Completed, s.Failed, s.Cancelled, s.Rejected, s.Discarded, s.TargetWorkerCount, s.BusyWorkerCount, Math.Round(s.OldestQueuedItemAge.TotalMilliseconds, 3))
         {
         }
+
+        /// <summary>Gets the items that ran and finished, completed or failed (as the adaptive mode counts them).</summary>
+        public long Finished => Completed + Failed;
     }
 
     private readonly record struct PoolSample(long Timestamp, long Pending, int ThreadCount, long Completed);

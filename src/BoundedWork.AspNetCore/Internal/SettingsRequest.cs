@@ -141,7 +141,7 @@ internal static partial class SettingsRequest
                         capacity = value;
                         changes.Add(s => s with { QueueCapacity = value });
                         break;
-                    case RejectionPolicyField when ReadPolicy(ref reader, errors) is { } value:
+                    case RejectionPolicyField when ReadName<RejectionPolicy>(ref reader, field, errors) is { } value:
                         changes.Add(s => s with { RejectionPolicy = value });
                         break;
                     case WaitTimeout when ReadTimeout(ref reader, field, errors) is { } value:
@@ -161,7 +161,7 @@ internal static partial class SettingsRequest
                         permitBurst = value;
                         changes.Add(s => s with { PermitBurst = value });
                         break;
-                    case AdaptiveModeField when ReadAdaptiveMode(ref reader, errors) is { } value:
+                    case AdaptiveModeField when ReadName<AdaptiveMode>(ref reader, field, errors) is { } value:
                         changes.Add(s => s with { AdaptiveMode = value });
                         break;
                     case AdaptiveMinWorkers when ReadInt32(ref reader, field, errors) is { } value:
@@ -291,28 +291,6 @@ internal static partial class SettingsRequest
         }
     }
 
-    private static AdaptiveMode? ReadAdaptiveMode(ref Utf8JsonReader reader, FieldErrors errors)
-    {
-        var names = string.Join(", ", Enum.GetNames<AdaptiveMode>());
-        if (reader.TokenType != JsonTokenType.String || !TryGetText(ref reader, out var text))
-        {
-            errors[AdaptiveModeField] = [$"adaptiveMode must be a string, one of {names}; not {Describe(reader.TokenType)}."];
-            reader.Skip();
-            return null;
-        }
-
-        foreach (var mode in Enum.GetValues<AdaptiveMode>())
-        {
-            if (string.Equals(text, mode.ToString(), StringComparison.OrdinalIgnoreCase))
-            {
-                return mode;
-            }
-        }
-
-        errors[AdaptiveModeField] = [$"adaptiveMode '{Shorten(text)}' is not one of {names}."];
-        return null;
-    }
-
     private static void CheckRange(FieldErrors errors, string field, int? value, int min, int max, string? maxName, string? aboveMaxHint = null)
     {
         if (value is not { } v || errors.ContainsKey(field))
@@ -351,32 +329,37 @@ internal static partial class SettingsRequest
         return null;
     }
 
-    private static RejectionPolicy? ReadPolicy(ref Utf8JsonReader reader, FieldErrors errors)
+    /// <summary>
+    /// Reads exactly one name of <typeparamref name="TEnum"/>, in any case, for <paramref name="field"/>: not a number,
+    /// not comma-separated flags, no padding (all of which <see cref="Enum.TryParse{TEnum}(string, bool, out TEnum)"/>
+    /// would take), and a string that is not valid UTF-8 text says so, as every other field does.
+    /// </summary>
+    private static TEnum? ReadName<TEnum>(ref Utf8JsonReader reader, string field, FieldErrors errors)
+        where TEnum : struct, Enum
     {
-        var names = string.Join(", ", Enum.GetNames<RejectionPolicy>());
+        var names = string.Join(", ", Enum.GetNames<TEnum>());
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[RejectionPolicyField] = [$"rejectionPolicy must be a string, one of {names}; not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be a string, one of {names}; not {Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
 
         if (!TryGetText(ref reader, out var text))
         {
-            errors[RejectionPolicyField] = [NotText(RejectionPolicyField)];
+            errors[field] = [NotText(field)];
             return null;
         }
 
-        // Exactly one name, any case: Enum.TryParse would also take numbers, comma-separated flags and padding.
-        foreach (var policy in Enum.GetValues<RejectionPolicy>())
+        foreach (var value in Enum.GetValues<TEnum>())
         {
-            if (string.Equals(text, policy.ToString(), StringComparison.OrdinalIgnoreCase))
+            if (string.Equals(text, value.ToString(), StringComparison.OrdinalIgnoreCase))
             {
-                return policy;
+                return value;
             }
         }
 
-        errors[RejectionPolicyField] = [$"rejectionPolicy '{Shorten(text)}' is not one of {names}."];
+        errors[field] = [$"{field} '{Shorten(text)}' is not one of {names}."];
         return null;
     }
 
