@@ -69,6 +69,13 @@ internal static class ClusterLimitSql
         FROM first r
         """);
 
+    /// <summary>The pairs of items of one key where the newer was first claimed before the older (claimed in one statement counts as together).</summary>
+    public static Task<long> KeyClaimOrderInversionsAsync(PostgresFixture postgres, string schema) => postgres.ScalarAsync<long>($"""
+        WITH first AS (SELECT item_id, min(at) AS at FROM {schema}.claims GROUP BY item_id),
+        keyed AS (SELECT i.id, i.ordering_key, f.at FROM {schema}.items i JOIN first f ON f.item_id = i.id WHERE i.ordering_key IS NOT NULL)
+        SELECT count(*) FROM keyed c JOIN keyed o ON o.ordering_key = c.ordering_key AND o.id < c.id AND o.at > c.at
+        """);
+
     /// <summary>The most claims whose statements started within any one second.</summary>
     public static Task<long> MaxClaimsInOneSecondAsync(PostgresFixture postgres, string schema) => postgres.ScalarAsync<long>($"""
         SELECT coalesce(max((SELECT count(*) FROM {schema}.claims c2 WHERE c2.at >= c1.at AND c2.at < c1.at + interval '1 second')), 0)

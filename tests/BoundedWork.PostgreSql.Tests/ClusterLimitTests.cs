@@ -67,6 +67,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
         await ClusterLimitSql.CreateRunsAsync(postgres, schema);
         await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(),
             storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await ClusterLimitSql.RecordClaimsAsync(postgres, schema);
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: perKey);
         var consumers = new List<ConsumerProcess>();
         try
@@ -88,6 +89,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
             Assert.True(overlap <= perKey, $"{overlap} items of one key ran at once; the limit per key is {perKey}.");
             var elders = await ClusterLimitSql.MaxUnfinishedEldersAsync(postgres, schema);
             Assert.True(elders <= perKey - 1, $"An item started while {elders} older items of its key had not finished; in enqueue order at most {perKey - 1} can.");
+            Assert.Equal(0L, await ClusterLimitSql.KeyClaimOrderInversionsAsync(postgres, schema)); // a key's items claimed oldest first, whatever their priorities
             Assert.Equal(Keys * PerKeyItems, await postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {schema}.runs"));
         }
         finally
