@@ -68,6 +68,14 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     public TimeSpan MaxReconnectDelay { get; set; } = TimeSpan.FromSeconds(5);
 
     /// <summary>
+    /// Gets or sets how long ready items may wait for a cluster permit (the queue's fleet-wide <c>MaxRunning</c> or
+    /// <c>StartsPerSecond</c>) while this node has idle workers for them, before the health check reports the queue
+    /// Degraded (and the node logs it once); <see cref="Timeout.InfiniteTimeSpan"/> never does.
+    /// </summary>
+    /// <value>Defaults to 1 minute. Between 1 second and 1 day, or <see cref="Timeout.InfiniteTimeSpan"/>.</value>
+    public TimeSpan ClusterPermitWaitThreshold { get; set; } = TimeSpan.FromMinutes(1);
+
+    /// <summary>
     /// Gets or sets the clock of the node's loops. Their intervals (lease reaping, statistics, cleanup) are measured
     /// with its monotonic timestamps (<see cref="TimeProvider.GetTimestamp"/>), so a wall clock that is set back or
     /// forward does not delay or hurry them; its wall-clock time only stamps the statistics' <c>ReadAt</c>.
@@ -107,6 +115,11 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
         Check(errors, nameof(CleanupInterval), CleanupInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromDays(1));
         Check(errors, nameof(StatisticsInterval), StatisticsInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromHours(1));
         Check(errors, nameof(MaxReconnectDelay), MaxReconnectDelay, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(5));
+        if (ClusterPermitWaitThreshold != Timeout.InfiniteTimeSpan)
+        {
+            Check(errors, nameof(ClusterPermitWaitThreshold), ClusterPermitWaitThreshold, TimeSpan.FromSeconds(1), TimeSpan.FromDays(1), " or Timeout.InfiniteTimeSpan");
+        }
+
         if (TimeProvider is null)
         {
             errors.Add("TimeProvider must be set (was null).");

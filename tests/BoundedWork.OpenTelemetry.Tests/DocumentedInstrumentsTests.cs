@@ -35,6 +35,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
         ["boundedwork.storage.released"] = "needs a claimed delivery handed back unrun while the node stops: a race with the handler",
         ["boundedwork.storage.cancelled"] = "needs a stored item cancelled through the node; no public cancel call on the queue interface",
         ["boundedwork.storage.leases_expired"] = "needs another node's claim to outlive its lease: a second process and a lease to run out",
+        ["boundedwork.storage.cluster.limited_claims"] = "needs a cluster limit that binds: a queue_settings row and more ready items than it lets run",
     };
 
     [Fact]

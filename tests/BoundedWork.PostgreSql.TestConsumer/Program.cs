@@ -1,6 +1,8 @@
-// A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>.
-// Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
-// idempotent handler). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL.
+// A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>
+// [limits]. Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
+// idempotent handler). With "limits", items are ordered by their key, and each handler records its start and end in
+// <schema>.runs (the cluster-limit tests measure concurrency from them). Prints READY once the host has started;
+// stops on SIGTERM, dies on SIGKILL.
 using System.Globalization;
 using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.TestConsumer;
@@ -17,12 +19,20 @@ var queue = args[2];
 var workers = int.Parse(args[3], CultureInfo.InvariantCulture);
 var handlerTime = TimeSpan.FromMilliseconds(int.Parse(args[4], CultureInfo.InvariantCulture));
 var lease = TimeSpan.FromMilliseconds(int.Parse(args[5], CultureInfo.InvariantCulture));
+var limits = args.Length > 6 && args[6] == "limits";
 
 var builder = Host.CreateApplicationBuilder();
 builder.Logging.ClearProviders().AddSimpleConsole(o => o.SingleLine = true).SetMinimumLevel(LogLevel.Warning);
-builder.Services.AddSingleton(new EffectStore(NpgsqlDataSource.Create(connectionString), schema, handlerTime));
+builder.Services.AddSingleton(new EffectStore(NpgsqlDataSource.Create(connectionString), schema, handlerTime) { RecordsRuns = limits });
 builder.Services
-    .AddWorkQueue<Notice, RecordingHandler>(queue, o => o.RetryDelay = TimeSpan.FromMilliseconds(50))
+    .AddWorkQueue<Notice, RecordingHandler>(queue, o =>
+    {
+        o.RetryDelay = TimeSpan.FromMilliseconds(50);
+        if (limits)
+        {
+            o.OrderingKey = n => n.Key;
+        }
+    })
     .UsePostgreSql(connectionString, NoticeJson.Default.Notice, o =>
     {
         o.Schema = schema;

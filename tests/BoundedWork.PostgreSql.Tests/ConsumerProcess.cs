@@ -23,7 +23,8 @@ public sealed class ConsumerProcess : IAsyncDisposable
     private static string ConsumerPath =>
         typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
 
-    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease)
+    /// <param name="limits">Items ordered by key, and every handler's start and end recorded in <c>runs</c> (see <see cref="ClusterLimitSql"/>).</param>
+    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, bool limits = false)
     {
         var start = new ProcessStartInfo(Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") ?? "dotnet")
         {
@@ -38,6 +39,11 @@ public sealed class ConsumerProcess : IAsyncDisposable
         })
         {
             start.ArgumentList.Add(argument);
+        }
+
+        if (limits)
+        {
+            start.ArgumentList.Add("limits");
         }
 
         var process = new Process { StartInfo = start };

@@ -17,12 +17,20 @@ public sealed class OptionsTests
             o.CompletedRetention = TimeSpan.FromSeconds(-1);
             o.PollInterval = TimeSpan.Zero;
             o.TimeProvider = null!;
+            o.ClusterPermitWaitThreshold = TimeSpan.FromMilliseconds(10);
         }));
         Assert.StartsWith("Invalid PostgreSqlWorkQueueOptions for work queue 'payments':", error.Message, StringComparison.Ordinal);
-        foreach (var setting in new[] { "Schema", "LeaseDuration", "ClaimsPerWorker", "CompletedRetention", "PollInterval", "TimeProvider" })
+        foreach (var setting in new[] { "Schema", "LeaseDuration", "ClaimsPerWorker", "CompletedRetention", "PollInterval", "TimeProvider", "ClusterPermitWaitThreshold" })
         {
             Assert.Contains(setting + " must be", error.Message, StringComparison.Ordinal);
         }
+    }
+
+    [Fact]
+    public void ClusterPermitWaitThreshold_Infinite_IsValid()
+    {
+        var services = new ServiceCollection();
+        services.AddWorkQueue<Notice, TestHandler>("payments").UsePostgreSql("Host=localhost", NoticeJson.Default.Notice, o => o.ClusterPermitWaitThreshold = Timeout.InfiniteTimeSpan);
     }
 
     [Fact]

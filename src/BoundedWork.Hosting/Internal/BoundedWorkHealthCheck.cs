@@ -41,6 +41,10 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
             {
                 (status, problem) = (HealthStatus.Unhealthy, $"Work queue '{stats.Name}' cannot reach its {storage.StorageKind} storage: {stored.LastError}");
             }
+            else if (stored is { Warning: { } warning } && status == HealthStatus.Healthy)
+            {
+                (status, problem) = (HealthStatus.Degraded, $"Work queue '{stats.Name}': {warning}");
+            }
             else if (stored is not null && status == HealthStatus.Healthy && stats.QueueWaitThreshold != Timeout.InfiniteTimeSpan && stored.OldestReadyAge > stats.QueueWaitThreshold)
             {
                 (status, problem) = (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
@@ -89,6 +93,7 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                     ["deadLettered"] = stored.DeadLettered,
                     ["oldestReadyAgeSeconds"] = stored.OldestReadyAge.TotalSeconds,
                     ["lastError"] = stored.LastError ?? string.Empty,
+                    ["warning"] = stored.Warning ?? string.Empty,
                 };
             }
         }

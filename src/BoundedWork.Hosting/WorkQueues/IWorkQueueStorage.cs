@@ -47,6 +47,12 @@ public sealed record WorkQueueStorageStatistics
     /// <summary>Gets the latest connection or query error, while <see cref="IsAvailable"/> is <see langword="false"/>.</summary>
     public string? LastError { get; init; }
 
+    /// <summary>
+    /// Gets a condition of the storage that degrades the queue's health while the storage is available (for example
+    /// items waiting for a cluster permit longer than the storage's threshold), in words; <see langword="null"/> when there is none.
+    /// </summary>
+    public string? Warning { get; init; }
+
     /// <summary>Gets when the statistics were read; <see cref="DateTimeOffset.MinValue"/> before the first read.</summary>
     public DateTimeOffset ReadAt { get; init; }
 }

@@ -45,4 +45,16 @@ internal static partial class PostgreSqlLog
     [LoggerMessage(EventId = 308, EventName = "CancellationRequested", Level = LogLevel.Information,
         Message = "Work queue '{QueueName}': item {ItemId}, held by this node, was cancelled; its handler's cancellation token fired (or, not started yet, it will not run).")]
     public static partial void CancellationRequested(this ILogger logger, string queueName, long itemId, Exception? exception);
+
+    [LoggerMessage(EventId = 320, EventName = "ClusterLimitsApplied", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}' has cluster limits: this node claims under them now (one claim of the queue at a time across nodes, for its idle workers only).")]
+    public static partial void ClusterLimitsApplied(this ILogger logger, string queueName);
+
+    [LoggerMessage(EventId = 321, EventName = "ClusterLimitsLifted", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}' has no cluster limits any more: this node claims without them.")]
+    public static partial void ClusterLimitsLifted(this ILogger logger, string queueName);
+
+    [LoggerMessage(EventId = 322, EventName = "ClusterPermitWaitLong", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}': {Count} items this node has idle workers for have waited for a cluster permit for {OldestWait}, longer than the ClusterPermitWaitThreshold of {Threshold}.")]
+    public static partial void ClusterPermitWaitLong(this ILogger logger, string queueName, long count, TimeSpan oldestWait, TimeSpan threshold);
 }

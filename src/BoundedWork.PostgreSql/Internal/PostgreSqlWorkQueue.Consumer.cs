@@ -47,7 +47,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
-        _outcomes.Post(item, kind, retryDelay, error);
+        _outcomes.Post(item, kind, retryDelay, error, freesClusterPermit: _permits.IsLimited);
         DurableTracing.StopProcess(item.Process, kind, error);
     }
 
@@ -92,7 +92,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
-            var requested = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
+            // Under cluster limits the node claims only for its idle workers: each claimed item starts at once.
+            var limited = _permits.IsLimited;
+            var requested = Math.Min((limited ? Executor.Settings.WorkerCount : ClaimLimit()) - Volatile.Read(ref _held), MaxClaimBatch);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -104,7 +106,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 if (requested > 0)
                 {
-                    claim = Claim(requested);
+                    claim = limited ? ClaimLimited(requested) : Claim(requested);
+                }
+                else
+                {
+                    _permits.NothingRequested();
                 }
 
                 if (_health.Succeeded(ClaimLoop))
@@ -118,6 +124,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
                 continue;
+            }
+
+            if (claim.LimitsChanged)
+            {
+                continue; // The queue's cluster limits were set or lifted: claim again at once, the other way.
             }
 
             if (requested > 0 && (claim.Claimed == requested || claim.Promoted > 0))
@@ -158,6 +169,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var claimed = new List<StoredItem>(Math.Min(count, 64));
         int promoted = 0;
         TimeSpan? nextDue = null;
+        var limited = false;
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.Claim, connection))
         {
@@ -173,17 +185,35 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     // The last row: the promotions, and when the next scheduled item is due.
                     promoted = reader.GetInt32(2);
                     nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
+                    limited = reader.GetBoolean(9);
                     continue;
                 }
 
-                claimed.Add(new StoredItem(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
-                    reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7)));
+                claimed.Add(ReadClaimed(reader));
             }
         }
 
+        if (limited)
+        {
+            // The queue has cluster limits now: this statement claimed nothing; the limited claim runs next.
+            OnLimitsFound(true);
+            return new ClaimResult(0, promoted, nextDue, LimitsChanged: true);
+        }
+
+        Submit(claimed);
+        return new ClaimResult(claimed.Count, promoted, nextDue);
+    }
+
+    private StoredItem ReadClaimed(NpgsqlDataReader reader) =>
+        new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
+            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7));
+
+    /// <summary>Hands claimed (committed) deliveries to the executor, in id order.</summary>
+    private void Submit(List<StoredItem> claimed)
+    {
         if (claimed.Count == 0)
         {
-            return new ClaimResult(0, promoted, nextDue);
+            return;
         }
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
@@ -209,8 +239,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 }
             }
         }
-
-        return new ClaimResult(claimed.Count, promoted, nextDue);
     }
 
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
@@ -399,6 +427,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
 
-    /// <summary>What one claim statement did: items claimed, scheduled items made ready, and the time until the next scheduled item is due.</summary>
-    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue);
+    /// <summary>
+    /// What one claim did: items claimed, scheduled items made ready, the time until the next scheduled item is due (or
+    /// the cluster rate's next token), and whether it found the queue's cluster limits set or lifted (it then claimed nothing).
+    /// </summary>
+    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue, bool LimitsChanged = false);
 }

@@ -48,6 +48,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
     private readonly StorageHealth _health;
+
+    /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
+    private readonly ClusterPermits _permits;
     private readonly OutcomeWriter _outcomes;
     private readonly Notifier _notifier;
     private readonly WakeSignal _wake = new();
@@ -84,6 +87,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _listenerSource = CreateDataSource(connectionString, Name + " listener", pooled: false);
         _sql = new StorageSql(options.Schema);
         _health = new StorageHealth(_dataSource.Clear);
+        _permits = new ClusterPermits(options.TimeProvider);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal);
@@ -104,7 +108,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             var statistics = Volatile.Read(ref _statistics);
             var available = _health.IsAvailable && statistics.ReadAt != DateTimeOffset.MinValue;
-            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError };
+            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Warning = ClusterPermitProblem() };
         }
     }
 
