@@ -321,6 +321,25 @@ public sealed class ClusterEndpointTests
         Assert.Equal("unix:" + path, entry.GetStructuredStateValue("RemoteAddress"));
     }
 
+    [Fact]
+    public async Task LocalSocket_StorageDoesNotAnswerAChange_503AtTheDeadline_NothingWritten_AndTheSocketServesOn()
+    {
+        var path = System.IO.Path.Combine(System.IO.Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock");
+        var cluster = NewCluster();
+        cluster.Hold = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously).Task; // never released
+        await using var server = await StartAsync(cluster, path);
+
+        var held = LocalSocketClient.Send(path, "PATCH", "/queues/payments/cluster", """{"maxRunning": 7}""");
+
+        Assert.Equal(503, held.Status);
+        Assert.Equal("payments", held.Json.GetProperty("queue").GetString());
+        Assert.Contains("did not answer within the local socket's request deadline", held.Json.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Contains("the change may have been applied all the same", held.Json.GetProperty("detail").GetString(), StringComparison.Ordinal);
+        Assert.Empty(cluster.Changes);
+        Assert.Empty(server.Logs.WithEvent("ClusterSettingsChanged"));
+        Assert.Equal(200, LocalSocketClient.Send(path, "GET", "/queues/payments/cluster").Status);
+    }
+
     private static async Task AssertRefused(HttpResponseMessage response, string field, InMemoryWorkQueueCluster cluster, AdminServer server)
     {
         var text = await response.Content.ReadAsStringAsync();
