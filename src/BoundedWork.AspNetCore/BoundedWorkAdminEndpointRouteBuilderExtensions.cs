@@ -24,7 +24,9 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <c>GET {prefix}/queues/{name}/dead-letters</c> (a page: <c>limit</c>, <c>since</c>, <c>until</c>, <c>cursor</c>),
     /// <c>GET {prefix}/queues/{name}/dead-letters/{id}</c>, <c>POST {prefix}/queues/{name}/dead-letters/{id}/requeue</c>,
     /// <c>DELETE {prefix}/queues/{name}/dead-letters/{id}</c>, and <c>POST {prefix}/queues/{name}/dead-letters/requeue</c>
-    /// and <c>.../purge</c> with a selection; <c>HEAD</c> wherever <c>GET</c> is. Any other method on these paths gets 405
+    /// and <c>.../purge</c> with a selection; for durable queues' clusters, <c>GET {prefix}/queues/{name}/cluster</c> (nodes,
+    /// limits and their use, stored items by state) and <c>PATCH {prefix}/queues/{name}/cluster</c> (the fleet-wide
+    /// settings); <c>HEAD</c> wherever <c>GET</c> is. Any other method on these paths gets 405
     /// with an <c>Allow</c> header that lists exactly the methods above.
     /// </summary>
     /// <param name="endpoints">The app or route builder.</param>
@@ -43,7 +45,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// <para>
     /// Changes are never made by GET. A change must have a JSON content type (else 415) and carry the
     /// <see cref="BoundedWorkAdminOptions.RequestHeaderName"/> header (else 400), so neither a cross-site form post
-    /// nor a simple cross-origin request can make one. Every change is logged (event 200; dead letters 206 and 207) and
+    /// nor a simple cross-origin request can make one. Every change is logged (event 200; dead letters 206 and 207; a
+    /// queue's fleet-wide settings 211) and
     /// counted (<c>boundedwork.admin.changes</c>, <c>boundedwork.admin.dead_letters</c>).
     /// </para>
     /// </remarks>
@@ -71,6 +74,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var mapping = new AdminMapping(prefix);
         var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
         var deadLetters = new DeadLetterEndpoints(services.GetRequiredService<DeadLetterApi>(), mapping);
+        var cluster = new ClusterEndpoints(services.GetRequiredService<ClusterApi>(), mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);
@@ -103,6 +107,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         }
 
         MapRoute(group, "/queues/{name}/dead-letters/{id}/requeue", (["POST"], deadLetters.RequeueOne));
+        MapRoute(group, "/queues/{name}/cluster", (s_read, cluster.Get), (["PATCH"], cluster.Patch));
 
         return new BoundedWorkAdminConventionBuilder(group, mapping);
     }

@@ -47,9 +47,14 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<AdminSampler>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
-            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>()));
+            provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
+            provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>()));
         services.TryAddSingleton(static provider => new DeadLetterApi(
             provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
+            provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+        services.TryAddSingleton(static provider => new ClusterApi(
+            provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());

@@ -26,6 +26,7 @@ var root = new RootCommand(
     WriteCommands.Unpin(),
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
+    ClusterCommands.Create(),
     DoctorCommand.Create(),
 };
 

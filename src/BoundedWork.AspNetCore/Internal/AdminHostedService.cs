@@ -59,7 +59,8 @@ internal sealed class AdminHostedService(
                 services.GetRequiredService<BoundedWork.Hosting.IBoundedExecutorRegistry>(),
                 path,
                 logger,
-                options.Value.LocalSocketLimits);
+                options.Value.LocalSocketLimits,
+                services.GetRequiredService<ClusterApi>());
         }
     }
 

@@ -68,7 +68,7 @@ internal sealed record DecisionView(
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
 /// (every node's items, not only this node's), whether this node reaches it, and whether the console serves the
-/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>).
+/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>) and its cluster (<c>GET {prefix}/queues/{name}/cluster</c>).
 /// </summary>
 internal sealed record StorageView(
     string Kind,
@@ -82,7 +82,8 @@ internal sealed record StorageView(
     double OldestReadyAgeMs,
     DateTimeOffset? ReadAt,
     long Cancelled = 0,
-    bool DeadLetters = false);
+    bool DeadLetters = false,
+    bool Cluster = false);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item

@@ -22,7 +22,8 @@ namespace BoundedWork.AspNetCore.Internal;
 /// <para>
 /// The durable queues' dead-letter routes are served here too, by the same <see cref="DeadLetterApi"/> as over HTTP.
 /// They wait for the database (and, as every database call does, for the ThreadPool to run its continuations): the
-/// client thread blocks on the operation until the request's deadline, then cancels it and answers 503.
+/// client thread blocks on the operation until the request's deadline, then cancels it and answers 503. So are the
+/// durable queues' cluster routes (<see cref="ClusterApi"/>), alike.
 /// </para>
 /// <para>
 /// Access is the socket file's: it is created readable and writable by the app's own user only. Only a stale socket
@@ -39,6 +40,7 @@ internal sealed class LocalSocketListener : IDisposable
 
     private readonly AdminApi _api;
     private readonly DeadLetterApi _deadLetters;
+    private readonly ClusterApi? _cluster;
     private readonly IBoundedExecutorRegistry _registry;
     private readonly ILogger _logger;
     private readonly LocalSocketLimits _limits;
@@ -50,10 +52,11 @@ internal sealed class LocalSocketListener : IDisposable
     private readonly SocketFile _created;
     private volatile bool _stopping;
 
-    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits)
+    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits, ClusterApi? cluster = null)
     {
         _api = api;
         _deadLetters = deadLetters;
+        _cluster = cluster;
         _registry = registry;
         _logger = logger;
         _limits = limits;
@@ -453,9 +456,14 @@ internal sealed class LocalSocketListener : IDisposable
         }
     }
 
-    /// <summary>The largest body a request to <paramref name="target"/> may carry: a dead-letter selection's, else a settings change's.</summary>
-    private static int MaxBodyBytes(string target) =>
-        target.TrimStart('/').StartsWith("queues/", StringComparison.Ordinal) ? DeadLetterRequest.MaxBodyBytes : SettingsRequest.MaxBodyBytes;
+    /// <summary>The largest body a request to <paramref name="target"/> may carry: a cluster change's, a dead-letter selection's, else a settings change's.</summary>
+    private static int MaxBodyBytes(string target)
+    {
+        var path = target.Split('?', 2)[0].Trim('/');
+        return path.StartsWith("queues/", StringComparison.Ordinal) && path.EndsWith("/cluster", StringComparison.Ordinal) ? ClusterSettingsRequest.MaxBodyBytes
+            : path.StartsWith("queues/", StringComparison.Ordinal) ? DeadLetterRequest.MaxBodyBytes
+            : SettingsRequest.MaxBodyBytes;
+    }
 
     private AdminReply Route(LocalSocketRequest request, ReadOnlySequence<byte> body, bool tooLarge, string peer, long deadline)
     {
@@ -502,8 +510,15 @@ internal sealed class LocalSocketListener : IDisposable
                 return method == "POST"
                     ? WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => _deadLetters.ChangeOneAsync(Change(Uri.UnescapeDataString(queue)), DeadLetterApi.Requeue, Uri.UnescapeDataString(id), cancel))
                     : AdminApi.MethodNotAllowed(method, path, "POST");
+            case ["queues", var queue, "cluster"] when _cluster is { } cluster:
+                return method switch
+                {
+                    "GET" => WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => cluster.GetAsync(Uri.UnescapeDataString(queue), cancel), change: null),
+                    "PATCH" => WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => cluster.ChangeAsync(Change(Uri.UnescapeDataString(queue)), cancel), "the change"),
+                    _ => AdminApi.MethodNotAllowed(method, path, "GET, PATCH"),
+                };
             default:
-                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue and /queues/{{name}}/dead-letters/purge.");
+                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge and /queues/{{name}}/cluster.");
         }
 
         ChangeRequest Change(string name) =>
@@ -519,7 +534,11 @@ internal sealed class LocalSocketListener : IDisposable
     /// the request's deadline. Past it the operation is cancelled and the answer is 503: a requeue or purge may have
     /// been applied all the same, and is then logged like any other.
     /// </summary>
-    private AdminReply WaitFor(string queue, long deadline, Func<CancellationToken, Task<AdminReply>> operation)
+    /// <param name="queue">The queue's name, for the answer.</param>
+    /// <param name="deadline">The request's deadline (a <see cref="Stopwatch"/> timestamp).</param>
+    /// <param name="operation">The operation.</param>
+    /// <param name="change">What may have been applied all the same when the deadline passes, for the answer; <see langword="null"/> for a read.</param>
+    private AdminReply WaitFor(string queue, long deadline, Func<CancellationToken, Task<AdminReply>> operation, string? change = "a requeue or purge")
     {
         var cancel = new CancellationTokenSource();
         var task = operation(cancel.Token);
@@ -542,7 +561,7 @@ internal sealed class LocalSocketListener : IDisposable
 
         // The operation may still hold the token: the source is left to the collector, not disposed under it.
         _ = task.ContinueWith(static t => _ = t.Exception, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously | TaskContinuationOptions.OnlyOnFaulted, TaskScheduler.Default);
-        var detail = $"Work queue '{SettingsRequest.Shorten(queue)}' did not answer within the local socket's request deadline ({_limits.RequestTimeout.TotalSeconds:0.#} seconds from connecting), so the operation was cancelled; a requeue or purge may have been applied all the same, and the app's log records each one that was.";
+        var detail = $"Work queue '{SettingsRequest.Shorten(queue)}' did not answer within the local socket's request deadline ({_limits.RequestTimeout.TotalSeconds:0.#} seconds from connecting), so the operation was cancelled" + (change is null ? "." : $"; {change} may have been applied all the same, and the app's log records each one that was.");
         _logger.LocalSocketFailed(Path, new TimeoutException(detail));
         try
         {

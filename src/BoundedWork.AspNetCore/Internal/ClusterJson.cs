@@ -1,0 +1,82 @@
+using System.Text.Encodings.Web;
+using System.Text.Json;
+using System.Text.Json.Serialization;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+// The cluster documents. Field names are camelCase and stable, as for every console document. Limits that are not
+// set are written as null ("none"), never left out.
+
+/// <summary>
+/// GET {prefix}/queues/{name}/cluster: a durable queue's cluster as its storage describes it now: the fleet-wide
+/// settings, the limits and their use, the live nodes (ordered by name), and every node's stored items by state.
+/// </summary>
+internal sealed record ClusterResponse(
+    string Queue,
+    DateTimeOffset ReadAt,
+    ClusterSettingsView Settings,
+    ClusterLimitsView Limits,
+    IReadOnlyList<ClusterNodeView> Nodes,
+    ClusterStorageView Storage);
+
+/// <summary>The fleet-wide settings, under the names PATCH takes, with their version and who changed them last.</summary>
+internal sealed record ClusterSettingsView(
+    int? WorkersPerNode,
+    int? MaxRunning,
+    int MaxRunningPerKey,
+    double? StartsPerSecond,
+    int? StartBurst,
+    long Version,
+    DateTimeOffset? UpdatedAt,
+    string? UpdatedBy);
+
+/// <summary>
+/// The cluster limits and their use: <c>Running</c> of <c>MaxRunning</c> (null: no limit), starts in the last second
+/// against <c>StartsPerSecond</c>, and the items a limit holds back now and how long the oldest has waited.
+/// </summary>
+internal sealed record ClusterLimitsView(
+    long Running,
+    int? MaxRunning,
+    int MaxRunningPerKey,
+    double StartsLastSecond,
+    double? StartsPerSecond,
+    int? StartBurst,
+    long WaitingForPermit,
+    double OldestPermitWaitMs);
+
+/// <summary>One live node, as its latest heartbeat described it.</summary>
+internal sealed record ClusterNodeView(
+    string Name,
+    string Host,
+    int ProcessId,
+    string Version,
+    DateTimeOffset StartedAt,
+    DateTimeOffset LastSeen,
+    int Workers,
+    long InFlight,
+    long Completed,
+    long Failed,
+    long SettingsVersion,
+    bool PinnedLocally);
+
+/// <summary>The queue's stored items by state, across every node.</summary>
+internal sealed record ClusterStorageView(
+    long Ready,
+    long Scheduled,
+    long Running,
+    long DeadLettered,
+    long Completed,
+    long Cancelled,
+    double OldestReadyAgeMs);
+
+/// <summary>PATCH {prefix}/queues/{name}/cluster: the settings before and after the change (its new version included).</summary>
+internal sealed record ClusterChangeResponse(string Queue, ClusterSettingsView Previous, ClusterSettingsView Current);
+
+[JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
+[JsonSerializable(typeof(ClusterResponse))]
+[JsonSerializable(typeof(ClusterChangeResponse))]
+internal sealed partial class ClusterJsonContext : JsonSerializerContext
+{
+    /// <summary>The console's writing options (<see cref="AdminJsonContext.Readable"/>) for the cluster documents.</summary>
+    public static ClusterJsonContext Readable { get; } = new(new JsonSerializerOptions(JsonSerializerDefaults.Web) { Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping });
+}

@@ -1,0 +1,273 @@
+using System.CommandLine;
+using System.Globalization;
+using System.Text;
+using System.Text.Json;
+using System.Text.Json.Nodes;
+using BoundedWork.Cli.Rendering;
+using Spectre.Console;
+
+namespace BoundedWork.Cli.Commands;
+
+/// <summary>
+/// <c>bw cluster QUEUE</c>: a durable queue's cluster (its nodes, the cluster limits and their use, the stored items),
+/// and <c>bw cluster set QUEUE ...</c>: its fleet-wide settings, which every node applies. The app validates, applies
+/// and logs each change exactly as it does for the HTTP console (the change log and the stored settings name the
+/// tool's user and process id); the tool only builds the request, and refuses on its own only what the command line
+/// gets wrong.
+/// </summary>
+internal static class ClusterCommands
+{
+    private const string Name = "cluster";
+
+    private static readonly (string Field, string Label)[] s_fields =
+    [
+        ("workersPerNode", "workers per node"),
+        ("maxRunning", "max running"),
+        ("maxRunningPerKey", "max running per key"),
+        ("startsPerSecond", "starts per second"),
+        ("startBurst", "start burst"),
+    ];
+
+    public static Command Create()
+    {
+        var queue = new Argument<string?>("queue") { Description = "The durable work queue's name (as registered with AddWorkQueue).", Arity = ArgumentArity.ZeroOrOne };
+        var command = new Command(Name, "A durable queue's cluster: every node consuming it (workers, items in flight, last heartbeat, a local pin), the cluster limits and their use, the stored items by state. 'bw cluster set' changes its fleet-wide settings.")
+        {
+            queue,
+            Set(),
+        };
+        command.SetAction(result =>
+        {
+            if (result.GetValue(queue) is not { Length: > 0 } name)
+            {
+                Output.Error("Name the queue: bw cluster QUEUE (or bw cluster set QUEUE ...).");
+                return ExitCodes.Usage;
+            }
+
+            var json = result.GetValue(CommonOptions.Json);
+            var answer = CommonOptions.Client(result).Get(Path(name));
+            if (!answer.IsSuccess)
+            {
+                return Output.Problem(answer, json);
+            }
+
+            if (json)
+            {
+                Output.Json(answer);
+            }
+            else
+            {
+                Output.Terminal.Write(View(answer.Json));
+            }
+
+            return ExitCodes.Ok;
+        });
+        return command;
+    }
+
+    private static Command Set()
+    {
+        var queue = new Argument<string>("queue") { Description = "The durable work queue's name." };
+        var workersPerNode = new Option<int?>("--workers-per-node") { Description = "The worker count every node runs for the queue (a node whose count is pinned locally keeps its own, and says so)." };
+        var maxRunning = new Option<int?>("--max-running") { Description = "The most items of the queue running at once across all nodes." };
+        var perKey = new Option<int?>("--max-running-per-key") { Description = "The most items with the same ordering key running at once across all nodes (1, the default: one at a time, in order)." };
+        var rate = new Option<double?>("--starts-per-second") { Description = "The most item starts per second across all nodes." };
+        var burst = new Option<int?>("--start-burst") { Description = "How many starts may happen at once after a quiet spell (the default: one second's worth)." };
+        var clearWorkers = new Option<bool>("--clear-workers-per-node") { Description = "Let each node run its own worker count again." };
+        var clearMaxRunning = new Option<bool>("--clear-max-running") { Description = "Remove the limit on items running at once." };
+        var clearRate = new Option<bool>("--clear-starts-per-second") { Description = "Remove the limit on starts per second." };
+        var clearBurst = new Option<bool>("--clear-start-burst") { Description = "Go back to the default burst, one second's worth of starts." };
+        var command = new Command("set", "Change a durable queue's fleet-wide settings in one all-or-nothing step; every node applies them within a second or two: 'bw cluster set payments --max-running 20 --starts-per-second 50'.")
+        {
+            queue, workersPerNode, maxRunning, perKey, rate, burst, clearWorkers, clearMaxRunning, clearRate, clearBurst,
+        };
+        var pairs = new (Option Value, Option<bool> Clear, string Field)[]
+        {
+            (workersPerNode, clearWorkers, "workersPerNode"),
+            (maxRunning, clearMaxRunning, "maxRunning"),
+            (rate, clearRate, "startsPerSecond"),
+            (burst, clearBurst, "startBurst"),
+        };
+        command.Validators.Add(result =>
+        {
+            foreach (var (value, clear, _) in pairs)
+            {
+                if (result.GetResult(value) is not null && result.GetValue(clear))
+                {
+                    result.AddError($"Give {value.Name} or {clear.Name}, not both.");
+                }
+            }
+
+            if (result.GetValue(rate) is { } r && !double.IsFinite(r))
+            {
+                result.AddError($"--starts-per-second: a number of starts per second is finite (was {r.ToString(CultureInfo.InvariantCulture)}).");
+            }
+
+            if (pairs.All(p => result.GetResult(p.Value) is null && !result.GetValue(p.Clear)) && result.GetResult(perKey) is null)
+            {
+                result.AddError("set needs at least one setting: --workers-per-node, --max-running, --max-running-per-key, --starts-per-second, --start-burst, or a --clear-... option.");
+            }
+        });
+        command.SetAction(result =>
+        {
+            var body = new JsonObject();
+            Add(body, "workersPerNode", result.GetValue(workersPerNode), result.GetValue(clearWorkers));
+            Add(body, "maxRunning", result.GetValue(maxRunning), result.GetValue(clearMaxRunning));
+            Add(body, "maxRunningPerKey", result.GetValue(perKey), clear: false);
+            Add(body, "startsPerSecond", result.GetValue(rate), result.GetValue(clearRate));
+            Add(body, "startBurst", result.GetValue(burst), result.GetValue(clearBurst));
+            var json = result.GetValue(CommonOptions.Json);
+            var answer = CommonOptions.Client(result).Send("PATCH", Path(result.GetValue(queue)!), body.ToJsonString());
+            if (!answer.IsSuccess)
+            {
+                return Output.Problem(answer, json);
+            }
+
+            if (json)
+            {
+                Output.Json(answer);
+                return ExitCodes.Ok;
+            }
+
+            var doc = answer.Json;
+            var changes = s_fields
+                .Where(f => Value(doc, "previous", f.Field) != Value(doc, "current", f.Field))
+                .Select(f => $"{f.Field} {Value(doc, "previous", f.Field)} -> [bold]{Markup.Escape(Value(doc, "current", f.Field))}[/]")
+                .ToList();
+            Output.Terminal.MarkupLine($"[bold]{Markup.Escape(Safe(doc.Text("queue")))}[/]: {(changes.Count == 0 ? "unchanged (already so)" : string.Join(", ", changes))}");
+            Output.Terminal.MarkupLine($"[grey]fleet-wide settings version {doc.Long("current", "version")}; every node applies them within a second or two ('bw cluster {Markup.Escape(Safe(doc.Text("queue")))}' shows each node's settings version).[/]");
+            return ExitCodes.Ok;
+        });
+        return command;
+    }
+
+    private static void Add<T>(JsonObject body, string field, T? value, bool clear)
+        where T : struct
+    {
+        if (clear)
+        {
+            body[field] = null;
+        }
+        else if (value is { } v)
+        {
+            body[field] = JsonValue.Create(v);
+        }
+    }
+
+    private static string Path(string queue) => $"/queues/{Uri.EscapeDataString(queue)}/{Name}";
+
+    /// <summary>A setting as the tool prints it: its value, or <c>none</c> for a limit that is not set.</summary>
+    private static string Value(JsonElement doc, params string[] path) => doc.Get(path).ValueKind is JsonValueKind.Number ? doc.Text(path) : "none";
+
+    private static Rows View(JsonElement cluster)
+    {
+        var settings = cluster.Get("settings");
+        var limits = cluster.Get("limits");
+        var storage = cluster.Get("storage");
+        var changed = settings.Get("updatedBy").ValueKind == JsonValueKind.String
+            ? $", changed by {Safe(settings.Text("updatedBy"))} at {Time(settings, "updatedAt")}"
+            : "";
+        var header = new Markup($"[bold]{Markup.Escape(Safe(cluster.Text("queue")))}[/]: {cluster.Items("nodes").Count()} live node(s); fleet-wide settings version {settings.Long("version")}{Markup.Escape(changed)}");
+
+        var grid = new Grid().AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap());
+        var waiting = limits.Long("waitingForPermit");
+        grid.AddRow(
+            new Markup("[grey]running / max[/]"),
+            new Markup(Danger($"{limits.Long("running")} / {Value(limits, "maxRunning")}", limits.Number("maxRunning") is { } max && limits.Long("running") >= max)),
+            new Markup("[grey]workers per node[/]"),
+            new Text(settings.Get("workersPerNode").ValueKind == JsonValueKind.Number ? settings.Text("workersPerNode") : "each node's own"));
+        grid.AddRow(
+            new Markup("[grey]starts/s / limit[/]"),
+            new Text($"{Number(limits.Number("startsLastSecond") ?? 0)} / {(limits.Number("startsPerSecond") is { } r ? Number(r) + (limits.Number("startBurst") is { } b ? $" (burst {Number(b)})" : "") : "none")}"),
+            new Markup("[grey]max running per key[/]"),
+            new Text(limits.Text("maxRunningPerKey")));
+        grid.AddRow(
+            new Markup("[grey]waiting for a permit[/]"),
+            new Markup(Danger($"{waiting}{(waiting > 0 ? $" (oldest {Doc.Duration(limits.Number("oldestPermitWaitMs"))})" : "")}", waiting > 0)),
+            new Text(""),
+            new Text(""));
+
+        var stored = new Markup(Markup.Escape(
+            $"stored: {storage.Long("ready")} ready{(storage.Long("ready") > 0 ? $" (oldest {Doc.Duration(storage.Number("oldestReadyAgeMs"))})" : "")}, " +
+            $"{storage.Long("scheduled")} scheduled, {storage.Long("running")} running, {storage.Long("deadLettered")} dead, {storage.Long("completed")} completed, {storage.Long("cancelled")} cancelled"));
+
+        var nodes = cluster.Items("nodes").ToList();
+        if (nodes.Count == 0)
+        {
+            return new Rows(header, grid, stored, new Markup("[grey]No live node consumes the queue.[/]"));
+        }
+
+        var table = new Table().Border(TableBorder.Simple);
+        table.AddColumn(new TableColumn("NODE"));
+        table.AddColumn(new TableColumn("HOST"));
+        table.AddColumn(new TableColumn("PID").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("VERSION"));
+        table.AddColumn(new TableColumn("WORKERS").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("IN FLIGHT").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("COMPLETED").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("FAILED").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("SETTINGS").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("LAST SEEN").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("PINNED").NoWrap());
+        var readAt = cluster.Get("readAt") is { ValueKind: JsonValueKind.String } readText && readText.TryGetDateTimeOffset(out var read) ? read : (DateTimeOffset?)null;
+        foreach (var node in nodes)
+        {
+            var lastSeen = node.Get("lastSeen") is { ValueKind: JsonValueKind.String } seenText && seenText.TryGetDateTimeOffset(out var seen) && readAt is { } now
+                ? Doc.Duration(Math.Max(0, (now - seen).TotalMilliseconds)) + " ago"
+                : "-";
+            table.AddRow(
+                Markup.Escape(Safe(node.Text("name"))),
+                Markup.Escape(Safe(node.Text("host"))),
+                node.Text("processId"),
+                Markup.Escape(Safe(node.Text("version"))),
+                node.Text("workers"),
+                node.Text("inFlight"),
+                node.Text("completed"),
+                node.Long("failed") > 0 ? $"[red]{node.Long("failed")}[/]" : "0",
+                "v" + node.Text("settingsVersion"),
+                lastSeen,
+                node.Flag("pinnedLocally") ? "[yellow]pinned locally[/]" : "-");
+        }
+
+        return new Rows(header, grid, stored, table);
+    }
+
+    private static string Number(double value) => value.ToString("0.###", CultureInfo.InvariantCulture);
+
+    private static string Danger(string text, bool danger) => danger ? $"[red]{Markup.Escape(text)}[/]" : Markup.Escape(text);
+
+    private static string Time(JsonElement e, string field) =>
+        e.Get(field) is { ValueKind: JsonValueKind.String } t && t.TryGetDateTimeOffset(out var time)
+            ? time.ToUniversalTime().ToString("yyyy-MM-dd HH:mm:ss'Z'", CultureInfo.InvariantCulture)
+            : "";
+
+    /// <summary>
+    /// Text from the storage (a node's name, host or version, who changed the settings) made safe for a terminal:
+    /// control characters, escape sequences included, are shown as escapes (<c>\r</c>, <c>\n</c>, <c>\u001b</c>), so a
+    /// row can neither break the table's lines nor drive the terminal.
+    /// </summary>
+    internal static string Safe(string text)
+    {
+        if (!text.Any(IsUnsafe))
+        {
+            return text;
+        }
+
+        var builder = new StringBuilder(text.Length + 16);
+        foreach (var c in text)
+        {
+            _ = c switch
+            {
+                '\r' => builder.Append("\\r"),
+                '\n' => builder.Append("\\n"),
+                '\t' => builder.Append("\\t"),
+                _ when IsUnsafe(c) => builder.Append(CultureInfo.InvariantCulture, $"\\u{(int)c:x4}"),
+                _ => builder.Append(c),
+            };
+        }
+
+        return builder.ToString();
+    }
+
+    private static bool IsUnsafe(char c) => char.IsControl(c) || c is '\u2028' or '\u2029';
+}
