@@ -1,6 +1,7 @@
 // A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>.
 // Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
-// idempotent handler). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL.
+// idempotent handler). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL. Environment
+// variables set its cluster membership (see ClusterMember).
 using System.Globalization;
 using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.TestConsumer;
@@ -29,14 +30,18 @@ builder.Services
         o.LeaseDuration = lease;
         o.PollInterval = TimeSpan.FromMilliseconds(100);
         o.StatisticsInterval = TimeSpan.FromMilliseconds(500);
+        ClusterMember.ConfigureStorage(o);
     })
     .Configure(o =>
     {
         o.WorkerCount = workers;
         o.MaxWorkerCount = Math.Max(workers, 4);
+        ClusterMember.ConfigureExecutor(o);
     });
+ClusterMember.AddReporter(builder.Services, queue);
 
 using var host = builder.Build();
 await host.StartAsync();
+ClusterMember.PinIfAsked(host.Services, queue);
 Console.WriteLine("READY");
 await host.WaitForShutdownAsync();

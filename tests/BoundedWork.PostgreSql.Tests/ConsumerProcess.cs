@@ -23,7 +23,8 @@ public sealed class ConsumerProcess : IAsyncDisposable
     private static string ConsumerPath =>
         typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
 
-    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease)
+    // environment: extra variables of the process (the consumer's cluster membership: see the consumer's ClusterMember).
+    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, IReadOnlyDictionary<string, string>? environment = null)
     {
         var start = new ProcessStartInfo(Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") ?? "dotnet")
         {
@@ -31,6 +32,11 @@ public sealed class ConsumerProcess : IAsyncDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
+        foreach (var (variable, value) in environment ?? new Dictionary<string, string>())
+        {
+            start.Environment[variable] = value;
+        }
+
         foreach (var argument in new[]
         {
             ConsumerPath, connectionString, schema, "notices", workers.ToString(CultureInfo.InvariantCulture),
