@@ -112,6 +112,10 @@ public sealed class ClusterTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.NodeHeartbeatInterval = TimeSpan.FromMilliseconds(100));
         Assert.Equal(2, node.Executor.Settings.WorkerCount);
+        await DurableQueueTests.WaitAsync(
+            () => postgres.ScalarAsync<long>("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN boundedwork_settings'").Result > 0,
+            "the node listens (it looks at the row once it does)");
+        await WaitForClusterAsync(ClusterOf(node), c => c.Nodes is [{ SettingsVersion: 0 }], "the node has a row");
 
         await postgres.ExecuteAsync($"INSERT INTO {schema}.queue_settings (queue, workers_per_node, version, updated_by) VALUES ('notices', 5, 1, 'by hand')");
 
