@@ -36,7 +36,8 @@ public static class PostgreSqlWorkQueueBuilderExtensions
     /// Stores the queue's items in PostgreSQL instead of memory: producers keep injecting <see cref="IWorkQueue{T}"/>
     /// (or <see cref="IPostgreSqlWorkQueue{T}"/> to enqueue inside their own transaction), the handler, dead-letter
     /// handlers and the executor stay the same, and any number of processes with the same registration consume the
-    /// queue together. The schema is created or upgraded when the host starts (a failure fails the start).
+    /// queue together. The schema is created or upgraded when the host starts (a failure fails the start). The queue is
+    /// also registered as an <see cref="IWorkQueueCluster"/>: its consuming nodes and its fleet-wide settings.
     /// </summary>
     /// <typeparam name="T">The item type.</typeparam>
     /// <param name="builder">The builder <c>AddWorkQueue</c> returned.</param>
@@ -88,6 +89,9 @@ public static class PostgreSqlWorkQueueBuilderExtensions
         {
             services.AddSingleton(provider => provider.GetRequiredKeyedService<IPostgreSqlWorkQueue<T>>(name));
         }
+
+        // The queue seen and operated as a cluster (its nodes, its fleet-wide settings), like its dead letters.
+        services.AddSingleton<IWorkQueueCluster>(provider => (IWorkQueueCluster)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
 
         return builder;
     }

@@ -125,6 +125,7 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
             errors.Add("TimeProvider must be set (was null).");
         }
 
+        AddClusterValidationErrors(errors);
         return errors;
     }
 

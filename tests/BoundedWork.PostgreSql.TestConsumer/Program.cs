@@ -1,8 +1,8 @@
 // A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>
 // [limits]. Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
 // idempotent handler). With "limits", items are ordered by their key, and each handler records its start and end in
-// <schema>.runs (the cluster-limit tests measure concurrency from them). Prints READY once the host has started;
-// stops on SIGTERM, dies on SIGKILL.
+// <schema>.runs (the cluster-limit tests measure concurrency from them). Environment variables set its cluster
+// membership (see ClusterMember). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL.
 using System.Globalization;
 using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.TestConsumer;
@@ -39,14 +39,18 @@ builder.Services
         o.LeaseDuration = lease;
         o.PollInterval = TimeSpan.FromMilliseconds(100);
         o.StatisticsInterval = TimeSpan.FromMilliseconds(500);
+        ClusterMember.ConfigureStorage(o);
     })
     .Configure(o =>
     {
         o.WorkerCount = workers;
         o.MaxWorkerCount = Math.Max(workers, 4);
+        ClusterMember.ConfigureExecutor(o);
     });
+ClusterMember.AddReporter(builder.Services, queue);
 
 using var host = builder.Build();
 await host.StartAsync();
+ClusterMember.PinIfAsked(host.Services, queue);
 Console.WriteLine("READY");
 await host.WaitForShutdownAsync();

@@ -24,7 +24,8 @@ public sealed class ConsumerProcess : IAsyncDisposable
         typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
 
     /// <param name="limits">Items ordered by key, and every handler's start and end recorded in <c>runs</c> (see <see cref="ClusterLimitSql"/>).</param>
-    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, bool limits = false)
+    /// <param name="environment">Extra variables of the process (the consumer's cluster membership: see the consumer's ClusterMember).</param>
+    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, bool limits = false, IReadOnlyDictionary<string, string>? environment = null)
     {
         var start = new ProcessStartInfo(Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") ?? "dotnet")
         {
@@ -32,6 +33,11 @@ public sealed class ConsumerProcess : IAsyncDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
+        foreach (var (variable, value) in environment ?? new Dictionary<string, string>())
+        {
+            start.Environment[variable] = value;
+        }
+
         foreach (var argument in new[]
         {
             ConsumerPath, connectionString, schema, "notices", workers.ToString(CultureInfo.InvariantCulture),

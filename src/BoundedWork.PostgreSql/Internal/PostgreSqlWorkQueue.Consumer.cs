@@ -48,6 +48,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
         _outcomes.Post(item, kind, retryDelay, error, freesClusterPermit: _permits.IsLimited);
+        CountForCluster(kind);
         DurableTracing.StopProcess(item.Process, kind, error);
     }
 
@@ -292,7 +293,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 using var connection = _listenerSource.OpenConnection();
                 connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
-                foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel])
+                foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel, StorageSql.SettingsChannel])
                 {
                     using var listen = new NpgsqlCommand($"LISTEN {channel}", connection);
                     listen.ExecuteNonQuery();
@@ -305,8 +306,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 failureDelay = TimeSpan.FromMilliseconds(100);
 
-                // Notifications sent while this node was not listening are lost: look once.
+                // Notifications sent while this node was not listening are lost: look once (for items, and for a
+                // settings change).
                 _wake.Set();
+                _settingsChanged.Set();
                 while (!cancellationToken.IsCancellationRequested)
                 {
                     // Raises Notification on this thread; returns false at the timeout, to look at the token.
@@ -336,6 +339,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             && long.TryParse(payload.AsSpan(0, colon), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
         {
             OnCancellationRequested(id);
+        }
+        else if (string.Equals(channel, StorageSql.SettingsChannel, StringComparison.Ordinal))
+        {
+            OnSettingsNotification(payload);
         }
     }
 

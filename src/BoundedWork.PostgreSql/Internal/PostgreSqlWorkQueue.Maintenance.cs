@@ -93,6 +93,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                         Cleanup(StorageSql.Dead, _options.DeadLetterRetention, cancellationToken);
                     }
 
+                    DeleteExpiredNodes();
+
                     cleanup.Restart();
                 }
 

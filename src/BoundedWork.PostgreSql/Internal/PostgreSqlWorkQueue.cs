@@ -18,8 +18,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// starved), and each retrying with backoff when the database is unreachable: claiming
 /// (woken by notifications, local enqueues and written outcomes, else every poll interval or when the next scheduled
 /// item falls due; it also makes due scheduled items ready and returns expired leases to ready), listening, writing
-/// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, and reading statistics
-/// plus cleanup.
+/// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
+/// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IStoredItemOwner, IDisposable
 {
@@ -199,6 +199,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _outcomeThread = StartThread("outcomes", () => _outcomes.Run(_abandonOutcomes.Token));
         if (_options.Consume)
         {
+            StartCluster(); // the fleet-wide settings are read and applied before the first claim
             _claimThreads.Add(StartThread("claims", () => RunClaims(_claiming.Token)));
             _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
             _backgroundThreads.Add(StartThread("leases", () => RunHeartbeats(_background.Token)));
@@ -244,6 +245,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             thread.Join(Timeout.InfiniteTimeSpan, CancellationToken.None);
         }
 
+        LeaveCluster();
         StorageMetrics.Unregister(this);
         return Task.CompletedTask;
     }
@@ -275,6 +277,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _outcomes.Dispose();
         _notifier.Dispose();
         _wake.Dispose();
+        _settingsChanged.Dispose();
     }
 
     /// <summary>Reads the statistics on the calling (storage) thread.</summary>

@@ -37,6 +37,9 @@ internal sealed class StorageSql
     /// <summary>The channel of the cancellation requests for running items; the payload is <c>id:queue</c>.</summary>
     public const string CancelChannel = "boundedwork_cancel";
 
+    /// <summary>The channel of fleet-wide settings changes (<see cref="ClusterSql"/>); the payload is the queue's name.</summary>
+    public const string SettingsChannel = "boundedwork_settings";
+
     public const short Ready = 0;
     public const short Running = 1;
     public const short Completed = 2;
