@@ -91,12 +91,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 return new ClaimResult(0, 0, null, LimitsChanged: true);
             }
 
-            using (var command = new NpgsqlCommand(_sql.ClaimLimited, connection, transaction))
+            using (var command = ClaimCommand(_sql.ClaimLimited, connection, transaction, count))
             {
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-                command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-                command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
                 using var reader = command.ExecuteReader();
                 while (reader.Read())
                 {

@@ -172,12 +172,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         TimeSpan? nextDue = null;
         var limited = false;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.Claim, connection))
+        using (var command = ClaimCommand(_sql.Claim, connection, transaction: null, count))
         {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-            command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
@@ -203,6 +199,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         Submit(claimed);
         return new ClaimResult(claimed.Count, promoted, nextDue);
+    }
+
+    /// <summary>A claim statement (either kind) with its parameters: the queue, how many, this node and the lease.</summary>
+    private NpgsqlCommand ClaimCommand(string sql, NpgsqlConnection connection, NpgsqlTransaction? transaction, int count)
+    {
+        var command = new NpgsqlCommand(sql, connection, transaction);
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
+        command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
+        return command;
     }
 
     private StoredItem ReadClaimed(NpgsqlDataReader reader) =>
