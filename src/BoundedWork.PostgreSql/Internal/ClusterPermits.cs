@@ -25,8 +25,11 @@ namespace BoundedWork.PostgreSql.Internal;
 /// B, so over any window of length L the claims take at most B + R·L tokens (B + R in any one second).
 /// </para>
 /// <para>
-/// While the queue is limited the node claims only for its idle workers (held items at most its worker count), so a
-/// claimed item starts at once and a running row is an item really running. A queue without limits keeps the
+/// While a limit binds (it held items back at the node's last claim), or the queue has a rate limit, the node claims
+/// only for its idle workers (held items at most its worker count), so a claimed item starts at once and a running row
+/// is an item really running: no permit is spent on an item waiting in a node's local queue. While no limit binds, the
+/// node claims ahead as an unlimited queue does (up to <c>ClaimsPerWorker</c> per worker): those items count as running
+/// too, so the limits hold all the same, and the claims are as few as without limits. A queue without limits keeps the
 /// single-statement claim; that statement claims nothing once the queue has a limit and says so, and the limited claim
 /// says when the limits are gone: each claim learns of a change committed before it started.
 /// </para>
@@ -36,12 +39,20 @@ internal sealed class ClusterPermits(TimeProvider time)
     private readonly Lock _sync = new();
     private readonly Queue<(long Timestamp, int Count)> _starts = new();
     private volatile bool _limited;
+    private volatile bool _mayClaimAhead;
     private long _waiting;
     private double _oldestWaitSeconds;
     private long _measuredAt;
 
     /// <summary>Gets a value indicating whether the queue had cluster limits at this node's last claim.</summary>
     public bool IsLimited => _limited;
+
+    /// <summary>
+    /// Gets a value indicating whether the node may claim ahead of its idle workers (as an unlimited queue does) under
+    /// the limits: the queue has no rate limit, and no limit held anything back at the last claim. Items claimed ahead
+    /// count as running, so the limits hold all the same; once one binds, the node claims for idle workers only.
+    /// </summary>
+    public bool MayClaimAhead => _mayClaimAhead;
 
     /// <summary>Gets the ready items this node had idle workers for that its last claim left to wait for a cluster permit.</summary>
     public long Waiting => Interlocked.Read(ref _waiting);
@@ -91,8 +102,9 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>A claim took <paramref name="claimed"/> items and left <paramref name="waiting"/> waiting for a permit, the oldest for <paramref name="oldestWaitSeconds"/>.</summary>
-    public void Claimed(int claimed, long waiting, double oldestWaitSeconds)
+    public void Claimed(int claimed, long waiting, double oldestWaitSeconds, bool mayClaimAhead = false)
     {
+        _mayClaimAhead = mayClaimAhead;
         lock (_sync)
         {
             if (claimed > 0)

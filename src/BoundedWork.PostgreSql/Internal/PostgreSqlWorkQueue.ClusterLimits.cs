@@ -61,9 +61,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     }
 
     /// <summary>
-    /// Claims up to <paramref name="count"/> items (the node's idle workers) under the queue's cluster limits: locks
-    /// the settings row, then claims in a second statement of the same transaction; hands the items to the executor
-    /// once the claim committed. Finds the limits gone: claims nothing and says so (the caller claims again at once).
+    /// Claims up to <paramref name="count"/> items (the node's idle workers) under the queue's cluster limits, in one
+    /// round trip: a batch of two statements that PostgreSQL runs as one implicit transaction, committed when the batch
+    /// ends. The first locks the settings row (claims of limited queues take turns across nodes) and says whether the
+    /// queue still has limits; the second, which takes its snapshot only once the first holds the lock (each statement
+    /// of a READ COMMITTED transaction takes its own), claims under them. The items go to the executor once the batch
+    /// has committed. Finds the limits gone: says so, and the caller claims again at once with the plain claim (what the
+    /// second statement claimed meanwhile, under the defaults, is committed and handed over like any claim).
     /// </summary>
     private ClaimResult ClaimLimited(int count)
     {
@@ -73,49 +77,53 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         long waiting = 0;
         double oldestWait = 0;
         string? bound = null;
+        var limited = false;
+        var rated = false;
         using (var connection = _dataSource.OpenConnection())
-        using (var transaction = connection.BeginTransaction())
+        using (var batch = new NpgsqlBatch(connection))
         {
-            bool limited;
-            using (var lockSettings = new NpgsqlCommand(_sql.LockSettings, connection, transaction))
+            var lockSettings = new NpgsqlBatchCommand(_sql.LockSettings);
+            lockSettings.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+            batch.BatchCommands.Add(lockSettings);
+            var claim = new NpgsqlBatchCommand(_sql.ClaimLimited);
+            AddClaimParameters(claim.Parameters, count);
+            batch.BatchCommands.Add(claim);
+
+            using var reader = batch.ExecuteReader();
+            if (reader.Read())
             {
-                lockSettings.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-                using var reader = lockSettings.ExecuteReader();
-                limited = reader.Read() && reader.GetBoolean(0);
+                limited = reader.GetBoolean(0);
+                rated = reader.GetBoolean(1);
             }
 
-            if (!limited)
+            reader.NextResult();
+            while (reader.Read())
             {
-                transaction.Commit();
-                OnLimitsFound(false);
-                return new ClaimResult(0, 0, null, LimitsChanged: true);
-            }
-
-            using (var command = ClaimCommand(_sql.ClaimLimited, connection, transaction, count))
-            {
-                using var reader = command.ExecuteReader();
-                while (reader.Read())
+                if (reader.IsDBNull(0))
                 {
-                    if (reader.IsDBNull(0))
-                    {
-                        // The last row: promotions, the next wake-up, and what the limits held back.
-                        promoted = reader.GetInt32(2);
-                        nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
-                        waiting = reader.GetInt64(9);
-                        oldestWait = reader.GetDouble(10);
-                        bound = reader.IsDBNull(11) ? null : reader.GetString(11);
-                        continue;
-                    }
-
-                    claimed.Add(ReadClaimed(reader));
+                    // The last row: promotions, the next wake-up, and what the limits held back.
+                    promoted = reader.GetInt32(2);
+                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
+                    waiting = reader.GetInt64(9);
+                    oldestWait = reader.GetDouble(10);
+                    bound = reader.IsDBNull(11) ? null : reader.GetString(11);
+                    continue;
                 }
-            }
 
-            transaction.Commit();
+                claimed.Add(ReadClaimed(reader));
+            }
+        }
+
+        if (!limited)
+        {
+            OnLimitsFound(false);
+            _permits.Claimed(claimed.Count, 0, 0);
+            Submit(claimed);
+            return new ClaimResult(claimed.Count, promoted, nextDue, LimitsChanged: true);
         }
 
         // Only a limit's own hold counts as a wait for a permit; ready items the node had no worker for do not.
-        _permits.Claimed(claimed.Count, bound is null ? 0 : waiting, bound is null ? 0 : oldestWait);
+        _permits.Claimed(claimed.Count, bound is null ? 0 : waiting, bound is null ? 0 : oldestWait, mayClaimAhead: !rated && bound is null);
         if (bound is not null)
         {
             StorageMetrics.ClusterLimitedClaims.Add(1, StorageMetrics.QueueTag(Name), new("boundedwork.storage.cluster.limit", bound));

@@ -93,9 +93,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
-            // Under cluster limits the node claims only for its idle workers: each claimed item starts at once.
+            // Under cluster limits the node claims only for its idle workers (each claimed item starts at once) while a
+            // limit binds or the queue has a rate limit; otherwise it claims ahead as an unlimited queue does (the items
+            // it holds count as running, so the limits hold all the same).
             var limited = _permits.IsLimited;
-            var requested = Math.Min((limited ? Executor.Settings.WorkerCount : ClaimLimit()) - Volatile.Read(ref _held), MaxClaimBatch);
+            var requested = Math.Min((limited && !_permits.MayClaimAhead ? Executor.Settings.WorkerCount : ClaimLimit()) - Volatile.Read(ref _held), MaxClaimBatch);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -172,8 +174,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         TimeSpan? nextDue = null;
         var limited = false;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = ClaimCommand(_sql.Claim, connection, transaction: null, count))
+        using (var command = new NpgsqlCommand(_sql.Claim, connection))
         {
+            AddClaimParameters(command.Parameters, count);
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
@@ -201,15 +204,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return new ClaimResult(claimed.Count, promoted, nextDue);
     }
 
-    /// <summary>A claim statement (either kind) with its parameters: the queue, how many, this node and the lease.</summary>
-    private NpgsqlCommand ClaimCommand(string sql, NpgsqlConnection connection, NpgsqlTransaction? transaction, int count)
+    /// <summary>Adds a claim statement's parameters (either kind): the queue, how many, this node and the lease.</summary>
+    private void AddClaimParameters(NpgsqlParameterCollection parameters, int count)
     {
-        var command = new NpgsqlCommand(sql, connection, transaction);
-        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
-        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-        command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
-        return command;
+        parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
+        parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
+        parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
+        parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
     }
 
     private StoredItem ReadClaimed(NpgsqlDataReader reader) =>

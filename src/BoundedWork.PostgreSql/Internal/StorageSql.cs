@@ -349,8 +349,8 @@ internal sealed class StorageSql
 
         // The first statement of a claim transaction of a queue with cluster limits: locks the queue's settings row
         // until the claim commits (claims of limited queues take turns across nodes) and says whether the queue still
-        // has limits (false, or no row: the node goes back to the single-statement claim).
-        LockSettings = $"SELECT {Limits} FROM {QueueSettings} s WHERE s.queue = $1 FOR UPDATE";
+        // has limits (false, or no row: the node goes back to the single-statement claim), and whether one is a rate.
+        LockSettings = $"SELECT {Limits}, s.starts_per_second IS NOT NULL FROM {QueueSettings} s WHERE s.queue = $1 FOR UPDATE";
 
         // Renews this node's leases, and returns those of its items someone asked to cancel (the listener normally
         // hears of them at once; this catches a notification missed while it reconnected).
