@@ -1,4 +1,6 @@
 using BoundedWork.PostgreSql.Internal;
+using BoundedWork.Hosting;
+using Microsoft.Extensions.DependencyInjection;
 using Npgsql;
 
 namespace BoundedWork.PostgreSql.Tests;
@@ -142,6 +144,48 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
         await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 2.5, tokens_at = now() + interval '1 hour'");
         Assert.Single((await ClaimAsync(sql, 1)).Claimed);
         Assert.Equal(1.5, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
+    }
+
+    [Fact]
+    public async Task StartBurstLowered_TheClaimSpendsAtMostTheNewBurst_AndStoresNoMore()
+    {
+        var (sql, schema) = await NewStoreAsync();
+        for (var i = 0; i < 10; i++)
+        {
+            await InsertAsync(sql, null);
+        }
+
+        // A bucket filled under a burst of 8, then the burst lowered to 3; the bucket's clock is ahead (no refill).
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 8);
+        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now() + interval '1 hour'");
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 3);
+
+        Assert.Equal(3, (await ClaimAsync(sql, 10)).Claimed.Length);
+        Assert.Equal(0, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"));
+
+        // A node with one idle worker: it spends one token of the (clamped) three, and two stay stored.
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 8);
+        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now() + interval '1 hour'");
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 3);
+        Assert.Single((await ClaimAsync(sql, 1)).Claimed);
+        Assert.Equal(2, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
+    }
+
+    [Theory]
+    [InlineData(3, null, 3.0)] // the burst lowered
+    [InlineData(null, 2.0, 2.0)] // no burst set: its default, ceil(rate), lowered with the rate
+    public async Task StartBurstLowered_ThroughTheFleetSettings_TheStoredTokensAreClampedAtOnce_BeforeAnyClaim(int? burst, double? rate, double expected)
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        var cluster = node.Host.Services.GetServices<IWorkQueueCluster>().Single();
+        await cluster.UpdateSettingsAsync(s => s with { StartsPerSecond = 8, StartBurst = null }, "operator");
+        var sql = new StorageSql(schema);
+        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now()");
+
+        await cluster.UpdateSettingsAsync(s => s with { StartsPerSecond = rate ?? s.StartsPerSecond, StartBurst = burst }, "operator");
+
+        Assert.Equal(expected, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
     }
 
     [Fact]

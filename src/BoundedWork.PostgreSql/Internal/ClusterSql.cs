@@ -30,11 +30,13 @@ internal sealed class ClusterSql
         LockSettings = $"SELECT {SettingsColumns} FROM {settings} s WHERE s.queue = $1 FOR UPDATE";
 
         // $2..$6 the new values, $7 who changed them, $8 the channel. The bucket's state (tokens, tokens_at) is the
-        // claim's to keep and is left alone.
+        // claim's to keep, except that the stored tokens never exceed the new burst (start_burst, or its default
+        // ceil(rate), at least 1): a lowered burst binds at once, in the row too, not only at the next claim.
         WriteSettings = $"""
             WITH written AS (
                 UPDATE {settings} SET workers_per_node = $2, max_running = $3, max_running_per_key = $4, starts_per_second = $5,
-                    start_burst = $6, version = version + 1, updated_at = now(), updated_by = $7
+                    start_burst = $6, tokens = least(tokens, coalesce($6::double precision, greatest(ceil($5::double precision), 1))),
+                    version = version + 1, updated_at = now(), updated_by = $7
                 WHERE queue = $1
                 RETURNING version, updated_at),
             notified AS (SELECT pg_notify($8, $1) FROM written)

@@ -1,0 +1,106 @@
+using System.Text.Json;
+using BoundedWork.Hosting;
+using BoundedWork.PostgreSql;
+using BoundedWork.Testing;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
+using Npgsql;
+
+namespace BoundedWork.Cli.Tests;
+
+/// <summary>
+/// <c>bw cluster</c> and <c>bw cluster set</c> against an app's socket over a real PostgreSQL queue with two consuming
+/// nodes (the app and a second host): what the tool shows is the nodes' own rows, and what it sets reaches both.
+/// </summary>
+public sealed class ClusterPostgreSqlCommandTests(DeadLetterCommandTests.Database database) : IClassFixture<DeadLetterCommandTests.Database>
+{
+    [Fact]
+    public async Task Cluster_ListsBothNodes_ClusterSet_ResizesBoth_AsTheToolsUser()
+    {
+        var schema = "bw_" + Guid.NewGuid().ToString("N")[..12];
+        await using (var connection = new NpgsqlConnection(database.Server.ConnectionString))
+        {
+            await connection.OpenAsync();
+            await using var create = new NpgsqlCommand($"CREATE SCHEMA {schema}", connection);
+            await create.ExecuteNonQueryAsync();
+        }
+
+        var socketPath = Path.Combine(Path.GetTempPath(), $"bw-cl-{Guid.NewGuid():N}.sock");
+        var logs = new FakeLogCollector();
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
+        builder.WebHost.UseUrls("http://127.0.0.1:0");
+        builder.Logging.ClearProviders();
+        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
+        AddQueue(builder.Services, database.Server.ConnectionString, schema, "node-a");
+        builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
+        await using var app = builder.Build();
+        await app.StartAsync();
+        var other = Host.CreateApplicationBuilder();
+        other.Logging.ClearProviders();
+        AddQueue(other.Services, database.Server.ConnectionString, schema, "node-b");
+        using var second = other.Build();
+        await second.StartAsync();
+        try
+        {
+            string[] Tool(params string[] args) => [.. args, "--socket", socketPath];
+
+            await Bw.UntilAsync("both nodes are listed", c => c.GetProperty("nodes").GetArrayLength() == 2, Tool("cluster", "notices"));
+            var table = await Bw.RunAsync(Tool("cluster", "notices"));
+            Assert.True(table.ExitCode == 0, table.ToString());
+            Assert.Contains("notices: 2 live node(s)", Plain(table.Out), StringComparison.Ordinal);
+            Assert.True(table.Out.Split('\n').Count(line => line.Contains("node-a", StringComparison.Ordinal)) == 1, table.Out);
+            Assert.Single(table.Out.Split('\n'), line => line.Contains("node-b", StringComparison.Ordinal));
+
+            var set = await Bw.RunAsync(Tool("cluster", "set", "notices", "--workers-per-node", "3", "--max-running", "5"));
+            Assert.True(set.ExitCode == 0, set.ToString());
+            Assert.Contains("notices: workersPerNode none -> 3, maxRunning none -> 5", Plain(set.Out), StringComparison.Ordinal);
+
+            // Both executors run three workers, and the nodes' rows say they applied version 1.
+            await Bw.UntilAsync("both nodes run three workers under version 1",
+                c => c.GetProperty("nodes").EnumerateArray().Count(n => n.GetProperty("workers").GetInt32() == 3 && n.GetProperty("settingsVersion").GetInt64() == 1) == 2,
+                Tool("cluster", "notices"));
+            Assert.Equal(3, app.Services.GetRequiredKeyedService<BoundedExecutor>("notices").Settings.WorkerCount);
+            Assert.Equal(3, second.Services.GetRequiredKeyedService<BoundedExecutor>("notices").Settings.WorkerCount);
+            var json = JsonDocument.Parse((await Bw.RunAsync(Tool("cluster", "notices", "--json"))).Out).RootElement;
+            Assert.Equal(5, json.GetProperty("limits").GetProperty("maxRunning").GetInt32());
+            Assert.Matches(@"^local socket peer \(uid \d+, pid \d+\)$", json.GetProperty("settings").GetProperty("updatedBy").GetString());
+
+            // The console's audit event (the storage logs its own change too, under the same event name, as event 313).
+            var entry = Assert.Single(logs.GetSnapshot(), e => e.Id.Id == 211);
+            Assert.Equal(json.GetProperty("settings").GetProperty("updatedBy").GetString(), entry.GetStructuredStateValue("User"));
+        }
+        finally
+        {
+            await second.StopAsync();
+            await app.StopAsync();
+        }
+    }
+
+    private static void AddQueue(IServiceCollection services, string connectionString, string schema, string node) =>
+        services
+            .AddWorkQueue<Notice, NothingHandler>("notices")
+            .UsePostgreSql(connectionString, NoticeJson.Default.Notice, o =>
+            {
+                o.Schema = schema;
+                o.NodeName = node;
+                o.NodeHeartbeatInterval = TimeSpan.FromMilliseconds(200);
+            })
+            .Configure(o =>
+            {
+                o.WorkerCount = 2;
+                o.MaxWorkerCount = 4;
+            });
+
+    private static string Plain(string output) => System.Text.RegularExpressions.Regex.Replace(output, @"\x1b\[[0-9;]*m", "");
+
+    private sealed class NothingHandler : IBlockingWorkHandler<Notice>
+    {
+        public void Handle(Notice item, CancellationToken cancellationToken)
+        {
+        }
+    }
+}
