@@ -41,100 +41,49 @@ internal static class ClusterSettingsRequest
         }
 
         var changes = new List<Func<WorkQueueClusterSettings, WorkQueueClusterSettings>>();
-        var seen = new HashSet<string>(StringComparer.Ordinal);
-        var unknownFields = 0;
-        try
+        if (JsonChangeReader.ReadFields(body, Fields, $"a cluster change takes {string.Join(", ", Fields)}", errors, ReadField) is not { } fieldCount)
         {
-            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
-            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
-            {
-                errors[SettingsRequest.Body] = [$"The request body must be a JSON object, not {Describe(reader.TokenType)}."];
-                return (null, errors);
-            }
-
-            while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
-            {
-                string name;
-                try
-                {
-                    name = reader.GetString()!;
-                }
-                catch (InvalidOperationException)
-                {
-                    errors[SettingsRequest.Body] = ["A field name is not valid UTF-8 text."];
-                    reader.Read();
-                    reader.Skip();
-                    continue;
-                }
-
-                reader.Read();
-                var field = Array.Find(Fields, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
-                if (field is null)
-                {
-                    var shown = SettingsRequest.Shorten(name);
-                    errors[shown] = [unknownFields++ == 0
-                        ? $"Unknown field '{shown}'; a cluster change takes {string.Join(", ", Fields)}."
-                        : $"Unknown field '{shown}'."];
-                    reader.Skip();
-                    continue;
-                }
-
-                if (!seen.Add(field))
-                {
-                    errors[field] = [$"{field} appears more than once."];
-                    reader.Skip();
-                    continue;
-                }
-
-                switch (field)
-                {
-                    case WorkersPerNode when reader.TokenType == JsonTokenType.Null:
-                        changes.Add(static s => s with { WorkersPerNode = null });
-                        break;
-                    case WorkersPerNode when ReadInt32(ref reader, field, 1, BoundedExecutorOptions.MaxWorkerLimit, errors) is { } value:
-                        changes.Add(s => s with { WorkersPerNode = value });
-                        break;
-                    case MaxRunning when reader.TokenType == JsonTokenType.Null:
-                        changes.Add(static s => s with { MaxRunning = null });
-                        break;
-                    case MaxRunning when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
-                        changes.Add(s => s with { MaxRunning = value });
-                        break;
-                    case MaxRunningPerKey when reader.TokenType == JsonTokenType.Null:
-                        errors[field] = ["maxRunningPerKey cannot be cleared: it is at least 1, and 1 (the default) runs a key's items one at a time, in enqueue order."];
-                        break;
-                    case MaxRunningPerKey when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
-                        changes.Add(s => s with { MaxRunningPerKey = value });
-                        break;
-                    case StartsPerSecond when reader.TokenType == JsonTokenType.Null:
-                        changes.Add(static s => s with { StartsPerSecond = null });
-                        break;
-                    case StartsPerSecond when ReadRate(ref reader, errors) is { } value:
-                        changes.Add(s => s with { StartsPerSecond = value });
-                        break;
-                    case StartBurst when reader.TokenType == JsonTokenType.Null:
-                        changes.Add(static s => s with { StartBurst = null });
-                        break;
-                    case StartBurst when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
-                        changes.Add(s => s with { StartBurst = value });
-                        break;
-                }
-            }
-
-            // A second value after the object, or a truncated object, is malformed JSON too.
-            if (reader.TokenType != JsonTokenType.EndObject || reader.Read())
-            {
-                errors[SettingsRequest.Body] = ["The request body must hold exactly one JSON object."];
-            }
-        }
-        catch (JsonException exception)
-        {
-            errors.Clear();
-            errors[SettingsRequest.Body] = [$"The request body is not valid JSON: {SettingsRequest.Shorten(exception.Message, SettingsRequest.MaxEchoedLength * 4)}"];
             return (null, errors);
         }
 
-        if (errors.Count == 0 && seen.Count == 0)
+        void ReadField(ref Utf8JsonReader reader, string field)
+        {
+            switch (field)
+            {
+                case WorkersPerNode when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static s => s with { WorkersPerNode = null });
+                    break;
+                case WorkersPerNode when ReadInt32(ref reader, field, 1, BoundedExecutorOptions.MaxWorkerLimit, errors) is { } value:
+                    changes.Add(s => s with { WorkersPerNode = value });
+                    break;
+                case MaxRunning when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static s => s with { MaxRunning = null });
+                    break;
+                case MaxRunning when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
+                    changes.Add(s => s with { MaxRunning = value });
+                    break;
+                case MaxRunningPerKey when reader.TokenType == JsonTokenType.Null:
+                    errors[field] = ["maxRunningPerKey cannot be cleared: it is at least 1, and 1 (the default) runs a key's items one at a time, in enqueue order."];
+                    break;
+                case MaxRunningPerKey when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
+                    changes.Add(s => s with { MaxRunningPerKey = value });
+                    break;
+                case StartsPerSecond when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static s => s with { StartsPerSecond = null });
+                    break;
+                case StartsPerSecond when ReadRate(ref reader, errors) is { } value:
+                    changes.Add(s => s with { StartsPerSecond = value });
+                    break;
+                case StartBurst when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static s => s with { StartBurst = null });
+                    break;
+                case StartBurst when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
+                    changes.Add(s => s with { StartBurst = value });
+                    break;
+            }
+        }
+
+        if (errors.Count == 0 && fieldCount == 0)
         {
             errors[SettingsRequest.Body] = [$"Set at least one of {string.Join(", ", Fields)}."];
         }
@@ -205,7 +154,7 @@ internal static class ClusterSettingsRequest
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
-            errors[field] = [$"{field} must be a whole number or null, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be a whole number or null, not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -232,7 +181,7 @@ internal static class ClusterSettingsRequest
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
-            errors[StartsPerSecond] = [$"{StartsPerSecond} must be a number of starts per second or null, not {Describe(reader.TokenType)}."];
+            errors[StartsPerSecond] = [$"{StartsPerSecond} must be a number of starts per second or null, not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -249,15 +198,4 @@ internal static class ClusterSettingsRequest
 
     private static string Raw(ref Utf8JsonReader reader) =>
         System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
-
-    private static string Describe(JsonTokenType token) => token switch
-    {
-        JsonTokenType.String => "a string",
-        JsonTokenType.Number => "a number",
-        JsonTokenType.True or JsonTokenType.False => "a boolean",
-        JsonTokenType.Null => "null",
-        JsonTokenType.StartArray => "an array",
-        JsonTokenType.StartObject => "an object",
-        _ => "nothing",
-    };
 }

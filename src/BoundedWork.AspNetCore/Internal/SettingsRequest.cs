@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.Diagnostics.CodeAnalysis;
 using System.Globalization;
 using System.Text.Json;
 using System.Text.RegularExpressions;
@@ -88,115 +87,67 @@ internal static partial class SettingsRequest
 
         int? workers = null, capacity = null, permitsPerSecond = null, permitBurst = null;
         var changes = new List<Func<BoundedExecutorSettings, BoundedExecutorSettings>>();
-        var seen = new HashSet<string>(StringComparer.Ordinal);
-        var unknownFields = 0;
-        try
+        if (JsonChangeReader.ReadFields(body, allowed, $"the allowed fields are {string.Join(", ", allowed)}", errors, ReadField) is not { } fieldCount)
         {
-            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
-            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
-            {
-                errors[Body] = [$"The request body must be a JSON object, not {Describe(reader.TokenType)}."];
-                return (null, errors);
-            }
-
-            while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
-            {
-                if (!TryGetText(ref reader, out var name))
-                {
-                    errors[Body] = ["A field name is not valid UTF-8 text."];
-                    reader.Read();
-                    reader.Skip();
-                    continue;
-                }
-
-                reader.Read();
-                var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
-                if (field is null)
-                {
-                    var shown = Shorten(name);
-                    // The allowed fields are listed once, with the first unknown field, so that a body of many unknown fields
-                    // gets a short answer however many fields the console takes.
-                    errors[shown] = [unknownFields++ == 0
-                        ? $"Unknown field '{shown}'; the allowed fields are {string.Join(", ", allowed)}."
-                        : $"Unknown field '{shown}'."];
-                    reader.Skip();
-                    continue;
-                }
-
-                if (!seen.Add(field))
-                {
-                    errors[field] = [$"{field} appears more than once."];
-                    reader.Skip();
-                    continue;
-                }
-
-                // Each field read sets its one setting: the change is these, applied in order to the settings in force.
-                switch (field)
-                {
-                    case Workers when ReadInt32(ref reader, field, errors) is { } value:
-                        workers = value;
-                        changes.Add(s => s with { WorkerCount = value });
-                        break;
-                    case QueueCapacity when ReadInt32(ref reader, field, errors) is { } value:
-                        capacity = value;
-                        changes.Add(s => s with { QueueCapacity = value });
-                        break;
-                    case RejectionPolicyField when ReadName<RejectionPolicy>(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { RejectionPolicy = value });
-                        break;
-                    case WaitTimeout when ReadTimeout(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { WaitTimeout = value });
-                        break;
-                    case SlowItemThreshold when ReadTimeout(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { SlowItemThreshold = value });
-                        break;
-                    case QueueWaitThreshold when ReadTimeout(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { QueueWaitThreshold = value });
-                        break;
-                    case PermitsPerSecond when ReadInt32(ref reader, field, errors) is { } value:
-                        permitsPerSecond = value;
-                        changes.Add(s => s with { PermitsPerSecond = value });
-                        break;
-                    case PermitBurst when ReadInt32(ref reader, field, errors) is { } value:
-                        permitBurst = value;
-                        changes.Add(s => s with { PermitBurst = value });
-                        break;
-                    case AdaptiveModeField when ReadName<AdaptiveMode>(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { AdaptiveMode = value });
-                        break;
-                    case AdaptiveMinWorkers when ReadInt32(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { AdaptiveMinWorkerCount = value });
-                        break;
-                    case AdaptiveMaxWorkers when reader.TokenType == JsonTokenType.Null:
-                        changes.Add(s => s with { AdaptiveMaxWorkerCount = null });
-                        break;
-                    case AdaptiveMaxWorkers when ReadInt32(ref reader, field, errors) is { } value:
-                        changes.Add(s => s with { AdaptiveMaxWorkerCount = value });
-                        break;
-                    case Pinned when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
-                        pinned = reader.TokenType == JsonTokenType.True;
-                        break;
-                    case Pinned:
-                        errors[Pinned] = [$"pinned must be true (pin the worker count in force) or false (unpin), not {Describe(reader.TokenType)}."];
-                        reader.Skip();
-                        break;
-                    case PinFor when ReadTimeout(ref reader, field, errors) is { } value:
-                        pinFor = value;
-                        break;
-                }
-            }
-
-            // A second value after the object, or a truncated object, is malformed JSON too.
-            if (reader.TokenType != JsonTokenType.EndObject || reader.Read())
-            {
-                errors[Body] = ["The request body must hold exactly one JSON object."];
-            }
-        }
-        catch (JsonException exception)
-        {
-            errors.Clear();
-            errors[Body] = [$"The request body is not valid JSON: {Shorten(exception.Message, MaxEchoedLength * 4)}"];
             return (null, errors);
+        }
+
+        // Each field read sets its one setting: the change is these, applied in order to the settings in force.
+        void ReadField(ref Utf8JsonReader reader, string field)
+        {
+            switch (field)
+            {
+                case Workers when ReadInt32(ref reader, field, errors) is { } value:
+                    workers = value;
+                    changes.Add(s => s with { WorkerCount = value });
+                    break;
+                case QueueCapacity when ReadInt32(ref reader, field, errors) is { } value:
+                    capacity = value;
+                    changes.Add(s => s with { QueueCapacity = value });
+                    break;
+                case RejectionPolicyField when ReadName<RejectionPolicy>(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { RejectionPolicy = value });
+                    break;
+                case WaitTimeout when ReadTimeout(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { WaitTimeout = value });
+                    break;
+                case SlowItemThreshold when ReadTimeout(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { SlowItemThreshold = value });
+                    break;
+                case QueueWaitThreshold when ReadTimeout(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { QueueWaitThreshold = value });
+                    break;
+                case PermitsPerSecond when ReadInt32(ref reader, field, errors) is { } value:
+                    permitsPerSecond = value;
+                    changes.Add(s => s with { PermitsPerSecond = value });
+                    break;
+                case PermitBurst when ReadInt32(ref reader, field, errors) is { } value:
+                    permitBurst = value;
+                    changes.Add(s => s with { PermitBurst = value });
+                    break;
+                case AdaptiveModeField when ReadName<AdaptiveMode>(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { AdaptiveMode = value });
+                    break;
+                case AdaptiveMinWorkers when ReadInt32(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { AdaptiveMinWorkerCount = value });
+                    break;
+                case AdaptiveMaxWorkers when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(s => s with { AdaptiveMaxWorkerCount = null });
+                    break;
+                case AdaptiveMaxWorkers when ReadInt32(ref reader, field, errors) is { } value:
+                    changes.Add(s => s with { AdaptiveMaxWorkerCount = value });
+                    break;
+                case Pinned when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
+                    pinned = reader.TokenType == JsonTokenType.True;
+                    break;
+                case Pinned:
+                    errors[Pinned] = [$"pinned must be true (pin the worker count in force) or false (unpin), not {JsonChangeReader.Describe(reader.TokenType)}."];
+                    reader.Skip();
+                    break;
+                case PinFor when ReadTimeout(ref reader, field, errors) is { } value:
+                    pinFor = value;
+                    break;
+            }
         }
 
         if (errors.Count == 0)
@@ -205,7 +156,7 @@ internal static partial class SettingsRequest
             {
                 errors[Workers] = ["workers is required: send {\"workers\": 8}."];
             }
-            else if (seen.Count == 0)
+            else if (fieldCount == 0)
             {
                 errors[Body] = [$"Set at least one of {string.Join(", ", allowed)}."];
             }
@@ -312,7 +263,7 @@ internal static partial class SettingsRequest
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
-            errors[field] = [$"{field} must be a whole number, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be a whole number, not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -340,12 +291,12 @@ internal static partial class SettingsRequest
         var names = string.Join(", ", Enum.GetNames<TEnum>());
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[field] = [$"{field} must be a string, one of {names}; not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be a string, one of {names}; not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
 
-        if (!TryGetText(ref reader, out var text))
+        if (!JsonChangeReader.TryGetText(ref reader, out var text))
         {
             errors[field] = [NotText(field)];
             return null;
@@ -367,12 +318,12 @@ internal static partial class SettingsRequest
     {
         if (reader.TokenType != JsonTokenType.String)
         {
-            errors[field] = [$"{field} must be {DurationFormat}, not {Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be {DurationFormat}, not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
 
-        if (!TryGetText(ref reader, out var text))
+        if (!JsonChangeReader.TryGetText(ref reader, out var text))
         {
             errors[field] = [NotText(field)];
             return null;
@@ -425,36 +376,7 @@ internal static partial class SettingsRequest
     [GeneratedRegex(@"^-?(?:[0-9]{1,8}\.)?[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,7})?\z", RegexOptions.CultureInvariant)]
     private static partial Regex DurationShape();
 
-    /// <summary>
-    /// Reads the current string or property name, or says it is not text: the reader checks JSON's structure, not
-    /// that a string's bytes are valid UTF-8 or that its escapes pair surrogates, which only decoding finds.
-    /// </summary>
-    private static bool TryGetText(ref Utf8JsonReader reader, [NotNullWhen(true)] out string? text)
-    {
-        try
-        {
-            text = reader.GetString()!;
-            return true;
-        }
-        catch (InvalidOperationException)
-        {
-            text = null;
-            return false;
-        }
-    }
-
     private static string NotText(string field) => $"{field} is not valid UTF-8 text.";
-
-    private static string Describe(JsonTokenType token) => token switch
-    {
-        JsonTokenType.String => "a string",
-        JsonTokenType.Number => "a number",
-        JsonTokenType.True or JsonTokenType.False => "a boolean",
-        JsonTokenType.Null => "null",
-        JsonTokenType.StartArray => "an array",
-        JsonTokenType.StartObject => "an object",
-        _ => "nothing",
-    };
 }
 
 /// <summary>What a settings change asks of the worker-count pin.</summary>
