@@ -340,6 +340,27 @@ public sealed class ClusterEndpointTests
         Assert.Equal(200, LocalSocketClient.Send(path, "GET", "/queues/payments/cluster").Status);
     }
 
+    [Theory]
+    [InlineData(-5_000)] // the deadline passed long ago
+    [InlineData(-1)] // it passed a moment ago
+    [InlineData(0)] // it passes now
+    [InlineData(1)] // it is about to pass: a check and then a second clock read would see it gone
+    public void AnAnswerTheDeadlineOvertook_StillGetsTheLingerToGoOut_NeverATimeout(long millisecondsLeft)
+    {
+        var now = 1_000_000_000L;
+        var deadline = now + (millisecondsLeft * System.Diagnostics.Stopwatch.Frequency / 1000);
+
+        Assert.Equal(1000, BoundedWork.AspNetCore.Internal.LocalSocketListener.SendTimeoutMilliseconds(deadline, now));
+    }
+
+    [Fact]
+    public void AnAnswerBeforeTheDeadline_MayTakeWhatIsLeftOfIt()
+    {
+        var now = 1_000_000_000L;
+
+        Assert.Equal(4000, BoundedWork.AspNetCore.Internal.LocalSocketListener.SendTimeoutMilliseconds(now + (4 * System.Diagnostics.Stopwatch.Frequency), now));
+    }
+
     private static async Task AssertRefused(HttpResponseMessage response, string field, InMemoryWorkQueueCluster cluster, AdminServer server)
     {
         var text = await response.Content.ReadAsStringAsync();

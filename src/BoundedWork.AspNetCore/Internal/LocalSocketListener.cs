@@ -575,6 +575,17 @@ internal sealed class LocalSocketListener : IDisposable
         return AdminReply.Problem(503, "Storage did not answer in time", detail, queue: SettingsRequest.Shorten(queue));
     }
 
+    /// <summary>
+    /// How long an answer may take to go out: what is left of the deadline, and never less than the linger, so
+    /// an answer the deadline overtook (or nearly overtook) while the storage worked still gets a bounded moment.
+    /// It reads the clock once: checking the deadline and then reading what remains could see it pass in between.
+    /// </summary>
+    internal static int SendTimeoutMilliseconds(long deadline, long now)
+    {
+        var remaining = (deadline - now) * 1000 / Stopwatch.Frequency;
+        return (int)Math.Min(Math.Max(remaining, (long)s_linger.TotalMilliseconds), int.MaxValue);
+    }
+
     /// <summary>One accepted connection, served on its own thread against one deadline for the whole exchange.</summary>
     private sealed class Connection(LocalSocketListener owner, Socket client)
     {
@@ -673,8 +684,7 @@ internal sealed class LocalSocketListener : IDisposable
 
         private void Send(AdminReply reply)
         {
-            // An answer the deadline overtook while the storage worked (or did not answer) still gets a bounded moment to go out.
-            client.SendTimeout = Stopwatch.GetTimestamp() >= _deadline ? (int)s_linger.TotalMilliseconds : RemainingMilliseconds();
+            client.SendTimeout = SendTimeoutMilliseconds(_deadline, Stopwatch.GetTimestamp());
             client.Send(Format(reply));
             client.Shutdown(SocketShutdown.Send);
         }
