@@ -21,7 +21,7 @@ internal static partial class PostgreSqlLog
         Message = "Work queue '{QueueName}' could not apply the fleet-wide settings version {Version}: its executor refused WorkerCount {WorkersPerNode}; it keeps {WorkerCount}.")]
     public static partial void FleetWorkersNotApplied(this ILogger logger, string queueName, long version, int workersPerNode, int workerCount, Exception exception);
 
-    [LoggerMessage(EventId = 313, EventName = "ClusterSettingsChanged", Level = LogLevel.Information,
+    [LoggerMessage(EventId = 313, EventName = "FleetSettingsStored", Level = LogLevel.Information,
         Message = "Work queue '{QueueName}': {ChangedBy} changed the fleet-wide settings to version {Version}: {Changes}.")]
     public static partial void ClusterSettingsChanged(this ILogger logger, string queueName, string changedBy, long version, string changes);
 
