@@ -287,7 +287,7 @@ public sealed class AdminApiTests : IAsyncLifetime
                 return true;
             }
 
-            await Task.Delay(50);
+            await Task.Delay(50); // the poll's interval: the wait is for the condition, up to the safety limit
         }
 
         return false;

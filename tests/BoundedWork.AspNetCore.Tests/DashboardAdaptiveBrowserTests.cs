@@ -205,7 +205,7 @@ public sealed class DashboardAdaptiveBrowserTests
                 {
                     try
                     {
-                        executor.Execute(static () => Thread.Sleep(2), _stop.Token);
+                        executor.Execute(static () => Thread.Sleep(2), _stop.Token); // load: an item that takes a while
                     }
                     catch (OperationCanceledException)
                     {

@@ -374,10 +374,10 @@ public sealed class DashboardBrowserTests
                 {
                     try
                     {
-                        payments.Execute(static () => Thread.Sleep(20), _stop.Token);
+                        payments.Execute(static () => Thread.Sleep(20), _stop.Token); // load: an item that takes a while
                         if (i++ % 4 == 0)
                         {
-                            mail.Execute(static () => Thread.Sleep(60));
+                            mail.Execute(static () => Thread.Sleep(60)); // load
                         }
                     }
                     catch (OperationCanceledException)

@@ -248,7 +248,7 @@ public sealed class LocalSocketTests
             Assert.True(sent < 400, "The server still reads a request that has trickled in for far longer than its deadline.");
             trickler.TrySend("X"u8);
             sent++;
-            Thread.Sleep(100);
+            Thread.Sleep(100); // load: the trickle's pace (the server's deadline, not this, ends the loop)
         }
     }
 
@@ -288,7 +288,7 @@ public sealed class LocalSocketTests
         {
             while (!stop.IsCancellationRequested && trickler.TrySend("X"u8))
             {
-                Thread.Sleep(200);
+                Thread.Sleep(200); // load: the trickle's pace; the test waits for nothing but DisposeAsync
             }
         }) { IsBackground = true };
         feeding.Start();

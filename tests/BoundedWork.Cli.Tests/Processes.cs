@@ -68,7 +68,7 @@ public static class Bw
             }
 
             Assert.True(DateTime.UtcNow < deadline, $"{what} never happened: {run}");
-            await Task.Delay(500);
+            await Task.Delay(500); // the poll's interval (a run starts a process): the wait is for the condition
         }
     }
 

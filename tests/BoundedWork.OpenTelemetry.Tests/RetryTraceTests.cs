@@ -50,7 +50,7 @@ public sealed class RetryTraceTests(PostgresFixture postgres)
                 using var deadline = new CancellationTokenSource(TracedConsumerProcess.Patience);
                 while (await queue.RequeueDeadLettersAsync(DeadLetterSelection.ByIds([id]), deadline.Token) == 0)
                 {
-                    await Task.Delay(20, deadline.Token);
+                    await Task.Delay(20, deadline.Token); // the poll's interval, up to the patience
                 }
 
                 await deliveries.Succeeded.WaitAsync(TracedConsumerProcess.Patience);

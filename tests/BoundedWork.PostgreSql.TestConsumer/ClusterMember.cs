@@ -75,7 +75,7 @@ public static class ClusterMember
 
                 try
                 {
-                    await Task.Delay(10, stoppingToken);
+                    await Task.Delay(10, stoppingToken); // the poll's interval: a line per change of the count
                 }
                 catch (OperationCanceledException)
                 {

@@ -123,7 +123,7 @@ public sealed class ClusterConsoleTests(PostgresFixture postgres)
                 }
 
                 Assert.True(DateTime.UtcNow < deadline, $"Never both items waiting for a permit and starts in the last second: {use.LimitUse}; nodes {string.Join("; ", use.Nodes)}");
-                await Task.Delay(50);
+                await Task.Delay(50); // the poll's interval: the wait is for the condition, up to the patience
             }
 
             var shown = await UntilAsync(client, c => c.GetProperty("limits").GetProperty("waitingForPermit").GetInt64() > 0, "the console shows items waiting for a permit");
@@ -167,7 +167,7 @@ public sealed class ClusterConsoleTests(PostgresFixture postgres)
             }
 
             Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until {what}; last read: {read}");
-            await Task.Delay(50);
+            await Task.Delay(50); // the poll's interval: the wait is for the condition, up to the patience
         }
     }
 

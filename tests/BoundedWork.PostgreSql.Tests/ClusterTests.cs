@@ -336,7 +336,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
             }
 
             Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until {what}; last read: settings {read.Settings}, nodes {string.Join("; ", read.Nodes)}.");
-            await Task.Delay(20);
+            await Task.Delay(20); // the poll's interval: the wait is for the condition, up to the patience
         }
     }
 }

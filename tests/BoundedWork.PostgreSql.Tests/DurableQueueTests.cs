@@ -378,7 +378,7 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         while (!condition())
         {
             Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until {what}.");
-            await Task.Delay(20);
+            await Task.Delay(20); // the poll's interval (see above)
         }
     }
 }

@@ -90,7 +90,7 @@ public sealed class LimitedCapacityDependencyTests
         var stats = (await client.GetFromJsonAsync("stats/capacity", CapacityJson.Default.CapacityStats))!;
         while (stats.BoundedCompleted < 10 && DateTime.UtcNow < deadline)
         {
-            await Task.Delay(10);
+            await Task.Delay(10); // the poll's interval
             stats = (await client.GetFromJsonAsync("stats/capacity", CapacityJson.Default.CapacityStats))!;
         }
 

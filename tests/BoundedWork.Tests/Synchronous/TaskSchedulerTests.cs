@@ -112,7 +112,7 @@ public sealed class TaskSchedulerTests
 
         var task = Task.Factory.StartNew(async () =>
         {
-            await Task.Delay(1).ConfigureAwait(false);
+            await Task.Delay(1).ConfigureAwait(false); // not a wait for anything: an await that always suspends (see above)
             return (OnWorker: executor.IsWorkerThread, OnPool: Thread.CurrentThread.IsThreadPoolThread);
         }, CancellationToken.None, TaskCreationOptions.None, scheduler).Unwrap();
 

@@ -227,6 +227,7 @@ public sealed class TicketQueueTests
             written.Set();
         });
         producer.Start();
+        // A bounded window proving a NOT: the producer must still be waiting 100 ms on (it is never released by time).
         Assert.False(written.Wait(TimeSpan.FromMilliseconds(100)), "The producer overwrote a slot whose item was not read yet.");
 
         Assert.Equal(0, (int)queue.ReadClaimed(stalled).Callback);
