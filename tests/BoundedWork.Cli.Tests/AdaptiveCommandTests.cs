@@ -28,6 +28,7 @@ public sealed class AdaptiveCommandTests(ITestOutputHelper output)
         Assert.Contains("adaptiveMode Off -> On", set.Out, StringComparison.Ordinal);
         Assert.True(resize.ExitCode == 0, resize.ToString());
         Assert.Contains("workers 8 -> 12", resize.Out, StringComparison.Ordinal);
+        Assert.Contains("workers now: busy ", resize.Out, StringComparison.Ordinal);
         Assert.True(show.ExitCode == 0, show.ToString());
         Assert.Contains("On, 2 to 32 workers, pinned until", show.Out, StringComparison.Ordinal);
         Assert.Contains("pinned 8 -> 12 by an operator for 00:05:00", show.Out, StringComparison.Ordinal);

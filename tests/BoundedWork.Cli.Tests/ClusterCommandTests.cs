@@ -3,9 +3,7 @@ using BoundedWork.Hosting;
 using BoundedWork.Testing;
 using BoundedWork.Testing.Cluster;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 
 namespace BoundedWork.Cli.Tests;
@@ -131,17 +129,13 @@ public sealed class ClusterApp : IAsyncDisposable
         cluster.SetStorage(new WorkQueueStorageStatistics { Ready = 1234, Scheduled = 5, Running = 17, DeadLettered = 3, Completed = 4000, Cancelled = 2, OldestReadyAge = TimeSpan.FromSeconds(3.5), IsAvailable = true });
         cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 17, WaitingForPermit = 40, StartsLastSecond = 11.5, OldestPermitWait = TimeSpan.FromSeconds(2.5) });
 
-        var socketPath = Path.Combine(Path.GetTempPath(), $"bw-cl-{Guid.NewGuid():N}.sock");
-        var logs = new FakeLogCollector();
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
-        builder.Services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
-        builder.Services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
-        builder.Services.AddSingleton<IWorkQueueCluster>(cluster);
-        builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
-        var app = new ClusterApp(builder.Build(), socketPath, logs, cluster);
+        var (built, socketPath, logs) = SocketApp.Build("cl", services =>
+        {
+            services.AddBoundedExecutor("payments", o => o.WorkerCount = 2);
+            services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
+            services.AddSingleton<IWorkQueueCluster>(cluster);
+        });
+        var app = new ClusterApp(built, socketPath, logs, cluster);
         await app._app.StartAsync();
         return app;
     }

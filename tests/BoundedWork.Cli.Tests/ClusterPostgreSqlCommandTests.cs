@@ -3,7 +3,6 @@ using BoundedWork.Hosting;
 using BoundedWork.PostgreSql;
 using BoundedWork.Testing;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -21,23 +20,9 @@ public sealed class ClusterPostgreSqlCommandTests(DeadLetterCommandTests.Databas
     [Fact]
     public async Task Cluster_ListsBothNodes_ClusterSet_ResizesBoth_AsTheToolsUser()
     {
-        var schema = "bw_" + Guid.NewGuid().ToString("N")[..12];
-        await using (var connection = new NpgsqlConnection(database.Server.ConnectionString))
-        {
-            await connection.OpenAsync();
-            await using var create = new NpgsqlCommand($"CREATE SCHEMA {schema}", connection);
-            await create.ExecuteNonQueryAsync();
-        }
-
-        var socketPath = Path.Combine(Path.GetTempPath(), $"bw-cl-{Guid.NewGuid():N}.sock");
-        var logs = new FakeLogCollector();
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
-        AddQueue(builder.Services, database.Server.ConnectionString, schema, "node-a");
-        builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
-        await using var app = builder.Build();
+        var schema = await SocketApp.CreateSchemaAsync(database.Server.ConnectionString);
+        var (built, socketPath, logs) = SocketApp.Build("cl", services => AddQueue(services, database.Server.ConnectionString, schema, "node-a"));
+        await using var app = built;
         await app.StartAsync();
         var other = Host.CreateApplicationBuilder();
         other.Logging.ClearProviders();
@@ -69,8 +54,10 @@ public sealed class ClusterPostgreSqlCommandTests(DeadLetterCommandTests.Databas
             Assert.Equal(5, json.GetProperty("limits").GetProperty("maxRunning").GetInt32());
             Assert.Matches(@"^local socket peer \(uid \d+, pid \d+\)$", json.GetProperty("settings").GetProperty("updatedBy").GetString());
 
-            // The console's audit event (the storage logs its own change too, under the same event name, as event 313).
-            var entry = Assert.Single(logs.GetSnapshot(), e => e.Id.Id == 211);
+            // The console's audit event is the one event of that name (the storage's own record of the change is 313, FleetSettingsStored).
+            var entry = Assert.Single(logs.GetSnapshot(), e => e.Id.Name == "ClusterSettingsChanged");
+            Assert.Equal(211, entry.Id.Id);
+            Assert.Single(logs.GetSnapshot(), e => e.Id is { Id: 313, Name: "FleetSettingsStored" });
             Assert.Equal(json.GetProperty("settings").GetProperty("updatedBy").GetString(), entry.GetStructuredStateValue("User"));
         }
         finally

@@ -6,9 +6,7 @@ using BoundedWork.Hosting;
 using BoundedWork.PostgreSql;
 using BoundedWork.Testing;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 using Npgsql;
 
 namespace BoundedWork.Cli.Tests;
@@ -179,32 +177,20 @@ public sealed class DeadLetterApp : IAsyncDisposable
 
     public static async Task<DeadLetterApp> StartAsync(string connectionString)
     {
-        var schema = "bw_" + Guid.NewGuid().ToString("N")[..12];
-        await using (var connection = new NpgsqlConnection(connectionString))
-        {
-            await connection.OpenAsync();
-            await using var create = new NpgsqlCommand($"CREATE SCHEMA {schema}", connection);
-            await create.ExecuteNonQueryAsync();
-        }
-
-        var socketPath = Path.Combine(Path.GetTempPath(), $"bw-dl-{Guid.NewGuid():N}.sock");
-        var logs = new FakeLogCollector();
-        // Not the test folder as content root: the sample app's appsettings.json there would configure this app too.
-        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions { ContentRootPath = AppContext.BaseDirectory + "../" });
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
+        var schema = await SocketApp.CreateSchemaAsync(connectionString);
         var deliveries = new DeliveryLog();
-        builder.Services.AddSingleton(deliveries);
-        builder.Services
-            .AddWorkQueue<Notice, FailingHandler>("notices", o => o.MaxRetryAttempts = 0)
-            .UsePostgreSql(connectionString, NoticeJson.Default.Notice, o =>
-            {
-                o.Schema = schema;
-                o.PollInterval = TimeSpan.FromMilliseconds(100);
-            });
-        builder.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = socketPath);
-        var app = new DeadLetterApp(builder.Build(), socketPath, logs, deliveries);
+        var (built, socketPath, logs) = SocketApp.Build("dl", services =>
+        {
+            services.AddSingleton(deliveries);
+            services
+                .AddWorkQueue<Notice, FailingHandler>("notices", o => o.MaxRetryAttempts = 0)
+                .UsePostgreSql(connectionString, NoticeJson.Default.Notice, o =>
+                {
+                    o.Schema = schema;
+                    o.PollInterval = TimeSpan.FromMilliseconds(100);
+                });
+        });
+        var app = new DeadLetterApp(built, socketPath, logs, deliveries);
         await app._app.StartAsync();
         return app;
     }

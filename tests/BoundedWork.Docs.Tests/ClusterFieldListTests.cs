@@ -1,12 +1,6 @@
-using System.Text.Json;
 using System.Text.RegularExpressions;
 using BoundedWork.Hosting;
-using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.Docs.Tests;
 
@@ -48,26 +42,8 @@ public sealed partial class ClusterFieldListTests
     /// <summary>The fleet-wide settings fields of a real console on Kestrel: the keys of a cluster's <c>settings</c>, without its version and who changed it.</summary>
     private static async Task<IReadOnlyList<string>> ConsoleClusterFieldsAsync()
     {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Services.AddBoundedExecutor("payments");
-        builder.Services.AddSingleton<IWorkQueueCluster>(new FixedCluster());
-        builder.Services.AddBoundedWorkAdmin();
-        await using var app = builder.Build();
-        app.MapBoundedWorkAdmin().AllowAnonymousAdmin();
-        await app.StartAsync();
-        try
-        {
-            var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
-            using var client = new HttpClient { BaseAddress = new Uri(address) };
-            using var document = JsonDocument.Parse(await client.GetStringAsync("/bounded-work/queues/payments/cluster"));
-            return [.. document.RootElement.GetProperty("settings").EnumerateObject().Select(p => p.Name).Where(n => n is not ("version" or "updatedAt" or "updatedBy"))];
-        }
-        finally
-        {
-            await app.StopAsync();
-        }
+        var cluster = await RealConsole.GetAsync("/queues/payments/cluster", services => services.AddSingleton<IWorkQueueCluster>(new FixedCluster()));
+        return [.. cluster.GetProperty("settings").EnumerateObject().Select(p => p.Name).Where(n => n is not ("version" or "updatedAt" or "updatedBy"))];
     }
 
     [GeneratedRegex(@"`workersPerNode`(?:,\s+`[A-Za-z]+`)+")]

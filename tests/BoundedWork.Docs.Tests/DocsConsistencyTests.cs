@@ -1,11 +1,4 @@
-using System.Text.Json;
 using System.Text.RegularExpressions;
-using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
-using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.Docs.Tests;
 
@@ -171,28 +164,8 @@ public sealed partial class DocsConsistencyTests
     }
 
     /// <summary>The settings fields of a real console on Kestrel: the keys of an executor's <c>settings</c> object.</summary>
-    private static async Task<IReadOnlyList<string>> ConsoleSettingsFieldsAsync()
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Services.AddBoundedExecutor("payments");
-        builder.Services.AddBoundedWorkAdmin();
-        await using var app = builder.Build();
-        app.MapBoundedWorkAdmin().AllowAnonymousAdmin();
-        await app.StartAsync();
-        try
-        {
-            var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
-            using var client = new HttpClient { BaseAddress = new Uri(address) };
-            using var document = JsonDocument.Parse(await client.GetStringAsync("/bounded-work/executors/payments"));
-            return [.. document.RootElement.GetProperty("settings").EnumerateObject().Select(p => p.Name)];
-        }
-        finally
-        {
-            await app.StopAsync();
-        }
-    }
+    private static async Task<IReadOnlyList<string>> ConsoleSettingsFieldsAsync() =>
+        [.. (await RealConsole.GetAsync("/executors/payments")).GetProperty("settings").EnumerateObject().Select(p => p.Name)];
 
     /// <summary>Every list of settings fields in a document, by kind, with its line and the fields it names.</summary>
     private static IEnumerable<(string Kind, int Line, string[] Fields)> SettingsFieldLists(string text)

@@ -19,14 +19,7 @@ internal static class ClusterCommands
 {
     private const string Name = "cluster";
 
-    private static readonly (string Field, string Label)[] s_fields =
-    [
-        ("workersPerNode", "workers per node"),
-        ("maxRunning", "max running"),
-        ("maxRunningPerKey", "max running per key"),
-        ("startsPerSecond", "starts per second"),
-        ("startBurst", "start burst"),
-    ];
+    private static readonly string[] s_fields = ["workersPerNode", "maxRunning", "maxRunningPerKey", "startsPerSecond", "startBurst"];
 
     public static Command Create()
     {
@@ -44,23 +37,7 @@ internal static class ClusterCommands
                 return ExitCodes.Usage;
             }
 
-            var json = result.GetValue(CommonOptions.Json);
-            var answer = CommonOptions.Client(result).Get(Path(name));
-            if (!answer.IsSuccess)
-            {
-                return Output.Problem(answer, json);
-            }
-
-            if (json)
-            {
-                Output.Json(answer);
-            }
-            else
-            {
-                Output.Terminal.Write(View(answer.Json));
-            }
-
-            return ExitCodes.Ok;
+            return Output.Answer(CommonOptions.Client(result).Get(Path(name)), result.GetValue(CommonOptions.Json), static cluster => Output.Terminal.Write(View(cluster)));
         });
         return command;
     }
@@ -116,27 +93,15 @@ internal static class ClusterCommands
             Add(body, "maxRunningPerKey", result.GetValue(perKey), clear: false);
             Add(body, "startsPerSecond", result.GetValue(rate), result.GetValue(clearRate));
             Add(body, "startBurst", result.GetValue(burst), result.GetValue(clearBurst));
-            var json = result.GetValue(CommonOptions.Json);
-            var answer = CommonOptions.Client(result).Send("PATCH", Path(result.GetValue(queue)!), body.ToJsonString());
-            if (!answer.IsSuccess)
-            {
-                return Output.Problem(answer, json);
-            }
-
-            if (json)
-            {
-                Output.Json(answer);
-                return ExitCodes.Ok;
-            }
-
-            var doc = answer.Json;
-            var changes = s_fields
-                .Where(f => Value(doc, "previous", f.Field) != Value(doc, "current", f.Field))
-                .Select(f => $"{f.Field} {Value(doc, "previous", f.Field)} -> [bold]{Markup.Escape(Value(doc, "current", f.Field))}[/]")
-                .ToList();
-            Output.Terminal.MarkupLine($"[bold]{Markup.Escape(Safe(doc.Text("queue")))}[/]: {(changes.Count == 0 ? "unchanged (already so)" : string.Join(", ", changes))}");
-            Output.Terminal.MarkupLine($"[grey]fleet-wide settings version {doc.Long("current", "version")}; every node applies them within a second or two ('bw cluster {Markup.Escape(Safe(doc.Text("queue")))}' shows each node's settings version).[/]");
-            return ExitCodes.Ok;
+            return ChangeAnswer.Send(
+                result,
+                "PATCH",
+                Path(result.GetValue(queue)!),
+                body,
+                s_fields,
+                static (doc, section, field) => Value(doc, section, field),
+                static doc => Safe(doc.Text("queue")),
+                static doc => $"fleet-wide settings version {doc.Long("current", "version")}; every node applies them within a second or two ('bw cluster {Markup.Escape(Safe(doc.Text("queue")))}' shows each node's settings version).");
         });
         return command;
     }

@@ -164,48 +164,16 @@ internal static class DeadLetterCommands
         return body.ToJsonString();
     }
 
-    private static int Read(ParseResult result, string target, Action<JsonElement> render)
-    {
-        var json = result.GetValue(CommonOptions.Json);
-        var answer = CommonOptions.Client(result).Get(target);
-        if (!answer.IsSuccess)
-        {
-            return Output.Problem(answer, json);
-        }
+    private static int Read(ParseResult result, string target, Action<JsonElement> render) =>
+        Output.Answer(CommonOptions.Client(result).Get(target), result.GetValue(CommonOptions.Json), render);
 
-        if (json)
+    private static int Apply(ParseResult result, string method, string target, string body) =>
+        Output.Answer(CommonOptions.Client(result).Send(method, target, body), result.GetValue(CommonOptions.Json), static doc =>
         {
-            Output.Json(answer);
-        }
-        else
-        {
-            render(answer.Json);
-        }
-
-        return ExitCodes.Ok;
-    }
-
-    private static int Apply(ParseResult result, string method, string target, string body)
-    {
-        var json = result.GetValue(CommonOptions.Json);
-        var answer = CommonOptions.Client(result).Send(method, target, body);
-        if (!answer.IsSuccess)
-        {
-            return Output.Problem(answer, json);
-        }
-
-        if (json)
-        {
-            Output.Json(answer);
-            return ExitCodes.Ok;
-        }
-
-        var doc = answer.Json;
-        var done = doc.Text("operation") == "requeue" ? "requeued" : "purged";
-        Output.Terminal.MarkupLine(
-            $"[bold]{Markup.Escape(doc.Text("queue"))}[/]: {doc.Long("count")} dead letter{(doc.Long("count") == 1 ? "" : "s")} {done} [grey]({Markup.Escape(doc.Text("selection"))})[/]");
-        return ExitCodes.Ok;
-    }
+            var done = doc.Text("operation") == "requeue" ? "requeued" : "purged";
+            Output.Terminal.MarkupLine(
+                $"[bold]{Markup.Escape(doc.Text("queue"))}[/]: {doc.Long("count")} dead letter{(doc.Long("count") == 1 ? "" : "s")} {done} [grey]({Markup.Escape(doc.Text("selection"))})[/]");
+        });
 
     private static IRenderable ListView(JsonElement page, string queue)
     {

@@ -84,28 +84,14 @@ internal static class WriteCommands
         }
     }
 
-    private static int Change(ParseResult result, string method, string target, JsonObject body)
-    {
-        var json = result.GetValue(CommonOptions.Json);
-        var answer = CommonOptions.Client(result).Send(method, target, body.ToJsonString());
-        if (!answer.IsSuccess)
-        {
-            return Output.Problem(answer, json);
-        }
-
-        if (json)
-        {
-            Output.Json(answer);
-            return ExitCodes.Ok;
-        }
-
-        var doc = answer.Json;
-        var changes = s_settings
-            .Where(s => doc.Text("previous", s) != doc.Text("current", s))
-            .Select(s => $"{s} {doc.Text("previous", s)} -> [bold]{Markup.Escape(doc.Text("current", s))}[/]")
-            .ToList();
-        Output.Terminal.MarkupLine($"[bold]{Markup.Escape(doc.Text("name"))}[/]: {(changes.Count == 0 ? "unchanged (already so)" : string.Join(", ", changes))}");
-        Output.Terminal.MarkupLine($"[grey]workers now: busy {doc.Long("workers", "busy")}, live {doc.Long("workers", "live")}, target {doc.Long("workers", "target")}, max {doc.Long("workers", "max")}[/]");
-        return ExitCodes.Ok;
-    }
+    private static int Change(ParseResult result, string method, string target, JsonObject body) =>
+        ChangeAnswer.Send(
+            result,
+            method,
+            target,
+            body,
+            s_settings,
+            static (doc, section, field) => doc.Text(section, field),
+            static doc => doc.Text("name"),
+            static doc => $"workers now: busy {doc.Long("workers", "busy")}, live {doc.Long("workers", "live")}, target {doc.Long("workers", "target")}, max {doc.Long("workers", "max")}");
 }

@@ -24,6 +24,29 @@ internal static class Output
 
     public static void Error(string message) => Console.Error.WriteLine($"bw: {message}");
 
+    /// <summary>
+    /// Prints an answer the way every command does: a problem as <see cref="Problem"/> does; with <c>--json</c>
+    /// (<paramref name="json"/>), the answer as it came; otherwise what <paramref name="render"/> writes of its JSON.
+    /// </summary>
+    public static int Answer(AdminAnswer answer, bool json, Action<System.Text.Json.JsonElement> render)
+    {
+        if (!answer.IsSuccess)
+        {
+            return Problem(answer, json);
+        }
+
+        if (json)
+        {
+            Json(answer);
+        }
+        else
+        {
+            render(answer.Json);
+        }
+
+        return ExitCodes.Ok;
+    }
+
     /// <summary>Prints a problem answer (title, detail, each field's errors) and returns <see cref="ExitCodes.Refused"/>.</summary>
     public static int Problem(AdminAnswer answer, bool json)
     {
