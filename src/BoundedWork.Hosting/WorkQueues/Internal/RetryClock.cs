@@ -16,6 +16,9 @@ namespace BoundedWork.Hosting.Internal;
 /// </remarks>
 internal sealed class RetryClock : TimeProvider, IDisposable
 {
+    /// <summary>The longest the thread sleeps at once (a monitor wait's limit is about 24.8 days).</summary>
+    private static readonly TimeSpan s_maxSleep = TimeSpan.FromDays(1);
+
     private readonly object _sync = new();
     private readonly SortedSet<Node> _due = new(NodeComparer.Instance);
     private readonly double _timestampsPerTick = Stopwatch.Frequency / (double)TimeSpan.TicksPerSecond;
@@ -141,8 +144,10 @@ internal sealed class RetryClock : TimeProvider, IDisposable
                         break;
                     }
 
+                    // A monitor waits at most int.MaxValue ms (about 24.8 days) at once, and a delayed item may be due
+                    // in 365 days: sleep at most s_maxSleep, then look again.
                     _wakeAt = first.DueTimestamp;
-                    Monitor.Wait(_sync, TimeSpan.FromTicks(Math.Max(1, (long)Math.Ceiling(wait / _timestampsPerTick))));
+                    Monitor.Wait(_sync, TimeSpan.FromTicks(Math.Clamp((long)Math.Ceiling(wait / _timestampsPerTick), 1, s_maxSleep.Ticks)));
                 }
             }
 

@@ -211,15 +211,18 @@ internal sealed class AdaptiveController
         {
             count = _pin ?? 0;
             until = null;
-            if (_pin is null || _time.GetTimestamp() >= _pinUntil)
+
+            // One read of the clock for the check and the end: a second read could find the pin over, and report a
+            // pin in force that ends before it was read.
+            var now = _time.GetTimestamp();
+            if (_pin is null || now >= _pinUntil)
             {
                 return false; // none, or its time ran out (the next decision says so)
             }
 
             if (_pinUntil != long.MaxValue)
             {
-                var remaining = _time.GetElapsedTime(_time.GetTimestamp(), _pinUntil);
-                until = _time.GetUtcNow() + (remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero);
+                until = _time.GetUtcNow() + _time.GetElapsedTime(now, _pinUntil);
             }
 
             return true;
