@@ -495,7 +495,7 @@ public sealed class DashboardBrowserTests
     }
 
     /// <summary>A queue storage whose statistics the test sets, to check how the page shows them.</summary>
-    private sealed class StandInStorage : IWorkQueueStorage
+    internal sealed class StandInStorage : IWorkQueueStorage
     {
         public string QueueName { get; init; } = "payments";
 
