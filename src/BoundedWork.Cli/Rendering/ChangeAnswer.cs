@@ -14,6 +14,7 @@ namespace BoundedWork.Cli.Rendering;
 /// </summary>
 internal static class ChangeAnswer
 {
+    /// <summary>Sends the change and prints its answer.</summary>
     /// <param name="result">The parsed command line (the target and <c>--json</c>).</param>
     /// <param name="method">The HTTP method of the change.</param>
     /// <param name="target">The console path the change goes to.</param>
@@ -22,6 +23,7 @@ internal static class ChangeAnswer
     /// <param name="value">A field's value as printed: (answer, <c>previous</c> or <c>current</c>, field) to text.</param>
     /// <param name="name">The changed thing's name in the answer, as plain text.</param>
     /// <param name="after">The grey line, as markup.</param>
+    /// <returns>The exit code: <see cref="ExitCodes.Ok"/>, or <see cref="ExitCodes.Refused"/> for a problem answer.</returns>
     public static int Send(
         ParseResult result,
         string method,
