@@ -96,9 +96,10 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
         postgres.ExecuteAsync($"UPDATE {Items} SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE id IN ({string.Join(", ", ids)})");
 
     /// <summary>Requeues dead letters of the queue with the library's statement (null ids: all).</summary>
-    public async Task<long> RequeueAsync(long[]? ids = null)
+    public async Task<long> RequeueAsync(long[]? ids = null, NpgsqlConnection? on = null)
     {
-        await using var connection = await OpenAsync();
+        await using var own = on is null ? await OpenAsync() : null;
+        var connection = on ?? own!;
         await using var command = new NpgsqlCommand(Sql.RequeueDeadLetters, connection)
         {
             Parameters =

@@ -118,11 +118,11 @@ public sealed class KeyedClaimTests(PostgresFixture postgres)
         for (var round = 0; round < 6 && taken.Count < 4; round++)
         {
             var result = await claim.ClaimAsync(10, perKey: 2);
-            taken.AddRange(result.Ids);
+            taken.AddRange(result.Ids.Order());
             Assert.True(await claim.MaxRunningPerKeyAsync() <= 2);
             if (result.Ids.Count > 0 && result.Promoted == 0)
             {
-                await claim.CompleteAsync(result.Ids[0]);
+                await claim.CompleteAsync(result.Ids.Min());
             }
         }
 
