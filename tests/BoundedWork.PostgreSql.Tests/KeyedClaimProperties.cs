@@ -49,7 +49,7 @@ public sealed class KeyedClaimProperties(PostgresFixture postgres)
              select new Scenario(rows, perKey, connections, steps)).ToArbitrary();
     }
 
-    [Property(MaxTest = 40, Arbitrary = [typeof(Arbitraries)])]
+    [Property(MaxTest = 60, Arbitrary = [typeof(Arbitraries)])]
     public async Task InterleavedClaims_NeverMoreThanMPerKey_StartKeysInIdOrder_AndDrain(Scenario scenario)
     {
         var claim = await KeyedClaim.CreateAsync(postgres);

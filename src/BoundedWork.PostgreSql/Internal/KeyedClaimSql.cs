@@ -24,7 +24,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// dead letter: below). A claim sees that set as it was when its statement started, a superset of what it is at any
 /// later time, so an item claimed as eligible stays among its key's M oldest unfinished items for as long as it runs;
 /// every running item of the key is one of those M, so at most M run. Two claims choosing the same rows meet on the row
-/// locks (<c>FOR UPDATE SKIP LOCKED</c>; a row claimed meanwhile fails <c>state = 0</c> on its latest version). A claim
+/// locks (<c>FOR UPDATE SKIP LOCKED</c>), and a claim locks a row only if no one has updated it since its snapshot (its
+/// <c>xmin</c> is the one it read; a row updated meanwhile is rechecked on its latest version and skipped). A claim
 /// never takes a keyed item while an older item of its key that it chose is skipped (locked by another claim, a
 /// cancellation or an outcome): it leaves the newer one to a later claim, so within a key items start in id order
 /// across nodes too.
@@ -35,10 +36,13 @@ namespace BoundedWork.PostgreSql.Internal;
 /// requeued one), while a claim that started after the commit, not seeing that claim yet, takes the requeued one: M + 1
 /// running (2 for M = 1, with <see cref="StorageSql.Claim"/> as well). The requeue closes this (see
 /// <see cref="StorageSql.RequeueDeadLetters"/>): in its own transaction it moves the key's first M unfinished items
-/// newer than the dead letter that are ready to scheduled, due now. A claim that locks one of them after the requeue
-/// committed finds it no longer ready (the recheck of its latest version), and one that locked it first makes the
-/// requeue wait and then counts as running against the requeued item (the newer-running term). The next claim makes
-/// them ready again, with the requeued item in view.
+/// newer than the dead letter that are ready to scheduled, due now. A claim whose snapshot predates the requeue and
+/// that locks one of them after the requeue committed finds it updated since its snapshot and skips it (even once a
+/// later claim has made it ready again); one that locked it first makes the requeue wait and then counts as running
+/// against the requeued item (the newer-running term). The next claim makes them ready again, with the requeued item
+/// in view. <see cref="StorageSql.Claim"/> (M = 1) rechecks only <c>state = 0</c>: a claim stalled between its snapshot
+/// and its lock for as long as the requeue's commit and another node's whole claim (which makes the fenced item ready
+/// again) would still take it; the fence closes every shorter interleaving.
 /// </para>
 /// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
@@ -62,9 +66,9 @@ internal sealed class KeyedClaimSql
         // ready and due whose older unfinished items (their place in that list) and newer running items (a probe, at
         // most M rows) are fewer than M together.
         string EligibleOf(string keyExpression) => $"""
-            SELECT u.id, u.ordering_key, u.priority, u.run_at FROM (
-                SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, row_number() OVER (ORDER BY o.id) - 1 AS elders
-                FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state FROM {items} e
+            SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version FROM (
+                SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, o.version, row_number() OVER (ORDER BY o.id) - 1 AS elders
+                FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state, e.xmin AS version FROM {items} e
                       WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5)
                       ORDER BY e.id LIMIT $5) o) u
             WHERE u.state = 0 AND u.run_at <= now()
@@ -77,8 +81,8 @@ internal sealed class KeyedClaimSql
         // Each item's place in the claim order among the rows of `source`, and its turn: its own place when unkeyed, the
         // best place of its key's items from it onwards when keyed; `inHead` when every such item is in the head.
         static string Turns(string source) => $"""
-            SELECT id, ordering_key, in_head, min(place) OVER later AS turn, bool_or(in_head) OVER later AS head_turn
-            FROM (SELECT id, ordering_key, in_head, row_number() OVER (ORDER BY priority DESC, run_at, id) AS place FROM {source}) placed
+            SELECT id, ordering_key, version, in_head, min(place) OVER later AS turn, bool_or(in_head) OVER later AS head_turn
+            FROM (SELECT id, ordering_key, version, in_head, row_number() OVER (ORDER BY priority DESC, run_at, id) AS place FROM {source}) placed
             WINDOW later AS (PARTITION BY ordering_key, CASE WHEN ordering_key IS NULL THEN id END ORDER BY id DESC)
             """;
 
@@ -100,14 +104,14 @@ internal sealed class KeyedClaimSql
                     ORDER BY run_at LIMIT {StorageSql.MaxPromotions} FOR UPDATE SKIP LOCKED))
                 RETURNING 1),
             head AS (
-                SELECT id, ordering_key, priority, run_at FROM {items}
+                SELECT id, ordering_key, priority, run_at, xmin AS version FROM {items}
                 WHERE queue = $1 AND state = 0 AND run_at <= now()
                 ORDER BY priority DESC, run_at, id
                 LIMIT {Head}),
             head_eligible AS (
-                SELECT id, ordering_key, priority, run_at, true AS in_head FROM head WHERE ordering_key IS NULL
+                SELECT id, ordering_key, priority, run_at, version, true AS in_head FROM head WHERE ordering_key IS NULL
                 UNION ALL
-                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.id IN (SELECT id FROM head)
+                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, f.id IN (SELECT id FROM head)
                 FROM (SELECT DISTINCT ordering_key FROM head WHERE ordering_key IS NOT NULL) k
                 CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f),
             head_turns AS ({Turns("head_eligible")}),
@@ -121,20 +125,22 @@ internal sealed class KeyedClaimSql
                         ORDER BY n.ordering_key LIMIT 1)
                 FROM ready_keys p WHERE p.ordering_key IS NOT NULL),
             all_eligible AS (
-                SELECT id, ordering_key, priority, run_at, true AS in_head FROM (
-                    SELECT id, ordering_key, priority, run_at FROM {items}
+                SELECT id, ordering_key, priority, run_at, version, true AS in_head FROM (
+                    SELECT id, ordering_key, priority, run_at, xmin AS version FROM {items}
                     WHERE queue = $1 AND state = 0 AND ordering_key IS NULL AND run_at <= now()
                     ORDER BY priority DESC, run_at, id LIMIT $2) unkeyed
                 UNION ALL
-                SELECT f.id, f.ordering_key, f.priority, f.run_at, true
+                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true
                 FROM ready_keys k CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f
                 WHERE k.ordering_key IS NOT NULL),
             chosen AS (
-                (SELECT id, ordering_key FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
+                (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
                 UNION ALL
-                (SELECT id, ordering_key FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
+                (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
             locked AS (
-                SELECT id, ordering_key FROM {items} WHERE id = ANY(ARRAY(SELECT id FROM chosen)) AND state = 0
+                SELECT i.id, i.ordering_key FROM {items} i
+                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen)) AND i.state = 0
+                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
             taken AS (
                 SELECT l.id FROM locked l
