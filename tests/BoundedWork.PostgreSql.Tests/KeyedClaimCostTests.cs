@@ -39,6 +39,34 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
     }
 
+    /// <summary>
+    /// A generic plan made while the table was empty (the cheapest plans then are the worst later) and kept while the
+    /// backlog grows (no analyze since): the claim still examines a bounded number of rows.
+    /// </summary>
+    [Theory]
+    [InlineData(3, 3000, 1)]
+    [InlineData(3000, 1, 0)]
+    public async Task ClaimPerKey_GenericPlanMadeOnAnEmptyTable_StaysBoundedOnAGrownBacklog(int keys, int itemsPerKey, int runningPerKey)
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await using var connection = await claim.OpenAsync();
+        await ExecuteAsync(connection, $"ANALYZE {claim.Items}; SET plan_cache_mode = force_generic_plan; "
+            + $"PREPARE measured (text, int, text, interval, int) AS {new KeyedClaimSql(claim.Sql).ClaimPerKey}");
+        await ExecuteAsync(connection, $"EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})");
+        await FillAsync(claim, keys, itemsPerKey, runningPerKey, analyze: false);
+
+        await using var transaction = await connection.BeginTransactionAsync();
+        await using var explain = new NpgsqlCommand(
+            $"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})", connection, transaction);
+        using var document = JsonDocument.Parse((string)(await explain.ExecuteScalarAsync())!);
+        await transaction.RollbackAsync();
+        var plan = document.RootElement[0].GetProperty("Plan");
+
+        Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), Claimed(plan));
+        var examined = Examined(plan);
+        Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
+    }
+
     /// <summary>The same measure on the per-key rule of the settings-lock claim: it walks the keys' whole backlog.</summary>
     [Fact]
     public async Task ClaimLimited_DeepBacklogOfFewKeys_ExaminesTheBacklog()
@@ -54,7 +82,7 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
     }
 
     /// <summary>Keys k0..k{keys-1} interleaved in enqueue order, the first <paramref name="runningPerKey"/> of each key running; then an analyze.</summary>
-    private async Task FillAsync(KeyedClaim claim, int keys, int itemsPerKey, int runningPerKey)
+    private async Task FillAsync(KeyedClaim claim, int keys, int itemsPerKey, int runningPerKey, bool analyze = true)
     {
         await postgres.ExecuteAsync($"""
             INSERT INTO {claim.Items} (queue, payload, ordering_key)
@@ -62,7 +90,7 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
             UPDATE {claim.Items} SET state = 1, attempts = 1, lease_owner = 'other', lease_until = now() + interval '1 hour'
             WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY ordering_key ORDER BY id) AS n FROM {claim.Items}) r
                          WHERE r.n <= {runningPerKey});
-            ANALYZE {claim.Items};
+            {(analyze ? $"ANALYZE {claim.Items};" : string.Empty)}
             """);
     }
 
@@ -144,6 +172,12 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         }
 
         return claimed;
+    }
+
+    private static async Task ExecuteAsync(NpgsqlConnection connection, string sql)
+    {
+        await using var command = new NpgsqlCommand(sql, connection);
+        await command.ExecuteNonQueryAsync();
     }
 
     private static double Property(JsonElement node, string name) => node.TryGetProperty(name, out var value) ? value.GetDouble() : 0;

@@ -91,8 +91,10 @@ internal sealed class KeyedClaimSql
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
         // the next claim: this statement's snapshot predates them). Then the head of the claim order and the keys found
         // there (the first branch), or, when the per-key rule binds there, every key with ready items and the first
-        // unkeyed ones (the second branch, run only then: a one-time filter). The chosen rows are locked, skipping those
-        // another transaction holds; a keyed row is taken only when every older row of its key that was chosen was
+        // unkeyed ones (the second branch, run only then: a one-time filter). The chosen rows are locked by id alone
+        // (the primary key, whatever the statistics: a state condition would let a plan made on a small table scan the
+        // ready index), skipping those another transaction holds and those updated since this snapshot (xmin: a row not
+        // updated since is still ready); a keyed row is taken only when every older row of its key that was chosen was
         // locked too. Returns the claimed rows (the columns of Claim), then one last row with a null id: promotions
         // (ordinal 2), the seconds until the next scheduled item (8, null: none), the ready items this claim left behind
         // that the node wanted (9: the per-key rule held them, or another node was taking them; at most $2 minus the
@@ -139,7 +141,7 @@ internal sealed class KeyedClaimSql
                 (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
             locked AS (
                 SELECT i.id, i.ordering_key FROM {items} i
-                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen)) AND i.state = 0
+                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
             taken AS (

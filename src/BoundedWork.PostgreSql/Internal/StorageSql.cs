@@ -453,7 +453,8 @@ internal sealed class StorageSql
         // seeing it: so the first M (max_running_per_key) unfinished items of its key newer than it that are ready become
         // scheduled, due now, in this transaction (see KeyedClaimSql). A claim that locks one of them once this commits
         // finds it no longer ready; one that locked it first makes this wait, and its claim then counts against the
-        // requeued item. The next claim makes them ready again.
+        // requeued item (the row, running by then, is left running: the state is chosen on its latest version, and
+        // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again.
         RequeueDeadLetters = $"""
             WITH requeued AS (
                 UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, finished_at = NULL,
@@ -461,7 +462,7 @@ internal sealed class StorageSql
                 WHERE {Selected}
                 RETURNING id, ordering_key),
             fenced AS (
-                UPDATE {Items} f SET state = 5
+                UPDATE {Items} f SET state = CASE WHEN f.state = 0 THEN 5 ELSE f.state END
                 WHERE f.id = ANY(ARRAY(
                     SELECT n.id FROM requeued d CROSS JOIN LATERAL (
                         SELECT e.id, e.state FROM {Items} e
@@ -469,7 +470,6 @@ internal sealed class StorageSql
                         ORDER BY e.id
                         LIMIT coalesce((SELECT s.max_running_per_key FROM {QueueSettings} s WHERE s.queue = $1), 1)) n
                     WHERE d.ordering_key IS NOT NULL AND n.state = 0))
-                  AND f.state = 0
                 RETURNING 1),
             woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))
             SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken)
