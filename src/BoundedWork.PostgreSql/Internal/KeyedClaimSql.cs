@@ -42,7 +42,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// against the requeued item (the newer-running term). The next claim makes them ready again, with the requeued item
 /// in view. <see cref="StorageSql.Claim"/> (M = 1) rechecks only <c>state = 0</c>: a claim stalled between its snapshot
 /// and its lock for as long as the requeue's commit and another node's whole claim (which makes the fenced item ready
-/// again) would still take it; the fence closes every shorter interleaving.
+/// again) would still take it; the fence closes every shorter interleaving. An enqueue of a key whose transaction
+/// commits after a newer item of the key (a later id, drawn at insert) was committed and claimed is the same case, not
+/// fenced: two producers of one key in overlapping transactions can let M + 1 run for a moment, with M = 1 too.
 /// </para>
 /// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
