@@ -154,6 +154,9 @@ internal sealed class StorageSql
                 PRIMARY KEY (queue, node)
             );
             """,
+
+            // Version 5: the indexes of the per-key claim (KeyedClaimSql).
+            KeyedClaimSql.Migration(Items),
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
@@ -445,12 +448,28 @@ internal sealed class StorageSql
             """;
 
         // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far), keeping id,
-        // payload, priority, key and trace context; then one wake-up ($5) for every node.
+        // payload, priority, key and trace context; then one wake-up ($5) for every node. A keyed dead letter becomes
+        // unfinished again with its old id, older than items of its key that a claim running now may be taking without
+        // seeing it: so the first M (max_running_per_key) unfinished items of its key newer than it that are ready become
+        // scheduled, due now, in this transaction (see KeyedClaimSql). A claim that locks one of them once this commits
+        // finds it no longer ready; one that locked it first makes this wait, and its claim then counts against the
+        // requeued item (the row, running by then, is left running: the state is chosen on its latest version, and
+        // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again.
         RequeueDeadLetters = $"""
             WITH requeued AS (
                 UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, finished_at = NULL,
                     lease_owner = NULL, lease_until = NULL, cancel_requested_at = NULL
                 WHERE {Selected}
+                RETURNING id, ordering_key),
+            fenced AS (
+                UPDATE {Items} f SET state = CASE WHEN f.state = 0 THEN 5 ELSE f.state END
+                WHERE f.id = ANY(ARRAY(
+                    SELECT n.id FROM requeued d CROSS JOIN LATERAL (
+                        SELECT e.id, e.state FROM {Items} e
+                        WHERE e.queue = $1 AND e.ordering_key = d.ordering_key AND e.state IN (0, 1, 5) AND e.id > d.id
+                        ORDER BY e.id
+                        LIMIT coalesce((SELECT s.max_running_per_key FROM {QueueSettings} s WHERE s.queue = $1), 1)) n
+                    WHERE d.ordering_key IS NOT NULL AND n.state = 0))
                 RETURNING 1),
             woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))
             SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken)

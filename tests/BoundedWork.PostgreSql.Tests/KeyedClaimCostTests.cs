@@ -1,0 +1,184 @@
+using System.Text.Json;
+using BoundedWork.PostgreSql.Internal;
+using Npgsql;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>
+/// What one per-key claim reads, counted by the database (EXPLAIN ANALYZE), not timed: on a deep backlog of few keys
+/// with the per-key rule binding, and on many keys of one item each, the rows the table's scans examine (returned,
+/// filtered out) stay within a bound that does not grow with the backlog: about (2 * count + 16) * (1 + 2M) when the
+/// head of the claim order answers, about keys * (1 + 2M) + count otherwise (see <see cref="KeyedClaimSql"/>). Custom
+/// and generic plans alike (a prepared statement keeps its generic plan until an analyze). The limited claim of the
+/// settings lock (<see cref="StorageSql.ClaimLimited"/>) examines the whole backlog of the keys in the same case.
+/// </summary>
+[Collection(PostgresCollection.Name)]
+public sealed class KeyedClaimCostTests(PostgresFixture postgres)
+{
+    private const int Count = 10;
+    private const int PerKey = 2;
+
+    /// <summary>The bound stated for these shapes: a head of 2 * 10 + 16 = 36 rows, each key walked for M = 2 rows and probed for M newer running ones (36 * (1 + 2M) = 180), and the locks and updates of the 10 claimed. Measured: 52 to 92.</summary>
+    private const long Bound = 200;
+
+    [Theory]
+    [InlineData(3, 3000, 1, false)] // binds: one item of each key may start
+    [InlineData(3, 3000, 1, true)]
+    [InlineData(3, 3000, 2, false)] // binds: nothing may start
+    [InlineData(3, 3000, 2, true)]
+    [InlineData(3000, 1, 0, false)] // many keys of one item: nothing binds
+    [InlineData(3000, 1, 0, true)]
+    public async Task ClaimPerKey_DeepBacklog_ExaminesABoundedNumberOfRows(int keys, int itemsPerKey, int runningPerKey, bool generic)
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await FillAsync(claim, keys, itemsPerKey, runningPerKey);
+
+        var (examined, claimed) = await ExplainAsync(claim, new KeyedClaimSql(claim.Sql).ClaimPerKey, generic, lockFirst: null);
+
+        Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), claimed);
+        Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
+    }
+
+    /// <summary>
+    /// A generic plan made while the table was empty (the cheapest plans then are the worst later) and kept while the
+    /// backlog grows (no analyze since): the claim still examines a bounded number of rows.
+    /// </summary>
+    [Theory]
+    [InlineData(3, 3000, 1)]
+    [InlineData(3000, 1, 0)]
+    public async Task ClaimPerKey_GenericPlanMadeOnAnEmptyTable_StaysBoundedOnAGrownBacklog(int keys, int itemsPerKey, int runningPerKey)
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await using var connection = await claim.OpenAsync();
+        await ExecuteAsync(connection, $"ANALYZE {claim.Items}; SET plan_cache_mode = force_generic_plan; "
+            + $"PREPARE measured (text, int, text, interval, int) AS {new KeyedClaimSql(claim.Sql).ClaimPerKey}");
+        await ExecuteAsync(connection, $"EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})");
+        await FillAsync(claim, keys, itemsPerKey, runningPerKey, analyze: false);
+
+        await using var transaction = await connection.BeginTransactionAsync();
+        await using var explain = new NpgsqlCommand(
+            $"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})", connection, transaction);
+        using var document = JsonDocument.Parse((string)(await explain.ExecuteScalarAsync())!);
+        await transaction.RollbackAsync();
+        var plan = document.RootElement[0].GetProperty("Plan");
+
+        Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), Claimed(plan));
+        var examined = Examined(plan);
+        Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
+    }
+
+    /// <summary>The same measure on the per-key rule of the settings-lock claim: it walks the keys' whole backlog.</summary>
+    [Fact]
+    public async Task ClaimLimited_DeepBacklogOfFewKeys_ExaminesTheBacklog()
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await FillAsync(claim, 3, 3000, 1);
+        await postgres.ExecuteAsync($"INSERT INTO {claim.Sql.QueueSettings} (queue, max_running_per_key) VALUES ('{KeyedClaim.Queue}', {PerKey})");
+
+        var (examined, claimed) = await ExplainAsync(claim, claim.Sql.ClaimLimited, generic: false, lockFirst: claim.Sql.LockSettings);
+
+        Assert.Equal(3, claimed);
+        Assert.True(examined > 9000, $"{examined} rows examined.");
+    }
+
+    /// <summary>Keys k0..k{keys-1} interleaved in enqueue order, the first <paramref name="runningPerKey"/> of each key running; then an analyze.</summary>
+    private async Task FillAsync(KeyedClaim claim, int keys, int itemsPerKey, int runningPerKey, bool analyze = true)
+    {
+        await postgres.ExecuteAsync($"""
+            INSERT INTO {claim.Items} (queue, payload, ordering_key)
+            SELECT '{KeyedClaim.Queue}', jsonb_build_object(), 'k' || (g % {keys}) FROM generate_series(0, {(keys * itemsPerKey) - 1}) g ORDER BY g;
+            UPDATE {claim.Items} SET state = 1, attempts = 1, lease_owner = 'other', lease_until = now() + interval '1 hour'
+            WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY ordering_key ORDER BY id) AS n FROM {claim.Items}) r
+                         WHERE r.n <= {runningPerKey});
+            {(analyze ? $"ANALYZE {claim.Items};" : string.Empty)}
+            """);
+    }
+
+    /// <summary>Runs the claim once under EXPLAIN ANALYZE (rolled back): rows examined by scans of the items table, and rows claimed.</summary>
+    private static async Task<(long Examined, long Claimed)> ExplainAsync(KeyedClaim claim, string statement, bool generic, string? lockFirst)
+    {
+        await using var connection = await claim.OpenAsync();
+        await using var transaction = await connection.BeginTransactionAsync();
+        var perKeyParameter = statement.Contains("$5", StringComparison.Ordinal);
+        var types = perKeyParameter ? "text, int, text, interval, int" : "text, int, text, interval";
+        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour'" + (perKeyParameter ? $", {PerKey}" : string.Empty);
+        await using (var prepare = new NpgsqlCommand(
+            $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; PREPARE measured ({types}) AS {statement}", connection, transaction))
+        {
+            await prepare.ExecuteNonQueryAsync();
+        }
+
+        if (lockFirst is not null)
+        {
+            await using var lockSettings = new NpgsqlCommand(lockFirst, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = KeyedClaim.Queue } } };
+            Assert.True(await lockSettings.ExecuteScalarAsync() is true);
+        }
+
+        string json;
+        await using (var explain = new NpgsqlCommand($"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ({arguments})", connection, transaction))
+        {
+            json = (string)(await explain.ExecuteScalarAsync())!;
+        }
+
+        await transaction.RollbackAsync();
+        await using (var deallocate = new NpgsqlCommand("DEALLOCATE measured", connection))
+        {
+            await deallocate.ExecuteNonQueryAsync();
+        }
+
+        using var document = JsonDocument.Parse(json);
+        var plan = document.RootElement[0].GetProperty("Plan");
+        return (Examined(plan), Claimed(plan));
+    }
+
+    /// <summary>Rows the plan's scans of the items table returned or filtered out, over all their loops.</summary>
+    private static long Examined(JsonElement node)
+    {
+        long sum = 0;
+        if (node.GetProperty("Node Type").GetString()!.Contains("Scan", StringComparison.Ordinal)
+            && node.TryGetProperty("Relation Name", out var relation) && relation.GetString() == "items")
+        {
+            var perLoop = node.GetProperty("Actual Rows").GetDouble() + Property(node, "Rows Removed by Filter") + Property(node, "Rows Removed by Index Recheck");
+            sum += (long)Math.Ceiling(perLoop * node.GetProperty("Actual Loops").GetDouble());
+        }
+
+        if (node.TryGetProperty("Plans", out var children))
+        {
+            foreach (var child in children.EnumerateArray())
+            {
+                sum += Examined(child);
+            }
+        }
+
+        return sum;
+    }
+
+    /// <summary>Rows the claim's update wrote (the ModifyTable node with the lease: the one that is not the promotion).</summary>
+    private static long Claimed(JsonElement node)
+    {
+        long claimed = 0;
+        if (node.GetProperty("Node Type").GetString() == "ModifyTable"
+            && node.TryGetProperty("Subplan Name", out var name) && name.GetString() == "CTE claimed")
+        {
+            claimed = (long)node.GetProperty("Actual Rows").GetDouble();
+        }
+
+        if (node.TryGetProperty("Plans", out var children))
+        {
+            foreach (var child in children.EnumerateArray())
+            {
+                claimed += Claimed(child);
+            }
+        }
+
+        return claimed;
+    }
+
+    private static async Task ExecuteAsync(NpgsqlConnection connection, string sql)
+    {
+        await using var command = new NpgsqlCommand(sql, connection);
+        await command.ExecuteNonQueryAsync();
+    }
+
+    private static double Property(JsonElement node, string name) => node.TryGetProperty(name, out var value) ? value.GetDouble() : 0;
+}
