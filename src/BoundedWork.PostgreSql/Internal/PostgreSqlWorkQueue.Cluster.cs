@@ -210,15 +210,21 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         }
     }
 
-    /// <summary>One heartbeat: writes the node's row and reads the settings; if they are new, applies them and writes the row again, so the cluster view shows what the node runs now.</summary>
+    /// <summary>
+    /// One heartbeat: writes the node's row and reads the settings; if they are new, applies them and writes the row
+    /// again, so the cluster view shows what the node runs now; then renews the node's cluster permits.
+    /// </summary>
     private void BeatAndApply(ClusterNode node)
     {
+        var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
         var settings = node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
         if (node.Apply(settings))
         {
             node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
         }
+
+        RenewPermits(connection, settings, startedAt);
     }
 
     /// <summary>
