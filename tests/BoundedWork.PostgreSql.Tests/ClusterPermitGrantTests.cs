@@ -33,6 +33,28 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task BindingMaxRunning_TheNodeHoldsItsGrant_AndTheClusterViewShowsPermitsGrantedAndInUse()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        using var gate = new ManualResetEventSlim();
+        var behavior = new Behavior { Handle = (_, _) => gate.Wait(QueueNode.Patience) };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 2);
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 3);
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPermitsAllowed == 3, "the node holds the three permits");
+
+        await node.Queue.EnqueueManyAsync(Enumerable.Range(0, 6).Select(i => new Notice(i)));
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1").Result == 3, "the node holds three items");
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPermitWaiting == 1, "one more it has room for waits for a permit");
+
+        await DurableQueueTests.WaitAsync(() => queue.GetClusterAsync().Result.LimitUse is { PermitsGranted: 3, PermitsInUse: 3 }, "the view shows the grant in use");
+        Assert.Equal(3L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1"));
+        gate.Set();
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 6, "every item ran");
+    }
+
+    [Fact]
     public async Task GrantThatCannotBeRenewed_Lapses_AndTheNodeStartsNothingNew_UntilItRenewsAgain()
     {
         var schema = await postgres.NewSchemaAsync();

@@ -122,12 +122,22 @@ public sealed class PermitAllocationProperties
     {
         var limits = new GrantLimits(null, 10, 3);
         var a = PermitAllocation.Allocate(limits, new NodeGrant("a", 4, 8, 0, 0, 0), 0, [new NodeGrant("b", 4, 8, 0, 0, 0)], 0);
-        Assert.Equal(2, a.Burst);
-        Assert.Equal(10.0 * 2 / 3, a.Rate, 9);
+        Assert.Equal(2, a.Burst); // 1.5 each, the remainder by name
+        Assert.Equal(5.0, a.Rate, 9);
         var b = PermitAllocation.Allocate(limits, new NodeGrant("b", 4, 8, 0, 0, 0), 0, [new NodeGrant("a", 4, 8, 0, a.Rate, a.Burst)], 0);
         Assert.Equal(1, b.Burst);
-        Assert.Equal(10.0 / 3, b.Rate, 9);
-        Assert.True(a.Rate + b.Rate <= 10 + 1e-9);
+        Assert.Equal(5.0, b.Rate, 9);
+
+        // A rate far above what the workers could start is not capped by them: one node with two workers gets it all.
+        var alone = PermitAllocation.Allocate(new GrantLimits(null, 1_000_000, 1_000_000), new NodeGrant("a", 2, 4, 0, 0, 0), 0, [], 0);
+        Assert.Equal((1_000_000, 1_000_000.0), (alone.Burst, alone.Rate));
+
+        // Three nodes, a burst of two: the third gets no burst and no rate; the rate goes to the two that can start.
+        var three = new[] { new NodeGrant("a", 1, 2, 0, 0, 0), new NodeGrant("b", 1, 2, 0, 0, 0), new NodeGrant("c", 1, 2, 0, 0, 0) };
+        var c = PermitAllocation.Allocate(new GrantLimits(null, 10, 2), three[2], 0, three[..2], 0);
+        Assert.Equal((0, 0.0), (c.Burst, c.Rate));
+        var first = PermitAllocation.Allocate(new GrantLimits(null, 10, 2), three[0], 0, three[1..], 0);
+        Assert.Equal((1, 5.0), (first.Burst, first.Rate));
 
         // A fourth node finds the burst all held: nothing, until the others shrink.
         var d = PermitAllocation.Allocate(limits, new NodeGrant("d", 4, 8, 0, 0, 0), 0,

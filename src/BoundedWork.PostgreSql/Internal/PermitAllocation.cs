@@ -36,9 +36,10 @@ internal readonly record struct PermitGrant(int? Allowed, int Stored, double Rat
 /// most N.
 /// </para>
 /// <para>
-/// <b>Rate.</b> The burst B is spread in whole tokens as the running permits are (by worker counts), so a node that
-/// gets a burst share can hold a whole token; the rate share is the same fraction of R. Both are capped by what the
-/// other live nodes do not hold: the shares of the live nodes sum to at most B and R.
+/// <b>Rate.</b> The burst B is spread in whole tokens in proportion to the nodes' worker counts (largest remainders),
+/// so a node that gets a burst share can hold a whole token; the rate R is spread in proportion to the worker counts of
+/// the nodes that get a burst share. Both are capped by what the other live nodes do not hold: the shares of the live
+/// nodes sum to at most B and R.
 /// </para>
 /// </remarks>
 internal static class PermitAllocation
@@ -65,9 +66,12 @@ internal static class PermitAllocation
         var burst = 0;
         if (limits.StartsPerSecond is double r && limits.StartBurst > 0)
         {
-            var fairBurst = MaxMin(limits.StartBurst, nodes.Select(n => (n.Node, Math.Max(n.Workers, 1))).ToList())[0];
-            burst = Math.Clamp(Math.Min(fairBurst, limits.StartBurst - others.Sum(static n => n.Burst)), 0, limits.StartBurst);
-            rate = burst == 0 ? 0 : Math.Clamp(Math.Min(r * fairBurst / limits.StartBurst, r - others.Sum(static n => n.Rate)), 0, r);
+            var weights = nodes.Select(n => (n.Node, Math.Max(n.Workers, 1))).ToList();
+            var bursts = Apportion(limits.StartBurst, weights);
+            var sharing = Enumerable.Range(0, nodes.Count).Where(i => bursts[i] > 0).Sum(i => (double)weights[i].Item2);
+            var fairRate = bursts[0] > 0 ? r * weights[0].Item2 / sharing : 0;
+            burst = Math.Clamp(Math.Min(bursts[0], limits.StartBurst - others.Sum(static n => n.Burst)), 0, limits.StartBurst);
+            rate = burst == 0 ? 0 : Math.Clamp(Math.Min(fairRate, r - others.Sum(static n => n.Rate)), 0, r);
             if (rate == 0)
             {
                 burst = 0;
@@ -75,6 +79,37 @@ internal static class PermitAllocation
         }
 
         return new PermitGrant(allowed, stored, rate, burst, fairRunning);
+    }
+
+    /// <summary>
+    /// Spreads <paramref name="total"/> whole units in proportion to the weights (largest remainders; ties in ordinal
+    /// order of name). Returns the shares in the weights' order.
+    /// </summary>
+    public static int[] Apportion(int total, IReadOnlyList<(string Name, int Weight)> weights)
+    {
+        var shares = new int[weights.Count];
+        var sum = weights.Sum(static w => (double)w.Weight);
+        if (total <= 0 || sum <= 0)
+        {
+            return shares;
+        }
+
+        var quotas = weights.Select(w => total * w.Weight / sum).ToArray();
+        for (var i = 0; i < shares.Length; i++)
+        {
+            shares[i] = (int)Math.Floor(quotas[i]);
+        }
+
+        var left = total - shares.Sum();
+        foreach (var i in Enumerable.Range(0, shares.Length)
+                     .OrderByDescending(i => quotas[i] - shares[i])
+                     .ThenBy(i => weights[i].Name, StringComparer.Ordinal)
+                     .Take(left))
+        {
+            shares[i]++;
+        }
+
+        return shares;
     }
 
     /// <summary>

@@ -27,6 +27,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var settings = ClusterSettingsRules.Defaults;
         var nodes = new List<WorkQueueClusterNode>();
         var permits = new List<ClusterPermitUse>();
+        long granted = 0, inUse = 0;
         WorkQueueStorageStatistics storage;
         var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
@@ -56,6 +57,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     {
                         nodes.Add(ReadNode(reader));
                         permits.Add(new ClusterPermitUse(reader.GetInt64(12), TimeSpan.FromSeconds(reader.GetDouble(13)), reader.GetDouble(14)));
+                        granted += reader.GetInt32(15);
+                        inUse += reader.GetInt32(16);
                     }
 
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
@@ -77,6 +80,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                 WaitingForPermit = permits.Sum(static node => node.WaitingForPermit),
                 StartsLastSecond = permits.Sum(static node => node.StartsLastSecond),
                 OldestPermitWait = permits.Count == 0 ? TimeSpan.Zero : permits.Max(static node => node.OldestPermitWait),
+                PermitsGranted = settings.MaxRunning is null ? 0 : granted,
+                PermitsInUse = settings.MaxRunning is null ? 0 : inUse,
             },
             ReadAt = storage.ReadAt,
         };
