@@ -12,9 +12,10 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <para>
 /// <b>The grant.</b> Each live node holds, in its <c>nodes</c> row, a grant of the queue's running permits and a share
 /// of its start rate and burst, written only by its own cluster loop in a short transaction that locks the settings row
-/// (<see cref="PermitGrantSql"/>), at every heartbeat and at once when the node is short of permits and there may be
-/// room; <see cref="PermitAllocation"/> says what it may take and why the limits hold. A claim never takes that lock:
-/// it is the plain claim, for <c>min(items the node may hold, free local permits, whole tokens)</c> items.
+/// (<see cref="PermitGrantSql"/>), at every heartbeat, at once when the node is short of permits and there may be
+/// room, and at once when its row holds more than its allowance (a grant that shrank below what was in use) and its use
+/// has come down to the allowance, to give the rest back; <see cref="PermitAllocation"/> says what it may take and
+/// why the limits hold. A claim never takes that lock: it is the plain claim, for <c>min(items the node may hold, free local permits, whole tokens)</c> items.
 /// </para>
 /// <para>
 /// <b>Counted locally.</b> A permit is taken when an item is claimed (<see cref="Take"/>, before the claim statement;
@@ -59,6 +60,8 @@ internal sealed class ClusterPermits(TimeProvider time)
     private long _expiresAt;
     private bool _lapsed;
     private int _fair;
+    private int _stored;
+    private bool _givingBack;
     private long _earlyRenewalAt = long.MinValue;
 
     /// <summary>Gets the lock of every member.</summary>
@@ -211,11 +214,22 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>An item's handler ended (or the item was given back unrun): its permit is free.</summary>
-    public void Finished()
+    /// <returns>
+    /// <see langword="true"/> once the node's row records more than its allowance (a grant that shrank below what was in
+    /// use) and its use has come down to the allowance: worth a renewal now, to give the rest back to the other nodes.
+    /// </returns>
+    public bool Finished()
     {
         lock (SyncObj)
         {
             _inUse--;
+            if (_allowed is int allowed && _stored > allowed && _inUse <= allowed && !_givingBack)
+            {
+                _givingBack = true;
+                return true;
+            }
+
+            return false;
         }
     }
 
@@ -272,6 +286,8 @@ internal sealed class ClusterPermits(TimeProvider time)
             _rated = limits.StartsPerSecond is not null;
             _bucket.SetShare(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
             _fair = grant.FairRunning;
+            _stored = grant.Stored;
+            _givingBack = false;
             _perKey = perKey;
             _version = version;
             _stale = false;

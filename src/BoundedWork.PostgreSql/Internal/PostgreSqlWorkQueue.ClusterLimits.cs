@@ -143,7 +143,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         {
             StorageMetrics.ClusterLimitedClaims.Add(1, StorageMetrics.QueueTag(Name),
                 new("boundedwork.storage.cluster.limit", _permits.Allowed is int allowed && _permits.InUse >= allowed ? "max_running" : "starts_per_second"));
-            if (_permits.ShouldRenewEarly(_options.NodeHeartbeatInterval / 4))
+            if (_permits.ShouldRenewEarly(_options.NodeHeartbeatInterval / 10))
             {
                 _settingsChanged.Set(); // short of permits: ask for more now, not at the next heartbeat
             }
@@ -235,9 +235,15 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         transaction.Commit();
-        if (_permits.Granted(grant, limits, perKey, version, startedAt, _options.NodeHeartbeatInterval * 3))
+        var lifetime = _options.NodeHeartbeatInterval * 3;
+        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime))
         {
             _logger.PermitGrantRestored(Name);
+        }
+
+        if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
+        {
+            _settingsChanged.Set(); // the renewal took longer than the grant lives (it waited for the lock): renew again now
         }
 
         if (_logger.IsEnabled(LogLevel.Debug))

@@ -48,7 +48,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
         _outcomes.Post(item, kind, retryDelay, error);
-        _permits.Finished(); // the handler ended: its permit is free now, before the outcome's commit
+        if (_permits.Finished()) // the handler ended: its permit is free now, before the outcome's commit
+        {
+            _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
+        }
+
         if (_permits.IsLimited)
         {
             _wake.Set();
