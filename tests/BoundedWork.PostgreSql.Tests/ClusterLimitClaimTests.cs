@@ -6,45 +6,35 @@ using Npgsql;
 namespace BoundedWork.PostgreSql.Tests;
 
 /// <summary>
-/// The rules of the limited claim statement, one at a time, on rows written directly: the claim transaction runs as a
-/// node runs it (<see cref="StorageSql.LockSettings"/>, then <see cref="StorageSql.ClaimLimited"/>), with no node.
+/// The rules of the claim statements under cluster limits, one at a time, on rows written directly, with no node: the
+/// keyed claim (<see cref="KeyedClaimSql.ClaimPerKey"/>), the plain claim's settings-version check, and what a grant
+/// transaction reads (<see cref="PermitGrantSql.ReadGrants"/>).
 /// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
 {
     [Fact]
-    public async Task MaxRunning_ClaimsOnlyTheRoomLeft_TheRestWaitForAPermit()
+    public async Task GrantRead_ARunningRowOfANodeWithoutALiveGrant_CountsAsDead_UntilItIsReaped()
     {
-        var (sql, schema) = await NewStoreAsync();
-        await InsertAsync(sql, null, StorageSql.Running);
-        await InsertAsync(sql, null, StorageSql.Running);
-        var ready = new List<long>();
-        for (var i = 0; i < 5; i++)
-        {
-            ready.Add(await InsertAsync(sql, null));
-        }
+        var (sql, _) = await NewStoreAsync();
+        var statements = new PermitGrantSql(sql);
+        await postgres.ExecuteAsync($"""
+            INSERT INTO {sql.Items} (queue, payload, state, lease_owner, lease_until) VALUES
+                ('notices', '{"{}"}', 1, 'killed', now() - interval '1 minute'),
+                ('notices', '{"{}"}', 1, 'expired', now() + interval '1 minute'),
+                ('notices', '{"{}"}', 1, 'live', now() + interval '1 minute'),
+                ('notices', '{"{}"}', 1, 'me', now() + interval '1 minute');
+            INSERT INTO {sql.Nodes} (queue, node, host, process_id, version, expires_at, worker_count, lease_owner, permit_demand, granted_running, granted_rate, granted_burst) VALUES
+                ('notices', 'b-live', 'h', 1, 'v', now() + interval '1 minute', 3, 'live', 6, 2, 1.5, 1),
+                ('notices', 'c-expired', 'h', 2, 'v', now() - interval '1 second', 3, 'expired', 6, 2, 1.5, 1);
+            """);
 
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 3);
+        var (others, dead) = await ReadGrantsAsync(statements, "a-me", "me");
+        Assert.Equal([new NodeGrant("b-live", 3, 6, 2, 1.5, 1)], others);
+        Assert.Equal(2, dead); // the killed node's row (its lease expired, not reaped yet) and the expired node's; not this node's own
 
-        var first = await ClaimAsync(sql, 4);
-        Assert.Equal(new[] { ready[0] }, first.Claimed);
-        Assert.Equal(3, first.Waiting); // the node had four idle workers, one permit was left
-        Assert.Equal("max_running", first.Bound);
-
-        var second = await ClaimAsync(sql, 4);
-        Assert.Empty(second.Claimed);
-        Assert.Equal(4, second.Waiting);
-    }
-
-    [Fact]
-    public async Task MaxRunning_AnExpiredLeaseStillCounts_UntilItIsReaped()
-    {
-        var (sql, schema) = await NewStoreAsync();
-        await postgres.ExecuteAsync($"INSERT INTO {sql.Items} (queue, payload, state, lease_owner, lease_until) VALUES ('notices', '{{\"Number\": 0}}', 1, 'dead', now() - interval '1 minute')");
-        await InsertAsync(sql, null);
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 1);
-
-        Assert.Empty((await ClaimAsync(sql, 2)).Claimed);
+        await postgres.ExecuteAsync($"UPDATE {sql.Items} SET state = 0, lease_owner = NULL, lease_until = NULL WHERE lease_owner = 'killed'");
+        Assert.Equal(1, (await ReadGrantsAsync(statements, "a-me", "me")).Dead);
     }
 
     [Fact]
@@ -56,12 +46,11 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
         var c = await InsertAsync(sql, "k", priority: 9);
         var d = await InsertAsync(sql, "k", priority: 9);
 
-        // One global permit: the key's oldest item takes it, not its most urgent.
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 1, perKey: 2);
-        Assert.Equal(new[] { a }, (await ClaimAsync(sql, 4)).Claimed);
-
-        // No global limit: the next one of the key; its third waits behind two unfinished elders.
+        // One permit: the key's oldest item takes it, not its most urgent.
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: 2);
+        Assert.Equal(new[] { a }, (await ClaimAsync(sql, 1)).Claimed);
+
+        // More permits: the next one of the key; its third waits behind two unfinished elders.
         Assert.Equal(new[] { b }, (await ClaimAsync(sql, 4)).Claimed);
         Assert.Empty((await ClaimAsync(sql, 4)).Claimed);
 
@@ -116,92 +105,19 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
     }
 
     [Fact]
-    public async Task StartsPerSecond_AFullBucketGivesTheBurst_AnEmptyOneNothing_AndTheTimeToItsNextToken()
-    {
-        var (sql, schema) = await NewStoreAsync();
-        for (var i = 0; i < 10; i++)
-        {
-            await InsertAsync(sql, null);
-        }
-
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 2, burst: 3);
-
-        // Untouched for an hour: the bucket holds its burst, no more.
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 0, tokens_at = now() - interval '1 hour'");
-        var full = await ClaimAsync(sql, 10);
-        Assert.Equal(3, full.Claimed.Length);
-        Assert.Equal("starts_per_second", full.Bound);
-        Assert.Equal(0, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"));
-
-        // Empty, and its clock ahead of this claim's (it never refills backwards): nothing, and the next token in 1/2 s.
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 0, tokens_at = now() + interval '1 hour'");
-        var empty = await ClaimAsync(sql, 10);
-        Assert.Empty(empty.Claimed);
-        Assert.Equal(7, empty.Waiting);
-        Assert.Equal(0.5, empty.NextDue!.Value, 3);
-
-        // A node with no idle worker spends nothing.
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 2.5, tokens_at = now() + interval '1 hour'");
-        Assert.Single((await ClaimAsync(sql, 1)).Claimed);
-        Assert.Equal(1.5, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
-    }
-
-    [Fact]
-    public async Task StartBurstLowered_TheClaimSpendsAtMostTheNewBurst_AndStoresNoMore()
-    {
-        var (sql, schema) = await NewStoreAsync();
-        for (var i = 0; i < 10; i++)
-        {
-            await InsertAsync(sql, null);
-        }
-
-        // A bucket filled under a burst of 8, then the burst lowered to 3; the bucket's clock is ahead (no refill).
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 8);
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now() + interval '1 hour'");
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 3);
-
-        Assert.Equal(3, (await ClaimAsync(sql, 10)).Claimed.Length);
-        Assert.Equal(0, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"));
-
-        // A node with one idle worker: it spends one token of the (clamped) three, and two stay stored.
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 8);
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now() + interval '1 hour'");
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1, burst: 3);
-        Assert.Single((await ClaimAsync(sql, 1)).Claimed);
-        Assert.Equal(2, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
-    }
-
-    [Theory]
-    [InlineData(3, null, 3.0)] // the burst lowered
-    [InlineData(null, 2.0, 2.0)] // no burst set: its default, ceil(rate), lowered with the rate
-    public async Task StartBurstLowered_ThroughTheFleetSettings_TheStoredTokensAreClampedAtOnce_BeforeAnyClaim(int? burst, double? rate, double expected)
-    {
-        var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
-        var cluster = node.Host.Services.GetServices<IWorkQueueCluster>().Single();
-        await cluster.UpdateSettingsAsync(s => s with { StartsPerSecond = 8, StartBurst = null }, "operator");
-        var sql = new StorageSql(schema);
-        await postgres.ExecuteAsync($"UPDATE {sql.QueueSettings} SET tokens = 8, tokens_at = now()");
-
-        await cluster.UpdateSettingsAsync(s => s with { StartsPerSecond = rate ?? s.StartsPerSecond, StartBurst = burst }, "operator");
-
-        Assert.Equal(expected, await postgres.ScalarAsync<double>($"SELECT tokens FROM {sql.QueueSettings}"), 6);
-    }
-
-    [Fact]
-    public async Task SingleStatementClaim_ClaimsNothingForALimitedQueue_AndSaysSo_LockSettingsSaysWhenTheLimitsAreGone()
+    public async Task PlainClaim_UnderAnotherSettingsVersion_ClaimsNothing_AndReturnsTheVersion()
     {
         var (sql, schema) = await NewStoreAsync();
         await InsertAsync(sql, null);
         await InsertAsync(sql, null);
 
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 5);
-        var limited = await UnlimitedClaimAsync(sql);
-        Assert.Equal((0, true), limited);
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 5); // version 1
+        Assert.Equal((0, 1L, 0L), await PlainClaimAsync(sql, 10, version: 0, peek: 0));
+        Assert.Equal((1, 1L, 1L), await PlainClaimAsync(sql, 1, version: 1, peek: 5)); // one taken; of the first five ready, one waits
 
-        await ClusterLimitSql.SetLimitsAsync(postgres, schema);
-        Assert.False(await LockSettingsAsync(sql));
-        Assert.Equal((2, false), await UnlimitedClaimAsync(sql));
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema); // version 2
+        Assert.Equal((0, 2L, 1L), await PlainClaimAsync(sql, 10, version: 1, peek: 5)); // nothing claimed under the old version; one waits
+        Assert.Equal((1, 2L, 0L), await PlainClaimAsync(sql, 10, version: 2, peek: 0));
     }
 
     private async Task<(StorageSql Sql, string Schema)> NewStoreAsync()
@@ -222,29 +138,50 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
             RETURNING id
             """);
 
-    private async Task<bool> LockSettingsAsync(StorageSql sql)
+    private async Task<(List<NodeGrant> Others, long Dead)> ReadGrantsAsync(PermitGrantSql statements, string node, string leaseOwner)
     {
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
-        await using var command = new NpgsqlCommand(sql.LockSettings, connection) { Parameters = { new() { Value = ClusterLimitSql.Queue } } };
-        return await command.ExecuteScalarAsync() is true;
+        await using var command = new NpgsqlCommand(statements.ReadGrants, connection)
+        {
+            Parameters = { new() { Value = ClusterLimitSql.Queue }, new() { Value = node }, new() { Value = leaseOwner } },
+        };
+        await using var reader = await command.ExecuteReaderAsync();
+        var (others, dead) = (new List<NodeGrant>(), 0L);
+        while (await reader.ReadAsync())
+        {
+            if (reader.IsDBNull(0))
+            {
+                dead = reader.GetInt64(6);
+            }
+            else
+            {
+                others.Add(new NodeGrant(reader.GetString(0), reader.GetInt32(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetDouble(4), reader.GetInt32(5)));
+            }
+        }
+
+        return (others, dead);
     }
 
-    private async Task<(int Claimed, bool Limited)> UnlimitedClaimAsync(StorageSql sql)
+    private async Task<(int Claimed, long Version, long Waiting)> PlainClaimAsync(StorageSql sql, int count, long version, int peek)
     {
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
         await using var command = new NpgsqlCommand(sql.Claim, connection)
         {
-            Parameters = { new() { Value = ClusterLimitSql.Queue }, new() { Value = 10 }, new() { Value = "test" }, new() { Value = TimeSpan.FromMinutes(1) } },
+            Parameters =
+            {
+                new() { Value = ClusterLimitSql.Queue }, new() { Value = count }, new() { Value = "test" }, new() { Value = TimeSpan.FromMinutes(1) },
+                new() { Value = version }, new() { Value = peek },
+            },
         };
         await using var reader = await command.ExecuteReaderAsync();
-        var (claimed, limited) = (0, false);
+        var (claimed, seen, waiting) = (0, -1L, -1L);
         while (await reader.ReadAsync())
         {
             if (reader.IsDBNull(0))
             {
-                limited = reader.GetBoolean(9);
+                (seen, waiting) = (reader.GetInt64(9), reader.GetInt64(10));
             }
             else
             {
@@ -252,32 +189,39 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
             }
         }
 
-        return (claimed, limited);
+        return (claimed, seen, waiting);
     }
 
-    private async Task<(long[] Claimed, long Waiting, string? Bound, double? NextDue)> ClaimAsync(StorageSql sql, int count)
+    /// <summary>A claim as a node runs it: the keyed claim while the settings' M is above one, else the plain claim under the current version.</summary>
+    private async Task<(long[] Claimed, long HeldBack)> ClaimAsync(StorageSql sql, int count)
     {
+        var perKey = await postgres.ScalarAsync<int>($"SELECT coalesce((SELECT max_running_per_key FROM {sql.QueueSettings} WHERE queue = '{ClusterLimitSql.Queue}'), 1)");
+        var version = await postgres.ScalarAsync<long>($"SELECT coalesce((SELECT version FROM {sql.QueueSettings} WHERE queue = '{ClusterLimitSql.Queue}'), 0)");
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
-        await using var transaction = await connection.BeginTransactionAsync();
-        await using (var lockSettings = new NpgsqlCommand(sql.LockSettings, connection, transaction) { Parameters = { new() { Value = ClusterLimitSql.Queue } } })
+        await using var command = new NpgsqlCommand(perKey > 1 ? new KeyedClaimSql(sql).ClaimPerKey : sql.Claim, connection)
         {
-            Assert.True(await lockSettings.ExecuteScalarAsync() is true);
+            Parameters = { new() { Value = ClusterLimitSql.Queue }, new() { Value = count }, new() { Value = "test" }, new() { Value = TimeSpan.FromMinutes(1) } },
+        };
+        if (perKey > 1)
+        {
+            command.Parameters.Add(new() { Value = perKey });
+        }
+        else
+        {
+            command.Parameters.Add(new() { Value = version });
+            command.Parameters.Add(new() { Value = 0 });
         }
 
         var claimed = new List<long>();
-        (long Waiting, string? Bound, double? NextDue) last = default;
-        await using (var command = new NpgsqlCommand(sql.ClaimLimited, connection, transaction)
-        {
-            Parameters = { new() { Value = ClusterLimitSql.Queue }, new() { Value = count }, new() { Value = "test" }, new() { Value = TimeSpan.FromMinutes(1) } },
-        })
+        long heldBack = 0;
         await using (var reader = await command.ExecuteReaderAsync())
         {
             while (await reader.ReadAsync())
             {
                 if (reader.IsDBNull(0))
                 {
-                    last = (reader.GetInt64(9), reader.IsDBNull(11) ? null : reader.GetString(11), reader.IsDBNull(8) ? null : reader.GetDouble(8));
+                    heldBack = perKey > 1 ? reader.GetInt64(9) : 0;
                 }
                 else
                 {
@@ -286,7 +230,6 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
             }
         }
 
-        await transaction.CommitAsync();
-        return ([.. claimed], last.Waiting, last.Bound, last.NextDue);
+        return ([.. claimed], heldBack);
     }
 }

@@ -347,6 +347,33 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task DatabaseAtSchemaVersion4_IsUpgradedOnStart_NodeRowsKeepTheirColumns_AndGainAnEmptyGrant()
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var sql = new StorageSql(schema);
+        await postgres.ExecuteAsync($$"""
+            CREATE SCHEMA {{schema}};
+            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            {{sql.Migrations[0]}}
+            {{sql.Migrations[1]}}
+            {{sql.Migrations[2]}}
+            {{sql.Migrations[3]}}
+            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1), (2), (3), (4);
+            INSERT INTO {{sql.Nodes}} (queue, node, host, process_id, version, expires_at, worker_count)
+                VALUES ('notices', 'old', 'h', 1, '0.1.0', now() + interval '1 hour', 7);
+            INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 1}');
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
+
+        Assert.Equal([1, 2, 3, 4, 5], (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        Assert.Equal("7 0 0 0", await postgres.ScalarAsync<string>(
+            $"SELECT worker_count || ' ' || granted_running || ' ' || running_in_use || ' ' || granted_burst FROM {schema}.nodes WHERE node = 'old' AND lease_owner IS NULL"));
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 1, "the item stored before the upgrade is handled");
+    }
+
+    [Fact]
     public async Task SchemaNewerThanThePackage_FailsTheStart_NamingBothVersions()
     {
         var schema = "m_" + Guid.NewGuid().ToString("N")[..12];

@@ -33,7 +33,7 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         var claim = await KeyedClaim.CreateAsync(postgres);
         await FillAsync(claim, keys, itemsPerKey, runningPerKey);
 
-        var (examined, claimed) = await ExplainAsync(claim, new KeyedClaimSql(claim.Sql).ClaimPerKey, generic, lockFirst: null);
+        var (examined, claimed) = await ExplainAsync(claim, new KeyedClaimSql(claim.Sql).ClaimPerKey, generic);
 
         Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), claimed);
         Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
@@ -67,20 +67,6 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
     }
 
-    /// <summary>The same measure on the per-key rule of the settings-lock claim: it walks the keys' whole backlog.</summary>
-    [Fact]
-    public async Task ClaimLimited_DeepBacklogOfFewKeys_ExaminesTheBacklog()
-    {
-        var claim = await KeyedClaim.CreateAsync(postgres);
-        await FillAsync(claim, 3, 3000, 1);
-        await postgres.ExecuteAsync($"INSERT INTO {claim.Sql.QueueSettings} (queue, max_running_per_key) VALUES ('{KeyedClaim.Queue}', {PerKey})");
-
-        var (examined, claimed) = await ExplainAsync(claim, claim.Sql.ClaimLimited, generic: false, lockFirst: claim.Sql.LockSettings);
-
-        Assert.Equal(3, claimed);
-        Assert.True(examined > 9000, $"{examined} rows examined.");
-    }
-
     /// <summary>Keys k0..k{keys-1} interleaved in enqueue order, the first <paramref name="runningPerKey"/> of each key running; then an analyze.</summary>
     private async Task FillAsync(KeyedClaim claim, int keys, int itemsPerKey, int runningPerKey, bool analyze = true)
     {
@@ -95,23 +81,16 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
     }
 
     /// <summary>Runs the claim once under EXPLAIN ANALYZE (rolled back): rows examined by scans of the items table, and rows claimed.</summary>
-    private static async Task<(long Examined, long Claimed)> ExplainAsync(KeyedClaim claim, string statement, bool generic, string? lockFirst)
+    private static async Task<(long Examined, long Claimed)> ExplainAsync(KeyedClaim claim, string statement, bool generic)
     {
         await using var connection = await claim.OpenAsync();
         await using var transaction = await connection.BeginTransactionAsync();
-        var perKeyParameter = statement.Contains("$5", StringComparison.Ordinal);
-        var types = perKeyParameter ? "text, int, text, interval, int" : "text, int, text, interval";
-        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour'" + (perKeyParameter ? $", {PerKey}" : string.Empty);
+        const string types = "text, int, text, interval, int";
+        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey}";
         await using (var prepare = new NpgsqlCommand(
             $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; PREPARE measured ({types}) AS {statement}", connection, transaction))
         {
             await prepare.ExecuteNonQueryAsync();
-        }
-
-        if (lockFirst is not null)
-        {
-            await using var lockSettings = new NpgsqlCommand(lockFirst, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = KeyedClaim.Queue } } };
-            Assert.True(await lockSettings.ExecuteScalarAsync() is true);
         }
 
         string json;

@@ -1,60 +1,124 @@
+using System.Diagnostics;
+
 namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
-/// One node's view of its queue's cluster limits (the <c>queue_settings</c> row: <c>max_running</c>,
-/// <c>max_running_per_key</c>, <c>starts_per_second</c> with <c>start_burst</c>): which claim the node runs, and what its
-/// last claim held back. Written by the claim loop only; read by metrics, the health check and the node's heartbeat.
+/// One node's cluster permits for its queue (the <c>queue_settings</c> row's <c>max_running</c>,
+/// <c>starts_per_second</c> with <c>start_burst</c>, and <c>max_running_per_key</c>): the grant leased to the node,
+/// counted locally, and what its last claim held back. Taken and given back by the claim loop and the workers; granted
+/// by the cluster loop; read by metrics, the health check and the node's heartbeat.
 /// </summary>
 /// <remarks>
 /// <para>
-/// <b>The rules</b>, enforced by the claim statement (<see cref="StorageSql.ClaimLimited"/>), never by the node:
-/// a claim takes at most <c>max_running - (rows in state running)</c> items, at most <c>floor(tokens)</c> of the
-/// bucket refilled at <c>starts_per_second</c> up to <c>start_burst</c>, and an item <c>c</c> of key <c>k</c> only
-/// while (items of <c>k</c> older than <c>c</c> in states ready, running, scheduled) + (items of <c>k</c> running and
-/// newer than <c>c</c>) &lt; <c>max_running_per_key</c>; of a key's claimable items, older ones are taken first.
+/// <b>The grant.</b> Each live node holds, in its <c>nodes</c> row, a grant of the queue's running permits and a share
+/// of its start rate and burst, written only by its own cluster loop in a short transaction that locks the settings row
+/// (<see cref="PermitGrantSql"/>), at every heartbeat, at once when the node is short of permits and there may be
+/// room, and at once when its row holds more than its allowance (a grant that shrank below what was in use) and its use
+/// has come down to the allowance, to give the rest back; <see cref="PermitAllocation"/> says what it may take and
+/// why the limits hold. A claim never takes that lock: it is the plain claim, for <c>min(items the node may hold, free local permits, whole tokens)</c> items.
 /// </para>
 /// <para>
-/// <b>Why they hold across nodes.</b> The claim transaction first locks the settings row (<see cref="StorageSql.LockSettings"/>),
-/// then claims in a second statement, whose snapshot is taken after the lock: so the claims of a limited queue take
-/// turns, and each sees every earlier claim committed. Rows leave state running only by their outcome, or when a
-/// reaper returns an expired lease, so the running count a claim reads can only be too high, never too low: the
-/// global limit holds, and a dead node's share comes back once its leases expire and are reaped, no sooner. For a key,
-/// every item taken by one statement counts the older ones it takes with it (they are unfinished), so the running items
-/// of the key after the claim are at most the count that admitted its newest item, plus one: at most M. The bucket's
-/// clock is the claim statement's start, which grows from claim to claim; the bucket never holds more than the burst
-/// B, so over any window of length L the claims take at most B + R·L tokens (B + R in any one second).
+/// <b>Counted locally.</b> A permit is taken when an item is claimed (<see cref="Take"/>, before the claim statement;
+/// what the claim did not find is given back) and given back when its handler ends (<see cref="Finished"/>), so the
+/// next claim does not wait for the outcome's commit. In use never exceeds the allowance except after a grant shrank
+/// below it; then the node starts nothing until it is below. Every held item counts, with or without limits, so the
+/// count is right the moment limits are set.
 /// </para>
 /// <para>
-/// While a limit binds (it held items back at the node's last claim), or the queue has a rate limit, the node claims
-/// only for its idle workers (held items at most its worker count), so a claimed item starts at once and a running row
-/// is an item really running: no permit is spent on an item waiting in a node's local queue. While no limit binds, the
-/// node claims ahead as an unlimited queue does (up to <c>ClaimsPerWorker</c> per worker): those items count as running
-/// too, so the limits hold all the same, and the claims are as few as without limits. A queue without limits keeps the
-/// single-statement claim; that statement claims nothing once the queue has a limit and says so, and the limited claim
-/// says when the limits are gone: each claim learns of a change committed before it started.
+/// <b>Expiry.</b> A grant is good until the node's row expires (three heartbeats after the renewal's first statement).
+/// The node measures that on its own monotonic clock from before it sent the renewal, so it stops starting limited
+/// items no later than the database sees its row expire: a node cut off from the database (or whose renewal cannot
+/// finish) starts nothing limited once its grant lapses, and its share goes to the other nodes only after that.
+/// </para>
+/// <para>
+/// <b>Changes.</b> Each grant is for one settings version. The claim statement claims nothing unless the row's
+/// version is still that one, and returns the version it saw; a newer one stops this node's claims
+/// (<see cref="Stale"/>) until the cluster loop has renewed the grant under it. So a changed limit binds every claim
+/// whose statement starts after the change committed, on every node, heard of or not. The keyed claim (a queue
+/// with <c>max_running_per_key</c> above one) does not check it: there a change binds once the node has heard of it
+/// (the notification, or its next heartbeat at the latest), and the per-key limit it passes is the one it last read.
+/// </para>
+/// <para>
+/// Thread safety: every member takes <see cref="SyncObj"/>; the bucket is used only under it.
 /// </para>
 /// </remarks>
 internal sealed class ClusterPermits(TimeProvider time)
 {
-    private readonly Lock _sync = new();
     private readonly Queue<(long Timestamp, int Count)> _starts = new();
+    private readonly LocalTokenBucket _bucket = new(time);
     private volatile bool _limited;
-    private volatile bool _mayClaimAhead;
     private long _waiting;
     private double _oldestWaitSeconds;
     private long _measuredAt;
 
-    /// <summary>Gets a value indicating whether the queue had cluster limits at this node's last claim.</summary>
+    private int _inUse;
+    private int? _allowed;
+    private bool _rated;
+    private int _perKey = 1;
+    private long _version = -1;
+    private bool _stale;
+    private long _expiresAt;
+    private bool _lapsed;
+    private int _fair;
+    private int _stored;
+    private bool _givingBack;
+    private long _earlyRenewalAt = long.MinValue;
+
+    /// <summary>Gets the lock of every member.</summary>
+    private Lock SyncObj { get; } = new();
+
+    /// <summary>Gets a value indicating whether the queue had cluster limits (any of the three) at the node's last renewal.</summary>
     public bool IsLimited => _limited;
 
-    /// <summary>
-    /// Gets a value indicating whether the node may claim ahead of its idle workers (as an unlimited queue does) under
-    /// the limits: the queue has no rate limit, and no limit held anything back at the last claim. Items claimed ahead
-    /// count as running, so the limits hold all the same; once one binds, the node claims for idle workers only.
-    /// </summary>
-    public bool MayClaimAhead => _mayClaimAhead;
+    /// <summary>Gets the queue's <c>max_running_per_key</c> as of the last renewal.</summary>
+    public int PerKey
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _perKey;
+            }
+        }
+    }
 
-    /// <summary>Gets the ready items this node had idle workers for that its last claim left to wait for a cluster permit.</summary>
+    /// <summary>Gets the permits this node has in use: items claimed whose handler has not ended.</summary>
+    public int InUse
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _inUse;
+            }
+        }
+    }
+
+    /// <summary>Gets the running permits this node may use (null: no running limit; zero while its grant has lapsed).</summary>
+    public int? Allowed
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _allowed;
+            }
+        }
+    }
+
+    /// <summary>Gets a value indicating whether the node's grant has lapsed (it could not renew it in time).</summary>
+    public bool IsLapsed
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _lapsed;
+            }
+        }
+    }
+
+    /// <summary>Gets the ready items this node had room for that its last claim left to wait for a cluster permit.</summary>
     public long Waiting => Interlocked.Read(ref _waiting);
 
     /// <summary>Gets how long the oldest of <see cref="Waiting"/> has waited since it became due; zero when none waits.</summary>
@@ -62,19 +126,19 @@ internal sealed class ClusterPermits(TimeProvider time)
     {
         get
         {
-            lock (_sync)
+            lock (SyncObj)
             {
                 return _waiting == 0 ? TimeSpan.Zero : TimeSpan.FromSeconds(_oldestWaitSeconds) + time.GetElapsedTime(_measuredAt);
             }
         }
     }
 
-    /// <summary>Gets the items this node claimed (and so started, on idle workers) during the last second.</summary>
+    /// <summary>Gets the items this node claimed under cluster limits during the last second.</summary>
     public double StartsLastSecond
     {
         get
         {
-            lock (_sync)
+            lock (SyncObj)
             {
                 Prune();
                 var sum = 0;
@@ -88,26 +152,210 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>The queue has cluster limits now (<see langword="true"/>) or not; returns whether that changed.</summary>
-    public bool SetLimited(bool limited)
+    /// <summary>
+    /// Takes permits (and tokens) for up to <paramref name="wanted"/> items before a claim: returns how many, the
+    /// settings version the claim must find, whether a limit held some back, and whether the grant lapsed just now.
+    /// </summary>
+    public PermitTake Take(int wanted)
     {
-        var changed = _limited != limited;
-        _limited = limited;
-        if (!limited)
+        lock (SyncObj)
+        {
+            if (_version < 0 || _stale)
+            {
+                return new PermitTake(0, _version, Bound: false, LapsedNow: false);
+            }
+
+            var lapsedNow = false;
+            if ((_allowed is not null || _rated) && time.GetTimestamp() - _expiresAt >= 0)
+            {
+                if (!_lapsed)
+                {
+                    // Lapsed: nothing limited starts until a renewal succeeds, and the rate share starts again empty.
+                    _lapsed = lapsedNow = true;
+                    _allowed = _allowed is null ? null : 0;
+                    _bucket.SetShare(0, 0);
+                }
+
+                return new PermitTake(0, _version, Bound: true, lapsedNow);
+            }
+
+            var count = Math.Max(wanted, 0);
+            if (_allowed is int allowed)
+            {
+                count = Math.Min(count, Math.Max(allowed - _inUse, 0));
+            }
+
+            if (_rated)
+            {
+                count = _bucket.Take(count);
+            }
+
+            _inUse += count;
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false);
+        }
+    }
+
+    /// <summary>Gives back permits (and tokens) taken for a claim that found fewer items.</summary>
+    public void Return(int unused)
+    {
+        if (unused <= 0)
+        {
+            return;
+        }
+
+        lock (SyncObj)
+        {
+            _inUse -= unused;
+            if (_rated)
+            {
+                _bucket.Refund(unused);
+            }
+        }
+    }
+
+    /// <summary>An item's handler ended (or the item was given back unrun): its permit is free.</summary>
+    /// <returns>
+    /// <see langword="true"/> once the node's row records more than its allowance (a grant that shrank below what was in
+    /// use) and its use has come down to the allowance: worth a renewal now, to give the rest back to the other nodes.
+    /// </returns>
+    public bool Finished()
+    {
+        lock (SyncObj)
+        {
+            _inUse--;
+            if (_allowed is int allowed && _stored > allowed && _inUse <= allowed && !_givingBack)
+            {
+                _givingBack = true;
+                return true;
+            }
+
+            return false;
+        }
+    }
+
+    /// <summary>A claim saw settings version <paramref name="version"/>: if it is not the grant's, nothing starts until the next renewal.</summary>
+    /// <returns><see langword="true"/> if the version is new to this node.</returns>
+    public bool Stale(long version)
+    {
+        lock (SyncObj)
+        {
+            if (version == _version)
+            {
+                return false;
+            }
+
+            _stale = true;
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// Within a renewal's transaction, before its write: the allowance and the rate share drop at once to the new
+    /// grant if it is smaller (it grows only once committed, <see cref="Granted"/>). Returns the permits in use now,
+    /// which the row records if they exceed the allowance: from here on, in use never exceeds what the row says.
+    /// </summary>
+    public int ShrinkTo(PermitGrant grant)
+    {
+        lock (SyncObj)
+        {
+            if (_allowed is int current && grant.Allowed is int next)
+            {
+                _allowed = Math.Min(current, next);
+            }
+            else if (grant.Allowed is int first)
+            {
+                _allowed = first;
+            }
+
+            if (_rated)
+            {
+                _bucket.SetShare(Math.Min(_bucket.Rate, grant.Rate), Math.Min(_bucket.Burst, grant.Burst));
+            }
+
+            return _inUse;
+        }
+    }
+
+    /// <summary>A renewal committed: the grant holds until <paramref name="startedAt"/> plus <paramref name="lifetime"/> (the node's own clock).</summary>
+    /// <returns><see langword="true"/> if the grant had lapsed.</returns>
+    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime)
+    {
+        lock (SyncObj)
+        {
+            _allowed = grant.Allowed;
+            _rated = limits.StartsPerSecond is not null;
+            _bucket.SetShare(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
+            _fair = grant.FairRunning;
+            _stored = grant.Stored;
+            _givingBack = false;
+            _perKey = perKey;
+            _version = version;
+            _stale = false;
+            _expiresAt = startedAt + (long)(lifetime.TotalSeconds * time.TimestampFrequency);
+            _limited = true;
+            var lapsed = _lapsed;
+            _lapsed = false;
+            return lapsed;
+        }
+    }
+
+    /// <summary>The queue has no running or rate limit under settings <paramref name="version"/> (<paramref name="perKey"/> may be above one).</summary>
+    public void NoGrant(int perKey, long version)
+    {
+        lock (SyncObj)
+        {
+            _allowed = null;
+            _rated = false;
+            _bucket.SetShare(0, 0);
+            _perKey = perKey;
+            _version = version;
+            _stale = false;
+            _lapsed = false;
+            _limited = perKey > 1;
+        }
+
+        if (perKey <= 1)
         {
             Held(0, 0);
         }
+    }
 
-        return changed;
+    /// <summary>
+    /// Gets a value indicating whether the node should renew its grant now rather than at its next heartbeat: a limit
+    /// held items back, its allowance is below its fair share (others must still shrink, or have shrunk), and it has not
+    /// asked within <paramref name="minInterval"/>.
+    /// </summary>
+    public bool ShouldRenewEarly(TimeSpan minInterval)
+    {
+        lock (SyncObj)
+        {
+            var now = time.GetTimestamp();
+            if (_allowed is not int allowed || allowed >= _fair || _lapsed
+                || (_earlyRenewalAt != long.MinValue && time.GetElapsedTime(_earlyRenewalAt, now) < minInterval))
+            {
+                return false;
+            }
+
+            _earlyRenewalAt = now;
+            return true;
+        }
+    }
+
+    /// <summary>Gets the time until the rate share holds a whole token (null: no rate limit).</summary>
+    public TimeSpan? TimeToNextToken()
+    {
+        lock (SyncObj)
+        {
+            return _rated && !_lapsed ? _bucket.TimeToNextToken() : null;
+        }
     }
 
     /// <summary>A claim took <paramref name="claimed"/> items and left <paramref name="waiting"/> waiting for a permit, the oldest for <paramref name="oldestWaitSeconds"/>.</summary>
-    public void Claimed(int claimed, long waiting, double oldestWaitSeconds, bool mayClaimAhead = false)
+    public void Claimed(int claimed, long waiting, double oldestWaitSeconds)
     {
-        _mayClaimAhead = mayClaimAhead;
-        lock (_sync)
+        lock (SyncObj)
         {
-            if (claimed > 0)
+            if (claimed > 0 && _limited)
             {
                 _starts.Enqueue((time.GetTimestamp(), claimed));
                 Prune();
@@ -117,12 +365,12 @@ internal sealed class ClusterPermits(TimeProvider time)
         Held(waiting, oldestWaitSeconds);
     }
 
-    /// <summary>The node had no idle worker, so nothing of its waits for a cluster permit.</summary>
+    /// <summary>The node had no room for more items, so nothing of its waits for a cluster permit.</summary>
     public void NothingRequested() => Held(0, 0);
 
     private void Held(long waiting, double oldestWaitSeconds)
     {
-        lock (_sync)
+        lock (SyncObj)
         {
             _oldestWaitSeconds = oldestWaitSeconds;
             _measuredAt = time.GetTimestamp();
@@ -132,9 +380,13 @@ internal sealed class ClusterPermits(TimeProvider time)
 
     private void Prune()
     {
+        Debug.Assert(SyncObj.IsHeldByCurrentThread);
         while (_starts.TryPeek(out var start) && time.GetElapsedTime(start.Timestamp) > TimeSpan.FromSeconds(1))
         {
             _starts.Dequeue();
         }
     }
 }
+
+/// <summary>What <see cref="ClusterPermits.Take"/> gave: permits for <see cref="Count"/> items, under settings <see cref="Version"/>.</summary>
+internal readonly record struct PermitTake(int Count, long Version, bool Bound, bool LapsedNow);

@@ -76,7 +76,8 @@ internal sealed class ClusterSql
         // The live nodes, by name (byte order, whatever the database's collation).
         LiveNodes = $"""
             SELECT node, host, process_id, version, started_at, last_seen, worker_count, in_flight, completed, failed,
-                   settings_version, pinned_locally, waiting_for_permit, oldest_permit_wait, starts_last_second
+                   settings_version, pinned_locally, waiting_for_permit, oldest_permit_wait, starts_last_second,
+                   granted_running, running_in_use
             FROM {nodes}
             WHERE queue = $1 AND expires_at > now()
             ORDER BY node COLLATE "C"

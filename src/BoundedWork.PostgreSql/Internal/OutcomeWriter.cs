@@ -42,16 +42,16 @@ internal sealed class OutcomeWriter : IDisposable
         _settled = settled;
     }
 
-    public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null, bool freesClusterPermit = false)
+    public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         try
         {
             // Only two outcomes can make an item claimable for another node: a release (the row is ready again) and
             // the end of an ordered item (the next of its key may run). Any other outcome wakes no one: the node's own
             // claim loop is woken when the batch is written (the settled callback), and notifying every node for
-            // every batch would make each of them run an empty claim. Under cluster limits every end of a delivery
-            // frees a permit another node may be waiting for.
-            var wakesOthers = freesClusterPermit || kind == OutcomeKind.Released || (item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled);
+            // every batch would make each of them run an empty claim. (A cluster permit freed here is this node's own:
+            // see ClusterPermits.)
+            var wakesOthers = kind == OutcomeKind.Released || (item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled);
             _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)

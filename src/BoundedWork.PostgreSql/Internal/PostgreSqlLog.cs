@@ -47,7 +47,7 @@ internal static partial class PostgreSqlLog
     public static partial void CancellationRequested(this ILogger logger, string queueName, long itemId, Exception? exception);
 
     [LoggerMessage(EventId = 320, EventName = "ClusterLimitsApplied", Level = LogLevel.Information,
-        Message = "Work queue '{QueueName}' has cluster limits: this node claims under them now (one claim of the queue at a time across nodes, for its idle workers only).")]
+        Message = "Work queue '{QueueName}' has cluster limits: this node claims under the permits granted to it now.")]
     public static partial void ClusterLimitsApplied(this ILogger logger, string queueName);
 
     [LoggerMessage(EventId = 321, EventName = "ClusterLimitsLifted", Level = LogLevel.Information,
@@ -57,4 +57,16 @@ internal static partial class PostgreSqlLog
     [LoggerMessage(EventId = 322, EventName = "ClusterPermitWaitLong", Level = LogLevel.Warning,
         Message = "Work queue '{QueueName}': {Count} items this node has idle workers for have waited for a cluster permit for {OldestWait}, longer than the ClusterPermitWaitThreshold of {Threshold}.")]
     public static partial void ClusterPermitWaitLong(this ILogger logger, string queueName, long count, TimeSpan oldestWait, TimeSpan threshold);
+
+    [LoggerMessage(EventId = 323, EventName = "PermitGrantRenewed", Level = LogLevel.Debug,
+        Message = "Work queue '{QueueName}': this node's cluster permits were renewed: {Running} running permits (-1: no running limit), {InUse} in use, {Rate} starts per second with a burst of {Burst}.")]
+    public static partial void PermitGrantRenewed(this ILogger logger, string queueName, int running, int inUse, double rate, int burst);
+
+    [LoggerMessage(EventId = 324, EventName = "PermitGrantLapsed", Level = LogLevel.Warning,
+        Message = "Work queue '{QueueName}': this node could not renew its cluster permits within {GrantLifetime}; it starts no item under the cluster limits until it does.")]
+    public static partial void PermitGrantLapsed(this ILogger logger, string queueName, TimeSpan grantLifetime);
+
+    [LoggerMessage(EventId = 325, EventName = "PermitGrantRestored", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': this node renewed its cluster permits again after they lapsed; it starts items under the cluster limits again.")]
+    public static partial void PermitGrantRestored(this ILogger logger, string queueName);
 }

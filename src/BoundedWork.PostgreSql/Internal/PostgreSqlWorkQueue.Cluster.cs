@@ -17,9 +17,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
     /// <summary>Set when the settings may have changed (a notification, the listener reconnected, a change made here): the cluster loop beats at once.</summary>
     private readonly WakeSignal _settingsChanged = new();
     private ClusterSql? _clusterSql;
+    private KeyedClaimSql? _keyedSql;
     private ClusterNode? _clusterNode;
 
     private ClusterSql ClusterStatements => _clusterSql ??= new ClusterSql(_sql);
+
+    /// <summary>Gets the per-key claim (queues whose <c>max_running_per_key</c> is above one), built once.</summary>
+    private KeyedClaimSql KeyedStatements => _keyedSql ??= new KeyedClaimSql(_sql);
 
     public async Task<WorkQueueCluster> GetClusterAsync(CancellationToken cancellationToken = default)
     {
@@ -27,6 +31,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var settings = ClusterSettingsRules.Defaults;
         var nodes = new List<WorkQueueClusterNode>();
         var permits = new List<ClusterPermitUse>();
+        long granted = 0, inUse = 0;
         WorkQueueStorageStatistics storage;
         var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
@@ -56,6 +61,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     {
                         nodes.Add(ReadNode(reader));
                         permits.Add(new ClusterPermitUse(reader.GetInt64(12), TimeSpan.FromSeconds(reader.GetDouble(13)), reader.GetDouble(14)));
+                        granted += reader.GetInt32(15);
+                        inUse += reader.GetInt32(16);
                     }
 
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
@@ -77,6 +84,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                 WaitingForPermit = permits.Sum(static node => node.WaitingForPermit),
                 StartsLastSecond = permits.Sum(static node => node.StartsLastSecond),
                 OldestPermitWait = permits.Count == 0 ? TimeSpan.Zero : permits.Max(static node => node.OldestPermitWait),
+                PermitsGranted = settings.MaxRunning is null ? 0 : granted,
+                PermitsInUse = settings.MaxRunning is null ? 0 : inUse,
             },
             ReadAt = storage.ReadAt,
         };
@@ -210,15 +219,21 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         }
     }
 
-    /// <summary>One heartbeat: writes the node's row and reads the settings; if they are new, applies them and writes the row again, so the cluster view shows what the node runs now.</summary>
+    /// <summary>
+    /// One heartbeat: writes the node's row and reads the settings; if they are new, applies them and writes the row
+    /// again, so the cluster view shows what the node runs now; then renews the node's cluster permits.
+    /// </summary>
     private void BeatAndApply(ClusterNode node)
     {
+        var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
         var settings = node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
         if (node.Apply(settings))
         {
             node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
         }
+
+        RenewPermits(connection, settings, startedAt);
     }
 
     /// <summary>

@@ -1,12 +1,15 @@
 using System.Globalization;
+using BoundedWork.Hosting;
+using Microsoft.Extensions.Logging;
 using Npgsql;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The claim of a queue with cluster limits (see <see cref="ClusterPermits"/>), and what it makes visible.</summary>
+/// <summary>The claims and grants of a queue with cluster limits (see <see cref="ClusterPermits"/>), and what they make visible.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 {
     private int _permitWaitReported;
+    private PermitGrantSql? _grantSql;
 
     /// <summary>Gets the ready items this node had idle workers for that its last claim left waiting for a cluster permit.</summary>
     internal long ClusterPermitWaiting => _permits.Waiting;
@@ -14,11 +17,20 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     /// <summary>Gets how long the oldest of <see cref="ClusterPermitWaiting"/> has waited since it became due; zero when none waits.</summary>
     internal TimeSpan OldestClusterPermitWait => _permits.OldestWait;
 
-    /// <summary>Gets the items this node claimed (each started at once on an idle worker while the queue is limited) during the last second.</summary>
+    /// <summary>Gets the items this node claimed during the last second.</summary>
     internal double StartsLastSecond => _permits.StartsLastSecond;
 
     /// <summary>Gets a value indicating whether the queue had cluster limits at this node's last claim.</summary>
     internal bool IsClusterLimited => _permits.IsLimited;
+
+    /// <summary>Gets the running permits granted to this node (null: no running limit; zero while its grant has lapsed).</summary>
+    internal int? ClusterPermitsAllowed => _permits.Allowed;
+
+    /// <summary>Gets the permits this node has in use (items claimed whose handler has not ended).</summary>
+    internal int ClusterPermitsInUse => _permits.InUse;
+
+    /// <summary>Gets a value indicating whether this node's cluster permits lapsed (it could not renew them in time).</summary>
+    internal bool IsClusterPermitGrantLapsed => _permits.IsLapsed;
 
     long IClusterPermitSource.ClusterPermitWaiting => ClusterPermitWaiting;
 
@@ -44,93 +56,259 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             $"{ClusterPermitWaiting} items have waited for a cluster permit for up to {oldest}, longer than the ClusterPermitWaitThreshold of {threshold}.");
     }
 
-    /// <summary>The queue's limits were found (or found gone) by a claim: switch claims, and say so.</summary>
-    private void OnLimitsFound(bool limited)
+    /// <summary>
+    /// Claims up to <paramref name="wanted"/> items (what the node may hold now) under its cluster permits: takes the
+    /// free local permits and whole tokens, then runs the plain claim (or, for a queue with <c>max_running_per_key</c>
+    /// above one, the keyed claim) for that many, with no lock. With nothing to take, the plain claim runs for none, to
+    /// count what waits and to see the settings version. Finds a version other than its grant's: claims nothing, and
+    /// the cluster loop renews the grant now.
+    /// </summary>
+    private ClaimResult ClaimUnderPermits(int wanted)
     {
-        if (_permits.SetLimited(limited))
+        var take = _permits.Take(wanted);
+        if (take.LapsedNow)
         {
-            if (limited)
+            _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
+        }
+
+        var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
+        int promoted = 0;
+        TimeSpan? nextDue = null;
+        long? version = null;
+        long waiting = 0;
+        double oldestWait = 0;
+        long heldByKey = 0;
+        double oldestHeldByKey = 0;
+        var perKey = _permits.PerKey;
+        var keyed = take.Count > 0 && perKey > 1;
+        try
+        {
+            using var connection = _dataSource.OpenConnection();
+
+            using var command = new NpgsqlCommand(keyed ? KeyedStatements.ClaimPerKey : _sql.Claim, connection);
+            AddClaimParameters(command.Parameters, take.Count);
+            if (keyed)
             {
-                _logger.ClusterLimitsApplied(Name);
+                command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = perKey });
             }
             else
             {
-                _logger.ClusterLimitsLifted(Name);
-            }
-        }
-    }
-
-    /// <summary>
-    /// Claims up to <paramref name="count"/> items (the node's idle workers) under the queue's cluster limits, in one
-    /// round trip: a batch of two statements that PostgreSQL runs as one implicit transaction, committed when the batch
-    /// ends. The first locks the settings row (claims of limited queues take turns across nodes) and says whether the
-    /// queue still has limits; the second, which takes its snapshot only once the first holds the lock (each statement
-    /// of a READ COMMITTED transaction takes its own), claims under them. The items go to the executor once the batch
-    /// has committed. Finds the limits gone: says so, and the caller claims again at once with the plain claim (what the
-    /// second statement claimed meanwhile, under the defaults, is committed and handed over like any claim).
-    /// </summary>
-    private ClaimResult ClaimLimited(int count)
-    {
-        var claimed = new List<StoredItem>(Math.Min(count, 64));
-        int promoted = 0;
-        TimeSpan? nextDue = null;
-        long waiting = 0;
-        double oldestWait = 0;
-        string? bound = null;
-        var limited = false;
-        var rated = false;
-        using (var connection = _dataSource.OpenConnection())
-        using (var batch = new NpgsqlBatch(connection))
-        {
-            var lockSettings = new NpgsqlBatchCommand(_sql.LockSettings);
-            lockSettings.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            batch.BatchCommands.Add(lockSettings);
-            var claim = new NpgsqlBatchCommand(_sql.ClaimLimited);
-            AddClaimParameters(claim.Parameters, count);
-            batch.BatchCommands.Add(claim);
-
-            using var reader = batch.ExecuteReader();
-            if (reader.Read())
-            {
-                limited = reader.GetBoolean(0);
-                rated = reader.GetBoolean(1);
+                command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = take.Version });
+                command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = take.Bound ? wanted : 0 });
             }
 
-            reader.NextResult();
+            using var reader = command.ExecuteReader();
             while (reader.Read())
             {
                 if (reader.IsDBNull(0))
                 {
-                    // The last row: promotions, the next wake-up, and what the limits held back.
+                    // The last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
                     promoted = reader.GetInt32(2);
                     nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
-                    waiting = reader.GetInt64(9);
-                    oldestWait = reader.GetDouble(10);
-                    bound = reader.IsDBNull(11) ? null : reader.GetString(11);
+                    if (keyed)
+                    {
+                        heldByKey = reader.GetInt64(9);
+                        oldestHeldByKey = reader.GetDouble(10);
+                    }
+                    else
+                    {
+                        version = reader.GetInt64(9);
+                        waiting = reader.GetInt64(10);
+                        oldestWait = reader.GetDouble(11);
+                    }
+
                     continue;
                 }
 
                 claimed.Add(ReadClaimed(reader));
             }
         }
-
-        if (!limited)
+        finally
         {
-            OnLimitsFound(false);
-            _permits.Claimed(claimed.Count, 0, 0);
-            Submit(claimed);
-            return new ClaimResult(claimed.Count, promoted, nextDue, LimitsChanged: true);
+            _permits.Return(take.Count - claimed.Count);
         }
 
-        // Only a limit's own hold counts as a wait for a permit; ready items the node had no worker for do not.
-        _permits.Claimed(claimed.Count, bound is null ? 0 : waiting, bound is null ? 0 : oldestWait, mayClaimAhead: !rated && bound is null);
-        if (bound is not null)
+        if (version is long seen && _permits.Stale(seen))
         {
-            StorageMetrics.ClusterLimitedClaims.Add(1, StorageMetrics.QueueTag(Name), new("boundedwork.storage.cluster.limit", bound));
+            // The settings changed (or were never read): no claim starts under the old grant; renew it now.
+            _settingsChanged.Set();
+            Submit(claimed);
+            return new ClaimResult(claimed.Count, promoted, nextDue);
+        }
+
+        if (keyed && take.Bound && claimed.Count == take.Count)
+        {
+            // The keyed claim does not count the ready items; it found all its permits let it take: the node had room
+            // for the items its permits held back (how long they waited is not known here).
+            waiting = wanted - take.Count;
+        }
+
+        waiting = take.Bound ? Math.Min(waiting, wanted - take.Count) : 0;
+        oldestWait = take.Bound ? oldestWait : 0;
+        var limit = _permits.Allowed is int allowed && _permits.InUse >= allowed ? "max_running" : "starts_per_second";
+        if (heldByKey > 0)
+        {
+            // Ready items the node had permits for that the per-key rule held back (their keys run M items): they wait
+            // for a permit of their key.
+            limit = waiting > 0 ? limit : "max_running_per_key";
+            waiting += heldByKey;
+            oldestWait = Math.Max(oldestWait, oldestHeldByKey);
+        }
+
+        _permits.Claimed(claimed.Count, waiting, oldestWait);
+        if (waiting > 0)
+        {
+            StorageMetrics.ClusterLimitedClaims.Add(1, StorageMetrics.QueueTag(Name), new("boundedwork.storage.cluster.limit", limit));
+            if (_permits.ShouldRenewEarly(_options.NodeHeartbeatInterval / 10))
+            {
+                _settingsChanged.Set(); // short of permits: ask for more now, not at the next heartbeat
+            }
+
+            if (_permits.TimeToNextToken() is { } token && token > TimeSpan.Zero && (nextDue is null || token < nextDue))
+            {
+                nextDue = token;
+            }
         }
 
         Submit(claimed);
-        return new ClaimResult(claimed.Count, promoted, nextDue);
+        return new ClaimResult(claimed.Count, promoted, nextDue) { Requested = take.Count };
+    }
+
+    /// <summary>
+    /// The cluster loop's renewal of this node's permit grant, on the heartbeat's connection right after its beat
+    /// (<paramref name="startedAt"/>: the node's clock before the beat was sent). A queue without a running or rate
+    /// limit needs no grant (and no lock); otherwise one short transaction locks the settings row, reads the other live
+    /// nodes' grants and the running rows of nodes without one, and writes this node's grant.
+    /// </summary>
+    private void RenewPermits(NpgsqlConnection connection, WorkQueueClusterSettings settings, long startedAt)
+    {
+        var wasLimited = _permits.IsLimited;
+        var hadGrant = _permits.Allowed is not null || _permits.TimeToNextToken() is not null;
+        if (settings.MaxRunning is null && settings.StartsPerSecond is null)
+        {
+            if (hadGrant)
+            {
+                WriteGrant(connection, null, new PermitGrant(null, _permits.InUse, 0, 0, 0));
+            }
+
+            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
+            ReportLimits(wasLimited);
+            _wake.Set();
+            return;
+        }
+
+        var statements = _grantSql ??= new PermitGrantSql(_sql);
+        using var transaction = connection.BeginTransaction();
+        GrantLimits limits;
+        int perKey;
+        long version;
+        using (var lockSettings = new NpgsqlCommand(statements.LockSettings, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } })
+        using (var reader = lockSettings.ExecuteReader())
+        {
+            if (!reader.Read())
+            {
+                return; // no row: the settings read by the beat were the defaults; nothing to grant
+            }
+
+            limits = new GrantLimits(reader.IsDBNull(0) ? null : reader.GetInt32(0), reader.IsDBNull(1) ? null : reader.GetDouble(1), reader.IsDBNull(2) ? 0 : reader.GetInt32(2));
+            perKey = reader.GetInt32(3);
+            version = reader.GetInt64(4);
+        }
+
+        var others = new List<NodeGrant>();
+        long dead = 0;
+        var node = _clusterNode!;
+        using (var read = new NpgsqlCommand(statements.ReadGrants, connection, transaction)
+        {
+            Parameters =
+            {
+                new NpgsqlParameter<string> { TypedValue = Name },
+                new NpgsqlParameter<string> { TypedValue = node.Name },
+                new NpgsqlParameter<string> { TypedValue = NodeId },
+            },
+        })
+        using (var reader = read.ExecuteReader())
+        {
+            while (reader.Read())
+            {
+                if (reader.IsDBNull(0))
+                {
+                    dead = reader.GetInt64(6);
+                    continue;
+                }
+
+                others.Add(new NodeGrant(reader.GetString(0), reader.GetInt32(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetDouble(4), reader.GetInt32(5)));
+            }
+        }
+
+        var self = new NodeGrant(node.Name, Executor.Settings.WorkerCount, ClaimLimit(), 0, 0, 0);
+        var grant = PermitAllocation.Allocate(limits, self, 0, others, dead);
+        var inUse = _permits.ShrinkTo(grant);
+        grant = grant with { Stored = Math.Max(grant.Allowed ?? inUse, inUse) };
+        if (!WriteGrant(connection, transaction, grant))
+        {
+            return; // the row expired meanwhile: the next beat writes it again, then the grant
+        }
+
+        transaction.Commit();
+        var lifetime = _options.NodeHeartbeatInterval * 3;
+        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime))
+        {
+            _logger.PermitGrantRestored(Name);
+        }
+
+        if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
+        {
+            _settingsChanged.Set(); // the renewal took longer than the grant lives (it waited for the lock): renew again now
+        }
+
+        if (_logger.IsEnabled(LogLevel.Debug))
+        {
+            _logger.PermitGrantRenewed(Name, grant.Allowed ?? -1, inUse, grant.Rate, grant.Burst);
+        }
+
+        ReportLimits(wasLimited);
+        _wake.Set();
+    }
+
+    /// <summary>Writes this node's grant into its row; returns whether the row was live.</summary>
+    private bool WriteGrant(NpgsqlConnection connection, NpgsqlTransaction? transaction, PermitGrant grant)
+    {
+        var statements = _grantSql ??= new PermitGrantSql(_sql);
+        using var write = new NpgsqlCommand(statements.WriteGrant, connection, transaction)
+        {
+            Parameters =
+            {
+                new NpgsqlParameter<string> { TypedValue = Name },
+                new NpgsqlParameter<string> { TypedValue = _clusterNode!.Name },
+                new NpgsqlParameter<string> { TypedValue = NodeId },
+                new NpgsqlParameter<int> { TypedValue = ClaimLimit() },
+                new NpgsqlParameter<int> { TypedValue = grant.Stored },
+                new NpgsqlParameter<int> { TypedValue = _permits.InUse },
+                new NpgsqlParameter<double> { TypedValue = grant.Rate },
+                new NpgsqlParameter<int> { TypedValue = grant.Burst },
+            },
+        };
+        return write.ExecuteNonQuery() == 1;
+    }
+
+    /// <summary>Logs that the queue's cluster limits were set or lifted, when that changed.</summary>
+    private void ReportLimits(bool wasLimited)
+    {
+        var limited = _permits.IsLimited;
+        if (limited == wasLimited)
+        {
+            return;
+        }
+
+        if (limited)
+        {
+            _logger.ClusterLimitsApplied(Name);
+        }
+        else
+        {
+            _logger.ClusterLimitsLifted(Name);
+        }
     }
 }
 

@@ -47,7 +47,16 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
-        _outcomes.Post(item, kind, retryDelay, error, freesClusterPermit: _permits.IsLimited);
+        _outcomes.Post(item, kind, retryDelay, error);
+        if (_permits.Finished()) // the handler ended: its permit is free now, before the outcome's commit
+        {
+            _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
+        }
+
+        if (_permits.IsLimited)
+        {
+            _wake.Set();
+        }
         CountForCluster(kind);
         DurableTracing.StopProcess(item.Process, kind, error);
     }
@@ -93,11 +102,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var emptyClaims = 0;
         while (!cancellationToken.IsCancellationRequested)
         {
-            // Under cluster limits the node claims only for its idle workers (each claimed item starts at once) while a
-            // limit binds or the queue has a rate limit; otherwise it claims ahead as an unlimited queue does (the items
-            // it holds count as running, so the limits hold all the same).
-            var limited = _permits.IsLimited;
-            var requested = Math.Min((limited && !_permits.MayClaimAhead ? Executor.Settings.WorkerCount : ClaimLimit()) - Volatile.Read(ref _held), MaxClaimBatch);
+            // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
+            var wanted = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -107,9 +113,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     reap.Restart();
                 }
 
-                if (requested > 0)
+                if (wanted > 0)
                 {
-                    claim = limited ? ClaimLimited(requested) : Claim(requested);
+                    claim = ClaimUnderPermits(wanted);
                 }
                 else
                 {
@@ -129,12 +135,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 continue;
             }
 
-            if (claim.LimitsChanged)
-            {
-                continue; // The queue's cluster limits were set or lifted: claim again at once, the other way.
-            }
-
-            if (requested > 0 && (claim.Claimed == requested || claim.Promoted > 0))
+            var requested = claim.Requested;
+            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
             {
                 continue; // There may be more, or scheduled items just became ready: claim again at once.
             }
@@ -163,48 +165,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
 
-    /// <summary>
-    /// Claims up to <paramref name="count"/> ready items and hands them to the executor; in the same statement, makes
-    /// the scheduled items whose time has come ready (claimable by the next claim).
-    /// </summary>
-    private ClaimResult Claim(int count)
-    {
-        var claimed = new List<StoredItem>(Math.Min(count, 64));
-        int promoted = 0;
-        TimeSpan? nextDue = null;
-        var limited = false;
-        using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.Claim, connection))
-        {
-            AddClaimParameters(command.Parameters, count);
-            using var reader = command.ExecuteReader();
-            while (reader.Read())
-            {
-                if (reader.IsDBNull(0))
-                {
-                    // The last row: the promotions, and when the next scheduled item is due.
-                    promoted = reader.GetInt32(2);
-                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
-                    limited = reader.GetBoolean(9);
-                    continue;
-                }
-
-                claimed.Add(ReadClaimed(reader));
-            }
-        }
-
-        if (limited)
-        {
-            // The queue has cluster limits now: this statement claimed nothing; the limited claim runs next.
-            OnLimitsFound(true);
-            return new ClaimResult(0, promoted, nextDue, LimitsChanged: true);
-        }
-
-        Submit(claimed);
-        return new ClaimResult(claimed.Count, promoted, nextDue);
-    }
-
-    /// <summary>Adds a claim statement's parameters (either kind): the queue, how many, this node and the lease.</summary>
+    /// <summary>Adds the parameters every claim statement starts with: the queue, how many, this node and the lease.</summary>
     private void AddClaimParameters(NpgsqlParameterCollection parameters, int count)
     {
         parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
@@ -443,8 +404,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
 
     /// <summary>
-    /// What one claim did: items claimed, scheduled items made ready, the time until the next scheduled item is due (or
-    /// the cluster rate's next token), and whether it found the queue's cluster limits set or lifted (it then claimed nothing).
+    /// What one claim did: items claimed of <see cref="Requested"/> (the permits it had), scheduled items made ready,
+    /// and the time until the next scheduled item is due (or the cluster rate's next token).
     /// </summary>
-    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue, bool LimitsChanged = false);
+    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue)
+    {
+        public int Requested { get; init; }
+    }
 }

@@ -155,8 +155,20 @@ internal sealed class StorageSql
             );
             """,
 
-            // Version 5: the indexes of the per-key claim (KeyedClaimSql).
-            KeyedClaimSql.Migration(Items),
+            // Version 5: cluster permits leased to nodes (see ClusterPermits), and the indexes of the per-key claim
+            // (KeyedClaimSql). Each node's row holds its grant of the queue's running permits and its share of the start
+            // rate, written only by the node itself in a short transaction that locks the queue's settings row; its
+            // lease_owner names the items it claims, so the running rows of nodes without a live grant can be counted.
+            // The columns have constant defaults: no rewrite.
+            $"""
+            ALTER TABLE {Nodes}
+                ADD COLUMN lease_owner text,
+                ADD COLUMN permit_demand integer NOT NULL DEFAULT 0,
+                ADD COLUMN granted_running integer NOT NULL DEFAULT 0,
+                ADD COLUMN running_in_use integer NOT NULL DEFAULT 0,
+                ADD COLUMN granted_rate double precision NOT NULL DEFAULT 0,
+                ADD COLUMN granted_burst integer NOT NULL DEFAULT 0;
+            """ + KeyedClaimSql.Migration(Items),
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
@@ -209,21 +221,23 @@ internal sealed class StorageSql
             SELECT coalesce(array_agg(id ORDER BY id), ARRAY[]::bigint[]), (SELECT count(*) FROM notified) FROM inserted
             """;
 
-        // A queue with cluster limits (a row of its settings with any limit) is claimed by ClaimLimited instead: this
-        // statement claims nothing for it and says so in its last row (one probe of the settings' primary key, made
-        // once per statement).
-        const string Limits = "(s.max_running IS NOT NULL OR s.starts_per_second IS NOT NULL OR s.max_running_per_key > 1)";
-        var limitedQueue = $"SELECT 1 FROM {QueueSettings} s WHERE s.queue = $1 AND {Limits}";
+        // The settings version the claim checks: the node claims only under the settings its permits were granted for.
+        var settingsVersion = $"coalesce((SELECT s.version FROM {QueueSettings} s WHERE s.queue = $1), 0)";
 
         // First, scheduled items whose time has come become ready (at most MaxPromotions; they are claimed by the next
         // claim, as this statement's snapshot predates them). Then the ready items of the queue, highest priority
         // first, then by due time and enqueue order, skipping rows another node is claiming right now, and, for
         // ordered items, every item whose key has an older item that is not finished (ready, scheduled or running
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
-        // meanwhile). The claimed rows come back, then one last row with a null id: how many scheduled items became
-        // ready, and the seconds until the next scheduled item is due (null if none). Written for plans that stay good
-        // whatever the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay
-        // index probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
+        // meanwhile). Nothing is claimed unless the queue's settings version is still $5, the one the node's cluster
+        // permits were granted under (one probe of the settings' primary key per statement): a change of the limits
+        // binds every claim that starts after it committed. The claimed rows come back, then one last row with a null
+        // id: how many scheduled items became ready, the seconds until the next scheduled item is due (null if none),
+        // the settings version, and, of the first $6 ready items in claim order (the node's idle capacity that its
+        // permits held back; zero: not counted), how many this claim did not take and how long the oldest of them has
+        // waited since it became due. Written for plans that stay good whatever the statistics (see PlanShapes): rows
+        // are updated by id = ANY(ARRAY(...)), and the key checks stay index probes per candidate (OFFSET 0 keeps
+        // PostgreSQL from turning them into joins).
         Claim = $"""
             WITH promoted AS (
                 UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
@@ -242,7 +256,7 @@ internal sealed class StorageSql
                           SELECT 1 FROM {Items} r
                           WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1
                           OFFSET 0)))
-                  AND NOT EXISTS ({limitedQueue})
+                  AND {settingsVersion} = $5::bigint
                 ORDER BY c.priority DESC, c.run_at, c.id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
@@ -250,110 +264,21 @@ internal sealed class StorageSql
                 UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM next))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate)
+                          i.traceparent, i.tracestate),
+            peek AS (
+                SELECT p.id, p.run_at FROM {Items} p
+                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
+                ORDER BY p.priority DESC, p.run_at, p.id
+                LIMIT $6),
+            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::boolean AS limited FROM claimed
+                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait FROM claimed
             UNION ALL
             SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
-                   EXISTS ({limitedQueue})
+                   {settingsVersion}, (SELECT count(*) FROM waiting),
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
             """;
-
-        // The claim of a queue with cluster limits, the second statement of the claim transaction: LockSettings ran
-        // first in the same READ COMMITTED transaction, so every claim of the queue on every node waits for this one
-        // to commit, and this statement's snapshot (taken when it starts, after the lock) sees every claim committed
-        // before. See ClusterLimits for the rules and their argument. $1 queue, $2 how many the node has idle workers
-        // for, $3 node, $4 lease. The bucket's clock is statement_timestamp(): it grows from one claim of the queue to
-        // the next (each starts after the previous one committed), and is the time a trigger on the table sees too.
-        // Returns the claimed rows, then one last row: promotions, the seconds until the next scheduled item (or, when
-        // the bucket is empty, until its next whole token), the items this node had idle workers for that a limit
-        // held back, how long the oldest of them has waited since it became due, and the limit that bound (null: none).
-        // A key's items are claimed oldest first, whatever their priorities: the candidates (the first $2 in the claim
-        // order that the per-key rule admits) bring the older ready items of their keys with them (the rule admits
-        // those too; fewer than M per key), and each keyed item takes its turn after the older ones of its key. The
-        // chosen rows are locked last, skipping any another statement holds (a cancellation, a late outcome): the
-        // claims of the queue take turns, so only those could.
-        ClaimLimited = $"""
-            WITH promoted AS (
-                UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
-                    SELECT id FROM {Items} WHERE queue = $1 AND state = 5 AND run_at <= now()
-                    ORDER BY run_at LIMIT {MaxPromotions} FOR UPDATE SKIP LOCKED))
-                RETURNING 1),
-            settings AS (
-                SELECT s.max_running, s.max_running_per_key AS per_key, s.starts_per_second AS rate,
-                       coalesce(s.start_burst, greatest(ceil(s.starts_per_second), 1))::double precision AS burst,
-                       s.tokens, s.tokens_at, statement_timestamp() AS at
-                FROM {QueueSettings} s WHERE s.queue = $1),
-            bucket AS (
-                SELECT CASE WHEN rate IS NULL THEN NULL ELSE least(burst,
-                           coalesce(least(tokens, burst), burst) + rate * greatest(extract(epoch FROM at - coalesce(tokens_at, at)), 0)) END AS tokens,
-                       rate, at
-                FROM settings),
-            room AS (
-                SELECT CASE WHEN s.max_running IS NULL THEN $2::bigint
-                            ELSE greatest(s.max_running - (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 1), 0) END AS running_room,
-                       CASE WHEN b.tokens IS NULL THEN $2::bigint ELSE floor(b.tokens)::bigint END AS token_room
-                FROM settings s, bucket b),
-            candidates AS (
-                SELECT c.id, c.run_at, c.priority, c.ordering_key FROM {Items} c
-                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
-                  AND (c.ordering_key IS NULL OR
-                      (SELECT count(*) FROM (
-                          SELECT 1 FROM {Items} e
-                          WHERE e.queue = c.queue AND e.ordering_key = c.ordering_key AND e.state IN (0, 1, 5) AND e.id < c.id
-                          LIMIT (SELECT per_key FROM settings)) older)
-                      + (SELECT count(*) FROM (
-                          SELECT 1 FROM {Items} r
-                          WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1 AND r.id > c.id
-                          LIMIT (SELECT per_key FROM settings)) newer)
-                      < (SELECT per_key FROM settings))
-                ORDER BY c.priority DESC, c.run_at, c.id
-                LIMIT $2),
-            eligible AS (
-                SELECT id, run_at, priority, ordering_key FROM candidates
-                UNION
-                SELECT elder.id, elder.run_at, elder.priority, elder.ordering_key
-                FROM (SELECT ordering_key, max(id) AS newest FROM candidates WHERE ordering_key IS NOT NULL GROUP BY ordering_key) k
-                CROSS JOIN LATERAL (
-                    SELECT o.id, o.run_at, o.priority, o.ordering_key FROM {Items} o
-                    WHERE o.queue = $1 AND o.ordering_key = k.ordering_key AND o.state = 0 AND o.run_at <= now() AND o.id < k.newest
-                    OFFSET 0) elder),
-            ordered AS (
-                SELECT id, run_at, CASE WHEN ordering_key IS NULL THEN position
-                                        ELSE max(position) OVER (PARTITION BY ordering_key ORDER BY id) END AS turn
-                FROM (SELECT id, run_at, ordering_key, row_number() OVER (ORDER BY priority DESC, run_at, id) AS position FROM eligible) ranked),
-            chosen AS (
-                SELECT id FROM ordered ORDER BY turn, id
-                LIMIT (SELECT least(running_room, token_room, $2::bigint) FROM room)),
-            locked AS (
-                SELECT id FROM {Items} WHERE id = ANY(ARRAY(SELECT id FROM chosen)) AND state = 0
-                FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM locked))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate),
-            spent AS (
-                UPDATE {QueueSettings} s SET tokens = b.tokens - (SELECT count(*) FROM locked), tokens_at = b.at
-                FROM bucket b WHERE s.queue = $1 AND b.tokens IS NOT NULL
-                RETURNING s.tokens, b.rate)
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait, NULL::text AS bound FROM claimed
-            UNION ALL
-            SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
-                   least(
-                       extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
-                       (SELECT (1 - tokens) / rate FROM spent WHERE tokens < 1 AND (SELECT count(*) FROM candidates) > (SELECT count(*) FROM locked))),
-                   greatest(least((SELECT count(*) FROM eligible), $2::bigint) - (SELECT count(*) FROM locked), 0),
-                   coalesce(extract(epoch FROM now() - (SELECT min(o.run_at) FROM ordered o WHERE o.id NOT IN (SELECT id FROM locked))), 0)::double precision,
-                   (SELECT CASE WHEN least((SELECT count(*) FROM eligible), $2::bigint) <= (SELECT count(*) FROM chosen) THEN NULL
-                                WHEN running_room <= token_room THEN 'max_running' ELSE 'starts_per_second' END FROM room)
-            """;
-
-        // The first statement of a claim transaction of a queue with cluster limits: locks the queue's settings row
-        // until the claim commits (claims of limited queues take turns across nodes) and says whether the queue still
-        // has limits (false, or no row: the node goes back to the single-statement claim), and whether one is a rate.
-        LockSettings = $"SELECT {Limits}, s.starts_per_second IS NOT NULL FROM {QueueSettings} s WHERE s.queue = $1 FOR UPDATE";
 
         // Renews this node's leases, and returns those of its items someone asked to cancel (the listener normally
         // hears of them at once; this catches a notification missed while it reconnected).
@@ -510,16 +435,10 @@ internal sealed class StorageSql
 
     public string Claim { get; }
 
-    /// <summary>Gets the claim of a queue with cluster limits (after <see cref="LockSettings"/>, in its transaction).</summary>
-    public string ClaimLimited { get; }
-
-    /// <summary>Gets the statement that locks a queue's settings row for a limited claim and says whether the queue has cluster limits.</summary>
-    public string LockSettings { get; }
 
     public string Heartbeat { get; }
 
     public string ReapExpired { get; }
-
 
     public string Statistics { get; }
 

@@ -36,6 +36,18 @@ public sealed record WorkQueueClusterLimitUse
 
     /// <summary>Gets how long the longest-waiting item held back by a cluster limit has waited; zero when none is held back.</summary>
     public TimeSpan OldestPermitWait { get; init; }
+
+    /// <summary>
+    /// Gets the running permits of <see cref="WorkQueueClusterSettings.MaxRunning"/> granted to the live nodes, as their
+    /// latest grants recorded them; zero without a running limit (or from storage that does not lease permits).
+    /// </summary>
+    public long PermitsGranted { get; init; }
+
+    /// <summary>
+    /// Gets the running permits the live nodes had in use (items claimed whose handler has not ended) at their latest
+    /// grants; zero without a running limit.
+    /// </summary>
+    public long PermitsInUse { get; init; }
 }
 
 /// <summary>One node consuming a durable queue, as its latest heartbeat described it.</summary>
