@@ -16,6 +16,7 @@ public sealed class IncidentTests(ITestOutputHelper output)
         var pid = app.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture);
         app.StartLoad("naive-sync", concurrency: 200);
         await StarvedAsync(pid);
+        await PoolHeldAsync(pid, poolThreads: 4, output);
         var http = app.StartHttpConsoleRequest();
 
         var list = await Bw.RunAsync("list", "-p", pid, "--json");
@@ -50,6 +51,40 @@ public sealed class IncidentTests(ITestOutputHelper output)
     /// <summary>Waits until the app's own probe reports starvation, read through bw.</summary>
     internal static Task StarvedAsync(string pid) =>
         Bw.UntilAsync("The load starving the app's pool", pool => pool.GetProperty("isStarved").GetBoolean(), "threadpool", "-p", pid);
+
+    /// <summary>
+    /// Waits until bw doctor sees all <paramref name="poolThreads"/> of the app's pool threads (its ThreadPool's maximum)
+    /// blocked in the side effect. A callback that gets there stays until the app is disposed
+    /// (<see cref="SampleApp.BlocksUntilStopped"/>), so from then on no pool thread is free: nothing queued to the pool
+    /// runs, an HTTP request included, however slow the machine. The probe's "starved" does not say as much: it reports
+    /// a probe item that waited a second, which happens as soon as the pool is short of threads for a second, while
+    /// threads it adds later can still be free and answer an HTTP request (if it is queued before the next callbacks).
+    /// </summary>
+    internal static async Task PoolHeldAsync(string pid, int poolThreads, ITestOutputHelper output)
+    {
+        var deadline = DateTime.UtcNow + Limits.Safety;
+        while (true)
+        {
+            var run = await Bw.RunAsync("doctor", "-p", pid, "--json", "--duration", "2");
+            var held = 0;
+            if (run.Out.TrimStart().StartsWith('{'))
+            {
+                using var report = JsonDocument.Parse(run.Out);
+                held = report.RootElement.GetProperty("blockingSites").EnumerateArray()
+                    .Where(site => site.GetProperty("method").GetString() == "SlowDependency.Call")
+                    .Sum(site => site.GetProperty("threads").GetInt32());
+            }
+
+            output.WriteLine($"Pool threads held in the side effect: {held} of {poolThreads}.");
+            if (held >= poolThreads)
+            {
+                return;
+            }
+
+            Assert.True(DateTime.UtcNow < deadline, $"The load never held all {poolThreads} pool threads: {run}");
+            await Task.Delay(500); // the poll's interval (a run starts a process): the wait is for the condition
+        }
+    }
 
     private static int CountOf(string text, string part) =>
         (text.Length - text.Replace(part, "", StringComparison.Ordinal).Length) / part.Length;

@@ -66,8 +66,8 @@ internal sealed class OutcomeCounters(string executorName, ExecutorCallbacks cal
 
     /// <summary>
     /// Counts an item that will not run (rejected for <paramref name="reason"/>, dropped by the Discard policy or
-    /// evicted by DiscardOldest), faults its task if it is awaited and tells
-    /// <see cref="BoundedExecutorOptions.OnRejected"/>. An awaited item its caller cancelled meanwhile is counted as
+    /// evicted by DiscardOldest), tells <see cref="BoundedExecutorOptions.OnRejected"/> and then faults its task if it
+    /// is awaited. An awaited item its caller cancelled meanwhile is counted as
     /// cancelled instead and not reported. Returns the exception for callers that throw it.
     /// </summary>
     public RejectedExecutionException NotRun(in QueuedItem item, RejectionReason reason)
@@ -82,8 +82,10 @@ internal sealed class OutcomeCounters(string executorName, ExecutorCallbacks cal
         }
 
         Interlocked.Increment(ref evicted ? ref _evicted : ref reason == RejectionReason.Discarded ? ref _droppedNew : ref _rejected);
-        item.Awaited?.Reject(exception);
+        // Reported before the task faults, as a fire-and-forget item is reported before its producer hears: whoever
+        // awaits the task then finds OnRejected already told (RejectionPolicyTests.RunAsync_RejectedAfterWaitingForRoom_...).
         callbacks.ItemRejected(item, reason);
+        item.Awaited?.Reject(exception);
         return exception;
     }
 

@@ -278,7 +278,8 @@ internal sealed class WaitingProducers(TicketQueue queue, IProducerHost host)
 
     /// <summary>
     /// Adds a waiter (an item's or a probe), then admits waiting items at once if room appeared meanwhile, or rejects
-    /// them if shutdown began meanwhile, so no wake-up is lost between the producer's check and its registration.
+    /// them if shutdown began meanwhile, so no wake-up is lost between the producer's check and its registration; and
+    /// ends its wait at once if its token was cancelled before it was added (<c>WaitingProducersTests</c>).
     /// </summary>
     private void Register(ProducerWaiter waiter, CancellationToken cancellationToken)
     {
@@ -297,6 +298,13 @@ internal sealed class WaitingProducers(TicketQueue queue, IProducerHost host)
         {
             _waiters.AddLast(waiter.Node);
             Interlocked.Increment(ref _count.Value);
+        }
+
+        if (cancellationToken.IsCancellationRequested)
+        {
+            // Cancelled before the waiter lined up: its callback (which may have run inside UnsafeRegister) found
+            // nothing to remove. Whichever of the two takes the waiter out ends its wait; the other finds it gone.
+            Cancel(waiter, cancellationToken);
         }
 
         if (waiter.Deadline != Deadline.Never)

@@ -63,11 +63,22 @@ public sealed class CleanRoomTests
         Assert.Null(context);
     }
 
+    /// <remarks>
+    /// The items are submitted and awaited by synchronous helpers, not async ones: an async helper's state machine (its
+    /// hoisted locals in a Debug build, the awaited task holding the result) stays reachable from the thread that
+    /// completed it until that thread has returned from its continuation, which can be after this test has resumed on
+    /// another thread and collected: what made this test fail once under load, with nothing of the item left on the
+    /// worker. A synchronous helper's frame is gone when it returns, so only the executor can still hold the item here.
+    /// </remarks>
     [Fact]
     public async Task AnIdleWorker_KeepsNothingOfItsLastItemAlive()
     {
         await using var executor = TestKit.Create(workers: 1);
-        var (stateRef, resultRef) = await RunOneOfEachAsync(executor);
+        var stateRef = FireAndForgetState(executor);
+        var resultRef = RunAsyncResult(executor);
+
+        // The worker announces itself idle only after it has left the frame that ran the RunAsync item (run after the
+        // fire-and-forget one, on the same worker) and cleared what it published of it.
         Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety), "The worker never went idle.");
 
         for (var i = 0; i < 3 && (stateRef.IsAlive || resultRef.IsAlive); i++)
@@ -80,22 +91,23 @@ public sealed class CleanRoomTests
         Assert.False(resultRef.IsAlive, "The last RunAsync result is still reachable from the idle worker.");
     }
 
+    /// <summary>Runs a fire-and-forget item whose state is a large array, waits for it, and returns a weak reference to the state.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static async Task<(WeakReference State, WeakReference Result)> RunOneOfEachAsync(BoundedExecutor executor)
+    private static WeakReference FireAndForgetState(BoundedExecutor executor)
     {
         var state = new byte[1024 * 1024];
-        var stateRef = new WeakReference(state);
         var done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         executor.Execute(static s => ((TaskCompletionSource)s[0]!).SetResult(), new object?[] { done, state });
-        await done.Task.WaitAsync(TestKit.Safety);
-        var resultRef = await ResultRefAsync(executor);
-        return (stateRef, resultRef);
+        Assert.True(done.Task.Wait(TestKit.Safety), "The fire-and-forget item never ran.");
+        return new WeakReference(state);
     }
 
+    /// <summary>Runs a RunAsync item whose result is a large array, waits for it, and returns a weak reference to the result.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static async Task<WeakReference> ResultRefAsync(BoundedExecutor executor)
+    private static WeakReference RunAsyncResult(BoundedExecutor executor)
     {
-        var result = await executor.RunAsync(() => new byte[1024 * 1024]);
-        return new WeakReference(result);
+        var run = executor.RunAsync(() => new byte[1024 * 1024]);
+        Assert.True(run.Wait(TestKit.Safety), "The RunAsync item never ran.");
+        return new WeakReference(run.Result);
     }
 }

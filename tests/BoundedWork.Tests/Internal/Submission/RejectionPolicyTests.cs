@@ -188,6 +188,39 @@ public sealed class RejectionPolicyTests : IDisposable
         TestKit.AssertConserved(statistics);
     }
 
+    /// <summary>
+    /// Regression: a <c>RunAsync</c> item's task was faulted before <see cref="BoundedExecutorOptions.OnRejected"/> was
+    /// told, so a caller awaiting the task could find the rejection not reported yet (what made
+    /// <see cref="Wait_QueueStaysFull_RejectsAfterTheTimeout"/> count two rejections instead of three once under load,
+    /// and then wait 30 s for its gated worker on dispose). The callback here looks at the task when it is told.
+    /// </summary>
+    [Fact]
+    public async Task RunAsync_RejectedAfterWaitingForRoom_IsReportedBeforeItsTaskFaults()
+    {
+        var submitted = new TaskCompletionSource<Task<int>>(TaskCreationOptions.RunContinuationsAsynchronously);
+        bool? faultedBeforeReported = null;
+        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out _, o =>
+        {
+            o.WaitTimeout = TimeSpan.FromMilliseconds(20);
+            o.OnRejected = rejection =>
+            {
+                // On the watchdog thread, at the timeout: the task must not have faulted yet.
+                Assert.True(submitted.Task.Wait(TestKit.Safety), "RunAsync never returned.");
+                faultedBeforeReported = submitted.Task.Result.IsCompleted;
+                _rejections.Enqueue(rejection);
+            };
+        });
+
+        var run = executor.RunAsync(() => 3);
+        submitted.SetResult(run);
+
+        var ex = await Assert.ThrowsAsync<RejectedExecutionException>(() => run);
+        Assert.Equal(RejectionReason.WaitTimedOut, ex.Reason);
+        Assert.Single(_rejections);
+        Assert.False(faultedBeforeReported, "The task faulted before OnRejected was told.");
+        await DrainAsync(executor, gate);
+    }
+
     [Fact]
     public async Task Wait_CancelledWhileWaiting_ThrowsAndCountsCancelled()
     {
