@@ -87,6 +87,8 @@ public sealed class KeyedRequeueRaceTests(PostgresFixture postgres)
                     new NpgsqlParameter<int> { TypedValue = count },
                     new NpgsqlParameter<string> { TypedValue = "test" },
                     new NpgsqlParameter<TimeSpan> { TypedValue = TimeSpan.FromHours(1) },
+                    new NpgsqlParameter<long> { TypedValue = 0 }, // the settings version (the row's default): claims go ahead
+                    new NpgsqlParameter<int> { TypedValue = 0 }, // held-back items not counted
                 },
             };
             var ids = new List<long>();
