@@ -63,16 +63,23 @@ internal sealed class KeyedClaimSql
     public KeyedClaimSql(StorageSql sql)
     {
         var items = sql.Items;
+        const string Head = "($2::bigint * 2 + 16)";
 
-        // The eligible items of one key (the expression keyExpression): its M ($5) oldest unfinished items, those of them
-        // ready and due whose older unfinished items (their place in that list) and newer running items (a probe, at
-        // most M rows) are fewer than M together.
+        // The eligible items of one key (the expression keyExpression): of its oldest unfinished items, those ready and
+        // due whose older unfinished items (their place in that list) and newer running items (a probe, at most M rows)
+        // are fewer than M together. The list is the key's M ($5) oldest unfinished items, but never more than the
+        // head's length plus the key's running items (a probe of items_ordered_running, at most M rows): a claim takes
+        // at most $2 items, so a large M (a limit that does not bind) does not make it read a key's whole backlog. Each
+        // item's place in the shorter list is the same as in the long one, so the rule is checked exactly; only items
+        // behind more scheduled (retrying) items of their key than the head's length wait for a later claim.
         string EligibleOf(string keyExpression) => $"""
             SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version FROM (
                 SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, o.version, row_number() OVER (ORDER BY o.id) - 1 AS elders
                 FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state, e.xmin AS version FROM {items} e
                       WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5)
-                      ORDER BY e.id LIMIT $5) o) u
+                      ORDER BY e.id
+                      LIMIT least($5::bigint, {Head} + (SELECT count(*) FROM (
+                          SELECT 1 FROM {items} w WHERE w.queue = $1 AND w.ordering_key = {keyExpression} AND w.state = 1 LIMIT $5) running))) o) u
             WHERE u.state = 0 AND u.run_at <= now()
               AND u.elders + (SELECT count(*) FROM (
                       SELECT 1 FROM {items} r
@@ -87,8 +94,6 @@ internal sealed class KeyedClaimSql
             FROM (SELECT id, ordering_key, version, in_head, row_number() OVER (ORDER BY priority DESC, run_at, id) AS place FROM {source}) placed
             WINDOW later AS (PARTITION BY ordering_key, CASE WHEN ordering_key IS NULL THEN id END ORDER BY id DESC)
             """;
-
-        const string Head = "($2::bigint * 2 + 16)";
 
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
         // the next claim: this statement's snapshot predates them). Then the head of the claim order and the keys found
