@@ -19,7 +19,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </para>
 /// <para>
 /// <b>Counted locally.</b> A permit is taken when an item is claimed (<see cref="Take"/>, before the claim statement;
-/// what the claim did not find is given back) and given back when its handler ends (<see cref="Finished"/>), so the
+/// what the claim did not find is given back) and given back when its handler ends (<see cref="Finished(StoredItem?, out StoredItem?)"/>), so the
 /// next claim does not wait for the outcome's commit. In use never exceeds the allowance except after a grant shrank
 /// below it; then the node starts nothing until it is below. Every held item counts, with or without limits, so the
 /// count is right the moment limits are set.
@@ -42,7 +42,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// Thread safety: every member takes <see cref="SyncObj"/>; the bucket is used only under it.
 /// </para>
 /// </remarks>
-internal sealed class ClusterPermits(TimeProvider time)
+internal sealed partial class ClusterPermits(TimeProvider time)
 {
     private readonly Queue<(long Timestamp, int Count)> _starts = new();
     private readonly LocalTokenBucket _bucket = new(time);
@@ -213,16 +213,28 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>An item's handler ended (or the item was given back unrun): its permit is free.</summary>
+    /// <summary>
+    /// <paramref name="item"/>'s delivery ended (its handler, or given back unrun): the permit it held is free, and goes
+    /// straight to the oldest reserved item, if any may start now (<paramref name="next"/>, to submit at once). A
+    /// reserved item that ends unrun (released, cancelled) held no permit: it only leaves the reserve.
+    /// </summary>
     /// <returns>
     /// <see langword="true"/> once the node's row records more than its allowance (a grant that shrank below what was in
     /// use) and its use has come down to the allowance: worth a renewal now, to give the rest back to the other nodes.
     /// </returns>
-    public bool Finished()
+    public bool Finished(StoredItem? item, out StoredItem? next)
     {
         lock (SyncObj)
         {
+            next = null;
+            if (item is { HoldsPermit: false })
+            {
+                _reserve.Remove(item);
+                return false;
+            }
+
             _inUse--;
+            next = HandOffLocked();
             if (_allowed is int allowed && _stored > allowed && _inUse <= allowed && !_givingBack)
             {
                 _givingBack = true;

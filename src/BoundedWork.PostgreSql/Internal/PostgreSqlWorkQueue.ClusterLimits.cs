@@ -69,7 +69,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         if (take.LapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
+            Apply(_permits.Rebalance()); // the lapsed grant's reserve goes back to ready
         }
+
+        // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
+        // plain claim only: the keyed claim's per-key count is the statement's own).
+        var room = _permits.PerKey <= 1 ? _permits.ReserveRoom(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         int promoted = 0;
@@ -86,7 +91,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             using var connection = _dataSource.OpenConnection();
 
             using var command = new NpgsqlCommand(keyed ? KeyedStatements.ClaimPerKey : _sql.Claim, connection);
-            AddClaimParameters(command.Parameters, take.Count);
+            AddClaimParameters(command.Parameters, take.Count + room);
             if (keyed)
             {
                 command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = perKey });
@@ -125,7 +130,23 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
         finally
         {
-            _permits.Return(take.Count - claimed.Count);
+            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count));
+            _permits.ReserveSlotsDone(room);
+        }
+
+        if (claimed.Count > take.Count)
+        {
+            // The oldest items hold the permits; the rest go to the reserve, held by the node but not started.
+            claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+            var reserved = claimed.GetRange(take.Count, claimed.Count - take.Count);
+            claimed.RemoveRange(take.Count, reserved.Count);
+            StorageMetrics.Claimed.Add(reserved.Count, StorageMetrics.QueueTag(Name));
+            foreach (var item in reserved)
+            {
+                Hold(item);
+            }
+
+            Apply(_permits.Reserve(reserved));
         }
 
         if (version is long seen && _permits.Stale(seen))
@@ -192,6 +213,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             }
 
             _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
+            Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
             ReportLimits(wasLimited);
             _wake.Set();
             return;
@@ -256,6 +278,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         {
             _logger.PermitGrantRestored(Name);
         }
+
+        Apply(_permits.Rebalance()); // a grown grant starts reserved items now; a shrunk one releases what it no longer covers
 
         if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
         {

@@ -48,9 +48,16 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
         _outcomes.Post(item, kind, retryDelay, error);
-        if (_permits.Finished()) // the handler ended: its permit is free now, before the outcome's commit
+        // The handler ended: its permit is free now, before the outcome's commit, and goes straight to the oldest
+        // reserved item, if any (started here, with no claim in between; the claim loop refills the reserve).
+        if (_permits.Finished(item, out var next))
         {
             _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
+        }
+
+        if (next is not null)
+        {
+            Execute(next);
         }
 
         if (_permits.IsLimited)
@@ -74,6 +81,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             var callbackFailure = item.RequestCancellation();
             _logger.CancellationRequested(Name, id, callbackFailure);
+            CancelIfReserved(item);
         }
     }
 
@@ -113,6 +121,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     reap.Restart();
                 }
 
+                Apply(_permits.Rebalance()); // free permits to reserved items; a lapsed or shrunk grant's reserve released
                 if (wanted > 0)
                 {
                     claim = ClaimUnderPermits(wanted);
@@ -190,24 +199,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
         foreach (var item in claimed)
         {
-            Interlocked.Increment(ref _held);
-            _deliveries[item.Id] = item;
-
             // The delivery's span is current while the item is submitted, so the item (and its handler) runs inside
             // it on the worker. Refused (the executor is shutting down): the OnRejected hook releases the row at once.
-            var previous = Activity.Current;
-            item.Process = DurableTracing.StartProcess(Name, item);
-            try
-            {
-                Executor.TryExecute(s_run, item);
-            }
-            finally
-            {
-                if (item.Process is not null)
-                {
-                    Activity.Current = previous;
-                }
-            }
+            Hold(item);
+            Execute(item);
         }
     }
 

@@ -222,6 +222,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             thread.Join(Timeout.InfiniteTimeSpan, cancellationToken);
         }
 
+        ReleaseReserved(_permits.CloseReserve()); // reserved items never started: back to ready now
         return Task.CompletedTask;
     }
 

@@ -27,6 +27,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     public long Id { get; } = id;
 
+    /// <summary>Gets or sets a value indicating whether the delivery holds a cluster permit (false while it waits in the node's reserve); set under the permits' lock.</summary>
+    public bool HoldsPermit { get; set; } = true;
+
     public string Payload { get; } = payload;
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>

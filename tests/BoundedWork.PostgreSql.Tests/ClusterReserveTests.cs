@@ -1,0 +1,201 @@
+using BoundedWork.PostgreSql.Internal;
+using BoundedWork.PostgreSql.TestConsumer;
+using Npgsql;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>
+/// The node's reserve under a binding MaxRunning: one item claimed ahead per permit held, started by the permit a
+/// handler's end frees (no claim in between), released when the node stops or its grant no longer covers it.
+/// </summary>
+[Collection(PostgresCollection.Name)]
+public sealed class ClusterReserveTests(PostgresFixture postgres)
+{
+    [Fact]
+    public async Task BindingMaxRunning_ReservedItemStartsWhenAPermitFrees_WithNoClaimInBetween_AndTheAllowanceHolds()
+    {
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 1);
+        await run.WaitReservedAsync();
+        Assert.Equal(1, run.Queue.ClusterPermitsInUse);
+        Assert.Equal(2L, await run.CountAsync(StorageSql.Running)); // one runs, one is reserved (claimed, not started)
+
+        // The database is held: no claim (nor anything else on the items table) can run until the lock goes.
+        await using (var blocker = new NpgsqlConnection(postgres.ConnectionString))
+        {
+            await blocker.OpenAsync();
+            await using var transaction = await blocker.BeginTransactionAsync();
+            await using (var hold = new NpgsqlCommand($"LOCK TABLE {run.Schema}.items IN ACCESS EXCLUSIVE MODE", blocker, transaction))
+            {
+                await hold.ExecuteNonQueryAsync();
+            }
+
+            run.Release.Release(); // the first handler ends: its permit goes to the reserved item, which starts now
+            await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 2, "the reserved item started with the database held");
+            await transaction.RollbackAsync();
+        }
+
+        run.Release.Release(2);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
+        Assert.Equal(1, Volatile.Read(ref run.MaxConcurrent));
+        Assert.Equal(3, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
+    }
+
+    [Fact]
+    public async Task GrantThatLapses_ReleasesTheReserveToReady_AtOnce_AndNothingRunsTwice()
+    {
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 1, heartbeat: TimeSpan.FromMilliseconds(100));
+        await run.WaitReservedAsync();
+
+        await using (var blocker = new NpgsqlConnection(postgres.ConnectionString))
+        {
+            await blocker.OpenAsync();
+            await using var transaction = await blocker.BeginTransactionAsync();
+            await using (var hold = new NpgsqlCommand($"SELECT 1 FROM {run.Schema}.queue_settings FOR UPDATE", blocker, transaction))
+            {
+                await hold.ExecuteScalarAsync();
+            }
+
+            // Leases stay renewed while the node holds an item: a ready row here is the release, not an expiry.
+            await DurableQueueTests.WaitAsync(() => run.Queue.IsClusterPermitGrantLapsed, "the grant lapsed");
+            await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Ready).Result == 2, "the reserved item is ready again");
+            Assert.Equal(0, run.Queue.ClusterReservedCount);
+            Assert.Equal(1, Volatile.Read(ref run.Started));
+            await transaction.RollbackAsync();
+        }
+
+        run.Release.Release(3);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
+        Assert.Equal(3, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
+        Assert.Equal(1, Volatile.Read(ref run.MaxConcurrent));
+    }
+
+    [Fact]
+    public async Task LimitLifted_ReleasesTheReserve_AndEveryItemRunsOnce()
+    {
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 1);
+        await run.WaitReservedAsync();
+
+        await ClusterLimitSql.SetLimitsAsync(postgres, run.Schema, maxRunning: null);
+        await DurableQueueTests.WaitAsync(() => run.Queue.ClusterPermitsAllowed is null, "the node has no running limit");
+
+        // No limit: the reserve was released (not left to its lease), and the items run on the free worker.
+        await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 2, "a second item runs");
+        Assert.Equal(0, run.Queue.ClusterReservedCount);
+        run.Release.Release(3);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
+        await Task.Delay(0);
+        Assert.Equal(3, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
+        Assert.Equal(3, run.Behavior.Deliveries.Count);
+    }
+
+    [Fact]
+    public async Task Shutdown_ReleasesTheReserveToReady_WhileTheRunningHandlerStillRuns()
+    {
+        var run = await Gated.StartAsync(postgres, maxRunning: 1);
+        await run.WaitReservedAsync();
+        var stopping = Task.Run(() => run.Node.DisposeAsync().AsTask());
+
+        await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Ready).Result == 2, "the reserved item is ready again");
+        Assert.Equal(1, Volatile.Read(ref run.Started));
+        run.Release.Release(3);
+        await stopping;
+        Assert.Single(run.Behavior.Deliveries);
+        Assert.Equal(2L, await run.CountAsync(StorageSql.Ready));
+        Assert.Equal(0L, await run.CountAsync(StorageSql.Running));
+    }
+
+    [Fact]
+    public async Task CancellationOfAReservedItem_EndsItCancelled_WithoutRunningIt()
+    {
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 1);
+        await run.WaitReservedAsync();
+        var reserved = await postgres.ScalarAsync<long>($"SELECT max(id) FROM {run.Schema}.items WHERE state = 1"); // the oldest holds the permit
+
+        await run.Node.Queue.CancelAsync(reserved);
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<short>($"SELECT state FROM {run.Schema}.items WHERE id = {reserved}").Result == StorageSql.Cancelled, "the reserved item is cancelled");
+        Assert.Equal(1, Volatile.Read(ref run.Started));
+
+        run.Release.Release(3);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 2, "the other items ran");
+        Assert.DoesNotContain(run.Behavior.Deliveries, d => d.Id == reserved);
+    }
+
+    [Fact]
+    public async Task RateLimit_NoReserve_OnlyItemsWithAPermitAndATokenAreClaimed()
+    {
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 1, startsPerSecond: 1000);
+        await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 1, "one item runs");
+        await DurableQueueTests.WaitAsync(() => run.Queue.ClusterPermitWaiting == 2, "the others wait for a permit");
+        Assert.Equal(0, run.Queue.ClusterReservedCount);
+        Assert.Equal(1L, await run.CountAsync(StorageSql.Running));
+        run.Release.Release(3);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
+    }
+
+    /// <summary>One node (two workers, two claims per worker) under a MaxRunning, three items enqueued; each handler waits for <see cref="Release"/>.</summary>
+    private sealed class Gated : IAsyncDisposable
+    {
+        public int Started;
+        public int MaxConcurrent;
+        private int _running;
+        private PostgresFixture _postgres = null!;
+
+        public SemaphoreSlim Release { get; } = new(0);
+
+        public Behavior Behavior { get; private set; } = null!;
+
+        public QueueNode Node { get; private set; } = null!;
+
+        public PostgreSqlWorkQueue<Notice> Queue => (PostgreSqlWorkQueue<Notice>)Node.Queue;
+
+        public string Schema { get; private set; } = "";
+
+        public static async Task<Gated> StartAsync(PostgresFixture postgres, int maxRunning, double? startsPerSecond = null, TimeSpan? heartbeat = null)
+        {
+            var run = new Gated { _postgres = postgres, Schema = await postgres.NewSchemaAsync() };
+            run.Behavior = new Behavior
+            {
+                Handle = (_, _) =>
+                {
+                    Interlocked.Increment(ref run.Started);
+                    var now = Interlocked.Increment(ref run._running);
+                    int max;
+                    while ((max = Volatile.Read(ref run.MaxConcurrent)) < now && Interlocked.CompareExchange(ref run.MaxConcurrent, now, max) != max)
+                    {
+                    }
+
+                    try
+                    {
+                        Assert.True(run.Release.Wait(QueueNode.Patience));
+                    }
+                    finally
+                    {
+                        Interlocked.Decrement(ref run._running);
+                    }
+                },
+            };
+            run.Node = await QueueNode.StartAsync(postgres.ConnectionString, run.Schema, run.Behavior,
+                storage: o => (o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = (heartbeat ?? TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 2),
+                executor: o => o.WorkerCount = 2);
+            await ClusterLimitSql.SetLimitsAsync(postgres, run.Schema, maxRunning: maxRunning, startsPerSecond: startsPerSecond, burst: startsPerSecond is null ? null : 10);
+            await DurableQueueTests.WaitAsync(() => run.Queue.ClusterPermitsAllowed == maxRunning, "the node holds its grant");
+            await run.Node.Queue.EnqueueManyAsync([new Notice(1), new Notice(2), new Notice(3)]);
+            return run;
+        }
+
+        /// <summary>Waits until one item runs and one waits in the reserve.</summary>
+        public async Task WaitReservedAsync()
+        {
+            await DurableQueueTests.WaitAsync(() => Volatile.Read(ref Started) == 1 && Queue.ClusterReservedCount == 1, "one item runs, one is reserved");
+            Assert.Equal(1, Volatile.Read(ref Started));
+        }
+
+        public Task<long> CountAsync(short state) => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {Schema}.items WHERE state = {state}");
+
+        public async ValueTask DisposeAsync()
+        {
+            Release.Release(10);
+            await Node.DisposeAsync();
+        }
+    }
+}
