@@ -65,6 +65,7 @@ internal sealed partial class ClusterPermits
             foreach (var item in items)
             {
                 item.HoldsPermit = false;
+                item.ReservedAt = time.GetTimestamp();
                 _reserve.Add(item);
             }
 

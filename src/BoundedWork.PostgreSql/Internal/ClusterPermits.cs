@@ -118,17 +118,34 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>Gets the ready items this node had room for that its last claim left to wait for a cluster permit.</summary>
-    public long Waiting => Interlocked.Read(ref _waiting);
+    /// <summary>
+    /// Gets the items waiting for a cluster permit: the ready items this node had room for that its last claim left,
+    /// and the items in its reserve (claimed, waiting for a permit to free on this node).
+    /// </summary>
+    public long Waiting
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return Interlocked.Read(ref _waiting) + _reserve.Count;
+            }
+        }
+    }
 
-    /// <summary>Gets how long the oldest of <see cref="Waiting"/> has waited since it became due; zero when none waits.</summary>
+    /// <summary>
+    /// Gets how long the oldest of <see cref="Waiting"/> has waited: a ready item since it became due, a reserved item
+    /// since it entered the reserve (its wait before that claim is not known here); zero when none waits.
+    /// </summary>
     public TimeSpan OldestWait
     {
         get
         {
             lock (SyncObj)
             {
-                return _waiting == 0 ? TimeSpan.Zero : TimeSpan.FromSeconds(_oldestWaitSeconds) + time.GetElapsedTime(_measuredAt);
+                var ready = _waiting == 0 ? TimeSpan.Zero : TimeSpan.FromSeconds(_oldestWaitSeconds) + time.GetElapsedTime(_measuredAt);
+                var reserved = _reserve.Count == 0 ? TimeSpan.Zero : time.GetElapsedTime(_reserve[0].ReservedAt);
+                return ready > reserved ? ready : reserved;
             }
         }
     }

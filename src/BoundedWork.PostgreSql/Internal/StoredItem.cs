@@ -30,6 +30,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets a value indicating whether the delivery holds a cluster permit (false while it waits in the node's reserve); set under the permits' lock.</summary>
     public bool HoldsPermit { get; set; } = true;
 
+    /// <summary>Gets or sets when the item entered the node's reserve (a <see cref="TimeProvider"/> timestamp), for how long it has waited for a permit.</summary>
+    public long ReservedAt { get; set; }
+
     public string Payload { get; } = payload;
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
