@@ -83,7 +83,9 @@ public sealed class ClusterReserveTests(PostgresFixture postgres)
         Assert.Equal(0, run.Queue.ClusterReservedCount);
         run.Release.Release(3);
         await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
-        await Task.Delay(0);
+
+        // Every outcome written: a released item run a second time would have run by now.
+        await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Completed).Result == 3, "every outcome is written");
         Assert.Equal(3, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
         Assert.Equal(3, run.Behavior.Deliveries.Count);
     }

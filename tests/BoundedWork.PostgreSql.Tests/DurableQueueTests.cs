@@ -289,13 +289,8 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     [Fact]
     public async Task DatabaseAtSchemaVersion1_IsUpgradedOnStart_ItsItemsStillRun_AndIdempotencyKeysWork()
     {
-        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
-        var sql = new StorageSql(schema);
+        var (schema, sql) = await SchemaAtVersionAsync(1);
         await postgres.ExecuteAsync($$"""
-            CREATE SCHEMA {{schema}};
-            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-            {{sql.Migrations[0]}}
-            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1);
             INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 1}');
             """);
         var behavior = new Behavior();
@@ -313,14 +308,8 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     [Fact]
     public async Task DatabaseAtSchemaVersion2_IsUpgradedOnStart_StoredRetriesBecomeScheduled_AndEveryItemStillRunsInItsTurn()
     {
-        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
-        var sql = new StorageSql(schema);
+        var (schema, sql) = await SchemaAtVersionAsync(2);
         await postgres.ExecuteAsync($$"""
-            CREATE SCHEMA {{schema}};
-            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-            {{sql.Migrations[0]}}
-            {{sql.Migrations[1]}}
-            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1), (2);
             INSERT INTO {{sql.Items}} (queue, payload, ordering_key) VALUES ('notices', '{"Number": 1, "Key": "k"}', 'k');
             INSERT INTO {{sql.Items}} (queue, payload, ordering_key, attempts, run_at, last_error)
                 VALUES ('notices', '{"Number": 2, "Key": "k"}', 'k', 1, now() + interval '1 hour', 'a stored retry');
@@ -349,16 +338,8 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     [Fact]
     public async Task DatabaseAtSchemaVersion4_IsUpgradedOnStart_NodeRowsKeepTheirColumns_AndGainAnEmptyGrant()
     {
-        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
-        var sql = new StorageSql(schema);
+        var (schema, sql) = await SchemaAtVersionAsync(4);
         await postgres.ExecuteAsync($$"""
-            CREATE SCHEMA {{schema}};
-            CREATE TABLE {{sql.SchemaVersion}} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-            {{sql.Migrations[0]}}
-            {{sql.Migrations[1]}}
-            {{sql.Migrations[2]}}
-            {{sql.Migrations[3]}}
-            INSERT INTO {{sql.SchemaVersion}} (version) VALUES (1), (2), (3), (4);
             INSERT INTO {{sql.Nodes}} (queue, node, host, process_id, version, expires_at, worker_count)
                 VALUES ('notices', 'old', 'h', 1, '0.1.0', now() + interval '1 hour', 7);
             INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 1}');
@@ -407,6 +388,20 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
             Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until {what}.");
             await Task.Delay(20); // the poll's interval (see above)
         }
+    }
+
+    /// <summary>A new schema as a node of an earlier version left it: the migrations up to <paramref name="version"/>, recorded.</summary>
+    private async Task<(string Schema, StorageSql Sql)> SchemaAtVersionAsync(int version)
+    {
+        var schema = "m_" + Guid.NewGuid().ToString("N")[..12];
+        var sql = new StorageSql(schema);
+        await postgres.ExecuteAsync($"""
+            CREATE SCHEMA {schema};
+            CREATE TABLE {sql.SchemaVersion} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            {string.Join("\n", sql.Migrations.Take(version))}
+            INSERT INTO {sql.SchemaVersion} (version) SELECT generate_series(1, {version});
+            """);
+        return (schema, sql);
     }
 }
 
