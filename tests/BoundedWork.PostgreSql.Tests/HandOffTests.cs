@@ -188,7 +188,7 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
             return null;
         }
 
-        public NpgsqlBatchCommand Command(HandOffPlan plan) => throw new InvalidOperationException();
+        public NpgsqlCommand Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction) => throw new InvalidOperationException();
 
         public StoredItem Read(NpgsqlDataReader reader) => throw new InvalidOperationException();
 

@@ -18,7 +18,7 @@ internal interface IOutcomeHandOff
     HandOffPlan? Begin(string[] keys, int finished, int settling);
 
     /// <summary>The claim statement of <paramref name="plan"/>, to run after the outcome statement in the same transaction.</summary>
-    NpgsqlBatchCommand Command(HandOffPlan plan);
+    NpgsqlCommand Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction);
 
     /// <summary>Reads one claimed row of <see cref="Command"/>.</summary>
     StoredItem Read(NpgsqlDataReader reader);

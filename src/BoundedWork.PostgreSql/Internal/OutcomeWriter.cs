@@ -199,8 +199,8 @@ internal sealed class OutcomeWriter : IDisposable
     }
 
     /// <summary>
-    /// Writes the outcomes and, in the same transaction (one batch: an implicit transaction, one round trip), the
-    /// hand-off's claim, which sees the outcome statement's changes. The claimed items are handed to the node only once
+    /// Writes the outcomes and, in the same transaction, the hand-off's claim, which sees the outcome statement's
+    /// changes (two statements and the commit: three round trips, none of them through the ThreadPool). The claimed items are handed to the node only once
     /// the whole batch has completed (committed); on any failure the plan's room and permits go back.
     /// </summary>
     private Written WriteHandingOff(List<Outcome> outcomes, int kinds, HandOffPlan plan)
@@ -209,34 +209,34 @@ internal sealed class OutcomeWriter : IDisposable
         var claimed = new List<StoredItem>();
         try
         {
+            // Two statements in an explicit transaction, each sent on its own: Npgsql writes the statements after the
+            // first of a synchronous batch from the ThreadPool, which would stall this thread while the pool is starved.
             using var connection = _dataSource.OpenConnection();
-            using var batch = new NpgsqlBatch(connection);
-            var write = new NpgsqlBatchCommand(_sql.WriteOutcomes(kinds, _deleteCompleted));
-            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+            using var transaction = connection.BeginTransaction();
+            using (var write = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection, transaction))
             {
-                if ((kinds & (1 << (int)kind)) != 0)
+                for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
                 {
-                    AddParameters(write.Parameters, outcomes, kind);
+                    if ((kinds & (1 << (int)kind)) != 0)
+                    {
+                        AddParameters(write.Parameters, outcomes, kind);
+                    }
                 }
+
+                recorded = (long)write.ExecuteScalar()!;
             }
 
-            batch.BatchCommands.Add(write);
-            batch.BatchCommands.Add(_handOff!.Command(plan));
-            using (var reader = batch.ExecuteReader())
+            using (var claim = _handOff!.Command(plan, connection, transaction))
+            using (var reader = claim.ExecuteReader())
             {
-                reader.Read();
-                recorded = reader.GetInt64(0);
-                reader.NextResult();
                 while (reader.Read())
                 {
                     claimed.Add(_handOff.Read(reader));
                 }
-
-                // Every result read, to the end of the batch: an error at its commit (a deferred check) is thrown here.
-                while (reader.NextResult())
-                {
-                }
             }
+
+            // An error at the commit (a deferred check) is thrown here, and nothing was claimed.
+            transaction.Commit();
         }
         catch
         {

@@ -84,9 +84,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         return take.Count > 0 ? new HandOffPlan(keys, take.Count, perKey) : null;
     }
 
-    NpgsqlBatchCommand IOutcomeHandOff.Command(HandOffPlan plan)
+    NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
     {
-        var command = new NpgsqlBatchCommand(KeyedStatements.HandOff);
+        var command = new NpgsqlCommand(KeyedStatements.HandOff, connection, transaction);
         AddClaimParameters(command.Parameters, plan.Count);
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
         command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.Keys });
