@@ -1,4 +1,5 @@
 using BoundedWork.PostgreSql.TestConsumer;
+using BoundedWork.Testing;
 using Npgsql;
 
 namespace BoundedWork.PostgreSql.Tests;
@@ -29,13 +30,30 @@ public sealed class StarvationTests(PostgresFixture postgres)
                 }
             });
             producer.Start();
-            Assert.True(producer.Join(QueueNode.Patience), "The producer did not finish.");
+            if (!producer.Join(QueueNode.Patience))
+            {
+                Assert.Fail("The producer did not finish. " + ThreadStacks.Capture());
+            }
+
             Assert.Equal(20, enqueued);
 
-            // Nothing below awaits: the checks block this thread, which is not a pool thread.
-            Assert.True(SpinWait.SpinUntil(() => behavior.Deliveries.Count == 20, QueueNode.Patience), $"{behavior.Deliveries.Count} of 20 items were handled.");
-            Assert.True(SpinWait.SpinUntil(() => CountCompleted(schema) == 20, QueueNode.Patience), "The outcomes were not written.");
-            Assert.True(SpinWait.SpinUntil(() => node.Storage.Statistics is { Completed: 20, IsAvailable: true }, QueueNode.Patience), "The statistics were not read.");
+            // Nothing below awaits: the checks block this thread (whichever it is) and need no other pool thread. A check that
+            // gives up reports every thread's stack, so that what waited for what can be read from the failure.
+            if (!SpinWait.SpinUntil(() => behavior.Deliveries.Count == 20, QueueNode.Patience))
+            {
+                Assert.Fail($"{behavior.Deliveries.Count} of 20 items were handled. " + ThreadStacks.Capture());
+            }
+
+            if (!SpinWait.SpinUntil(() => CountCompleted(schema) == 20, QueueNode.Patience))
+            {
+                Assert.Fail("The outcomes were not written. " + ThreadStacks.Capture());
+            }
+
+            if (!SpinWait.SpinUntil(() => node.Storage.Statistics is { Completed: 20, IsAvailable: true }, QueueNode.Patience))
+            {
+                Assert.Fail("The statistics were not read. " + ThreadStacks.Capture());
+            }
+
             Assert.True(starvation.IsStarved, "The pool was not starved the whole time: the probe ran.");
         }
     }

@@ -34,8 +34,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     private const string NotifyLoop = "notifying";
 
-    /// <summary>Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>).</summary>
-    private const string IndexPathsOnly = "SET enable_seqscan = off";
+    /// <summary>
+    /// Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>): one statement,
+    /// never two. Npgsql sends the statements after the first of a synchronous multi-statement command from the
+    /// ThreadPool, so under a starved pool two statements here would hang every synchronous open of a new connection.
+    /// </summary>
+    private const string SessionSettings = "SELECT set_config('enable_seqscan', 'off', false), set_config('plan_cache_mode', 'force_generic_plan', false)";
 
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
@@ -315,7 +319,10 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// loops' statements prepared automatically. And sequential scans off in the queue's own sessions, so that a
     /// prepared statement's plan stays on the indexes its statement is written for whatever the table's size was
     /// when the plan was made (see <see cref="StorageSql"/>, plan shapes): without it, an outcome write of forty rows
-    /// read 14,000 buffers once the table had grown. The listener's connection is not pooled: its LISTEN ends with it.
+    /// read 14,000 buffers once the table had grown. And generic plans only (<c>plan_cache_mode</c>): a prepared
+    /// statement is planned once per session, not at every execution; PostgreSQL's own choice kept re-planning the
+    /// per-key claim (<see cref="KeyedClaimSql"/>) at every claim, which cost two thirds of its time, and the statements'
+    /// shapes do not depend on their parameters' values. The listener's connection is not pooled: its LISTEN ends with it.
     /// </summary>
     private static NpgsqlDataSource CreateDataSource(string connectionString, string name, bool pooled)
     {
@@ -328,12 +335,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             builder.UsePhysicalConnectionInitializer(
                 static connection =>
                 {
-                    using var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    using var command = new NpgsqlCommand(SessionSettings, connection);
                     command.ExecuteNonQuery();
                 },
                 static async connection =>
                 {
-                    var command = new NpgsqlCommand(IndexPathsOnly, connection);
+                    var command = new NpgsqlCommand(SessionSettings, connection);
                     await using (command.ConfigureAwait(false))
                     {
                         await command.ExecuteNonQueryAsync().ConfigureAwait(false);
