@@ -33,7 +33,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var permits = new List<ClusterPermitUse>();
         long granted = 0, inUse = 0;
         WorkQueueStorageStatistics storage;
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             // One round trip: the settings, the live nodes, the stored items by state.
@@ -103,7 +103,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
 
         var statements = ClusterStatements;
         WorkQueueClusterSettings previous, stored;
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             // Not committed (an invalid change, an exception): rolled back when disposed, the row it inserted with it.

@@ -264,6 +264,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             try
             {
                 using var connection = _listenerSource.OpenConnection();
+                InlineSocketCompletions.TryEnable(connection); // it waits synchronously, on this thread
                 connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
                 foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel, StorageSql.SettingsChannel])
                 {

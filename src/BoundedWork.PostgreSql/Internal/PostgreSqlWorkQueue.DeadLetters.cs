@@ -18,7 +18,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         (DateTimeOffset At, long Id)? after = query.Cursor is null ? null : ParseCursor(query.Cursor);
         var items = new List<StoredDeadLetter>(Math.Min(query.Limit + 1, 64));
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = new NpgsqlCommand(_sql.ListDeadLetters, connection)
@@ -59,7 +59,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     public async Task<StoredDeadLetter?> GetDeadLetterAsync(long itemId, int maxPayloadLength, CancellationToken cancellationToken = default)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(maxPayloadLength, 1);
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = new NpgsqlCommand(_sql.GetDeadLetter, connection)
@@ -92,7 +92,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         ArgumentNullException.ThrowIfNull(selection);
         long requeued;
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = SelectionCommand(_sql.RequeueDeadLetters, selection, connection);
@@ -119,7 +119,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     public async Task<int> PurgeDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(selection);
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = SelectionCommand(_sql.PurgeDeadLetters, selection, connection);

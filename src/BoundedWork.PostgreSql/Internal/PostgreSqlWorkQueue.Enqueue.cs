@@ -186,7 +186,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private async Task<long[]> InsertManyAsync((string[] Payloads, string?[] OrderingKeys) items, StoredFields fields, NpgsqlConnection? connection, NpgsqlTransaction? transaction, CancellationToken cancellationToken)
     {
         var own = connection is null;
-        connection ??= await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        connection ??= await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         long[] ids;
         try
         {
@@ -240,7 +240,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>One item in the node's own transaction (the statement commits at once), then the wake-up.</summary>
     private async Task<EnqueueResult> EnqueueOwnAsync(T item, StoredFields fields, CancellationToken cancellationToken)
     {
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var result = await InsertAsync(item, fields, connection, transaction: null, notify: false, cancellationToken).ConfigureAwait(false);

@@ -34,8 +34,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     private const string NotifyLoop = "notifying";
 
-    /// <summary>Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>).</summary>
-    private const string IndexPathsOnly = "SET enable_seqscan = off";
+    /// <summary>
+    /// Run once on each of the queue's pooled physical connections (see <see cref="CreateDataSource"/>): one statement,
+    /// never two. Npgsql sends the statements after the first of a synchronous multi-statement command from the
+    /// ThreadPool, so under a starved pool two statements here would hang every synchronous open of a new connection.
+    /// </summary>
+    private const string SessionSettings = "SELECT set_config('enable_seqscan', 'off', false), set_config('plan_cache_mode', 'force_generic_plan', false)";
 
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
@@ -44,7 +48,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly JsonTypeInfo<T> _json;
     private readonly WorkQueueStorageContext<T> _context;
     private readonly ILogger _logger;
+    /// <summary>The pool of the queue's own threads and of the synchronous enqueue: used synchronously only, its sockets complete inline (<see cref="InlineSocketCompletions"/>).</summary>
     private readonly NpgsqlDataSource _dataSource;
+
+    /// <summary>The pool of the asynchronous API (enqueues, the cluster view, dead letters, the schema at start).</summary>
+    private readonly NpgsqlDataSource _asyncSource;
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
     private readonly StorageHealth _health;
@@ -83,10 +91,15 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _json = json;
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
-        _dataSource = CreateDataSource(connectionString, Name, pooled: true);
-        _listenerSource = CreateDataSource(connectionString, Name + " listener", pooled: false);
+        _dataSource = CreateDataSource(connectionString, Name, SessionUse.Threads);
+        _asyncSource = CreateDataSource(connectionString, Name + " async", SessionUse.Async);
+        _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
-        _health = new StorageHealth(_dataSource.Clear);
+        _health = new StorageHealth(() =>
+        {
+            _dataSource.Clear();
+            _asyncSource.Clear();
+        });
         _permits = new ClusterPermits(options.TimeProvider);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
@@ -117,7 +130,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     public async Task<CancelResult> CancelAsync(long itemId, CancellationToken cancellationToken = default)
     {
         short? found;
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = new NpgsqlCommand(_sql.Cancel, connection)
@@ -164,7 +177,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     public async Task<WorkQueueStorageStatistics> ReadStatisticsAsync(CancellationToken cancellationToken = default)
     {
-        var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
             var command = StatisticsCommand(connection);
@@ -186,7 +199,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         int from, to;
         try
         {
-            (from, to) = await SchemaMigrator.MigrateAsync(_dataSource, _sql, cancellationToken).ConfigureAwait(false);
+            (from, to) = await SchemaMigrator.MigrateAsync(_asyncSource, _sql, cancellationToken).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is NpgsqlException or TimeoutException)
         {
@@ -271,6 +284,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
 
         _dataSource.Dispose();
+        _asyncSource.Dispose();
         _listenerSource.Dispose();
         _claiming.Dispose();
         _background.Dispose();
@@ -315,37 +329,65 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// loops' statements prepared automatically. And sequential scans off in the queue's own sessions, so that a
     /// prepared statement's plan stays on the indexes its statement is written for whatever the table's size was
     /// when the plan was made (see <see cref="StorageSql"/>, plan shapes): without it, an outcome write of forty rows
-    /// read 14,000 buffers once the table had grown. The listener's connection is not pooled: its LISTEN ends with it.
+    /// read 14,000 buffers once the table had grown. And generic plans only (<c>plan_cache_mode</c>): a prepared
+    /// statement is planned once per session, not at every execution; PostgreSQL's own choice kept re-planning the
+    /// per-key claim (<see cref="KeyedClaimSql"/>) at every claim, which cost two thirds of its time, and the statements'
+    /// shapes do not depend on their parameters' values. The listener's connection is not pooled: its LISTEN ends with it.
+    /// The pool of the queue's threads is used synchronously only, and its sockets complete inline, so those threads
+    /// need no ThreadPool thread for their I/O (see <see cref="InlineSocketCompletions"/>); the asynchronous API has a
+    /// pool of its own, whose continuations never run on the runtime's socket thread.
     /// </summary>
-    private static NpgsqlDataSource CreateDataSource(string connectionString, string name, bool pooled)
+    private static NpgsqlDataSource CreateDataSource(string connectionString, string name, SessionUse use)
     {
         var builder = new NpgsqlDataSourceBuilder(connectionString) { Name = "BoundedWork:" + name };
-        if (pooled)
-        {
-            builder.ConnectionStringBuilder.NoResetOnClose = true;
-            builder.ConnectionStringBuilder.MaxAutoPrepare = 32;
-            builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
-            builder.UsePhysicalConnectionInitializer(
-                static connection =>
-                {
-                    using var command = new NpgsqlCommand(IndexPathsOnly, connection);
-                    command.ExecuteNonQuery();
-                },
-                static async connection =>
-                {
-                    var command = new NpgsqlCommand(IndexPathsOnly, connection);
-                    await using (command.ConfigureAwait(false))
-                    {
-                        await command.ExecuteNonQueryAsync().ConfigureAwait(false);
-                    }
-                });
-        }
-        else
+        if (use == SessionUse.Listener)
         {
             builder.ConnectionStringBuilder.Pooling = false;
+            return builder.Build();
         }
 
+        builder.ConnectionStringBuilder.NoResetOnClose = true;
+        builder.ConnectionStringBuilder.MaxAutoPrepare = 32;
+        builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
+        builder.UsePhysicalConnectionInitializer(
+            connection =>
+            {
+                if (use == SessionUse.Threads)
+                {
+                    InlineSocketCompletions.TryEnable(connection);
+                }
+
+                using var command = new NpgsqlCommand(SessionSettings, connection);
+                command.ExecuteNonQuery();
+            },
+            static async connection =>
+            {
+                var command = new NpgsqlCommand(SessionSettings, connection);
+                await using (command.ConfigureAwait(false))
+                {
+                    await command.ExecuteNonQueryAsync().ConfigureAwait(false);
+                }
+            });
         return builder.Build();
+    }
+
+    /// <summary>Opens a connection of the queue's threads' pool (for tests: its socket completes inline).</summary>
+    internal NpgsqlConnection OpenThreadConnection() => _dataSource.OpenConnection();
+
+    /// <summary>Opens a connection of the asynchronous API's pool (for tests: its socket does not complete inline).</summary>
+    internal Task<NpgsqlConnection> OpenAsyncApiConnectionAsync() => _asyncSource.OpenConnectionAsync().AsTask();
+
+    /// <summary>What a data source of the queue is for.</summary>
+    private enum SessionUse
+    {
+        /// <summary>The queue's own threads and the synchronous enqueue: synchronous I/O only.</summary>
+        Threads,
+
+        /// <summary>The asynchronous API.</summary>
+        Async,
+
+        /// <summary>The listener's one connection, not pooled.</summary>
+        Listener,
     }
 
     /// <summary>The notifier's send: one wake-up notification for this queue, on a connection of its own (its own transaction).</summary>
