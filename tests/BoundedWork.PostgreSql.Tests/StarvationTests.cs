@@ -1,3 +1,4 @@
+using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using BoundedWork.Testing;
 using Npgsql;
@@ -14,48 +15,70 @@ public sealed class StarvationTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
+        EnqueueAndHandleWhileStarved(node, behavior, schema, number => new Notice(number));
+    }
 
-        using (var starvation = ThreadPoolStarvation.Begin())
+    [Fact]
+    public async Task StarvedThreadPool_PerKeyLimit_KeysAreHandedOffInTheOutcomesTransaction()
+    {
+        // The per-key limit is stored before the node starts, which reads it before its first claim.
+        var schema = await postgres.NewSchemaAsync();
+        await using (var dataSource = NpgsqlDataSource.Create(postgres.ConnectionString))
         {
-            // Blocking code enqueues synchronously, on a thread of its own.
-            var enqueued = 0;
-            var producer = new Thread(() =>
-            {
-                for (var i = 0; i < 20; i++)
-                {
-                    if (node.Queue.TryEnqueue(new Notice(i)))
-                    {
-                        Interlocked.Increment(ref enqueued);
-                    }
-                }
-            });
-            producer.Start();
-            if (!producer.Join(QueueNode.Patience))
-            {
-                Assert.Fail("The producer did not finish. " + ThreadStacks.Capture());
-            }
-
-            Assert.Equal(20, enqueued);
-
-            // Nothing below awaits: the checks block this thread (whichever it is) and need no other pool thread. A check that
-            // gives up reports every thread's stack, so that what waited for what can be read from the failure.
-            if (!SpinWait.SpinUntil(() => behavior.Deliveries.Count == 20, QueueNode.Patience))
-            {
-                Assert.Fail($"{behavior.Deliveries.Count} of 20 items were handled. " + ThreadStacks.Capture());
-            }
-
-            if (!SpinWait.SpinUntil(() => CountCompleted(schema) == 20, QueueNode.Patience))
-            {
-                Assert.Fail("The outcomes were not written. " + ThreadStacks.Capture());
-            }
-
-            if (!SpinWait.SpinUntil(() => node.Storage.Statistics is { Completed: 20, IsAvailable: true }, QueueNode.Patience))
-            {
-                Assert.Fail("The statistics were not read. " + ThreadStacks.Capture());
-            }
-
-            Assert.True(starvation.IsStarved, "The pool was not starved the whole time: the probe ran.");
+            await SchemaMigrator.MigrateAsync(dataSource, new StorageSql(schema), CancellationToken.None);
         }
+
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: 2);
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, queue: o => o.OrderingKey = n => n.Key);
+        EnqueueAndHandleWhileStarved(node, behavior, schema, number => new Notice(number, "k" + (number % 2)));
+
+        // The outcome writer's hand-off (two statements in one transaction) ran while the pool was starved.
+        Assert.True(((PostgreSqlWorkQueue<Notice>)node.Queue).HandedOffCount > 0, "No item was handed off.");
+    }
+
+    private void EnqueueAndHandleWhileStarved(QueueNode node, Behavior behavior, string schema, Func<int, Notice> notice)
+    {
+        using var starvation = ThreadPoolStarvation.Begin();
+
+        // Blocking code enqueues synchronously, on a thread of its own.
+        var enqueued = 0;
+        var producer = new Thread(() =>
+        {
+            for (var i = 0; i < 20; i++)
+            {
+                if (node.Queue.TryEnqueue(notice(i)))
+                {
+                    Interlocked.Increment(ref enqueued);
+                }
+            }
+        });
+        producer.Start();
+        if (!producer.Join(QueueNode.Patience))
+        {
+            Assert.Fail("The producer did not finish. " + ThreadStacks.Capture());
+        }
+
+        Assert.Equal(20, enqueued);
+
+        // Nothing below awaits: the checks block this thread (whichever it is) and need no other pool thread. A check that
+        // gives up reports every thread's stack, so that what waited for what can be read from the failure.
+        if (!SpinWait.SpinUntil(() => behavior.Deliveries.Count == 20, QueueNode.Patience))
+        {
+            Assert.Fail($"{behavior.Deliveries.Count} of 20 items were handled. " + ThreadStacks.Capture());
+        }
+
+        if (!SpinWait.SpinUntil(() => CountCompleted(schema) == 20, QueueNode.Patience))
+        {
+            Assert.Fail("The outcomes were not written. " + ThreadStacks.Capture());
+        }
+
+        if (!SpinWait.SpinUntil(() => node.Storage.Statistics is { Completed: 20, IsAvailable: true }, QueueNode.Patience))
+        {
+            Assert.Fail("The statistics were not read. " + ThreadStacks.Capture());
+        }
+
+        Assert.True(starvation.IsStarved, "The pool was not starved the whole time: the probe ran.");
     }
 
     private long CountCompleted(string schema)

@@ -47,6 +47,13 @@ namespace BoundedWork.PostgreSql.Internal;
 /// fenced: two producers of one key in overlapping transactions can let M + 1 run for a moment, with M = 1 too.
 /// </para>
 /// <para>
+/// <b>The hand-off.</b> <see cref="HandOff"/> is the same rule (the same <c>EligibleOf</c> text, the same locking) over
+/// given keys only, run by a node's outcome writer in the transaction of the outcomes that finished items of those keys,
+/// after the outcome statement: under READ COMMITTED it sees those items finished, every other transaction sees them
+/// finished only together with its claim, so the argument above holds for it as for a claim run right after the
+/// outcome's commit (see the remarks of the hand-off part of <c>PostgreSqlWorkQueue</c>).
+/// </para>
+/// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
 /// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>), and for
 /// each eligible one a probe of its key's newer running items (at most M rows). If that yields <c>$2</c> items whose turn
@@ -160,19 +167,57 @@ internal sealed class KeyedClaimSql
                 UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate),
+                          i.traceparent, i.tracestate, i.ordering_key),
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait FROM claimed
+                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait, ordering_key FROM claimed
             UNION ALL
             SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
                    extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
-                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision
+                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
+                   NULL::text
+            """;
+
+        // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
+        // outcome the same transaction has just written, which it sees as finished), for at most $2 items, by turn among
+        // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no last row: the claim
+        // loop does those. The comment names the statement for tests and pg_stat_activity.
+        HandOff = $"""
+            /* BoundedWork hand-off */ WITH handed_keys AS (SELECT DISTINCT k FROM unnest($6::text[]) AS k WHERE k IS NOT NULL),
+            eligible AS (
+                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true AS in_head
+                FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f),
+            chosen AS (
+                SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
+            locked AS (
+                SELECT i.id, i.ordering_key FROM {items} i
+                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
+                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
+                FOR UPDATE SKIP LOCKED),
+            taken AS (
+                SELECT l.id FROM locked l
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM chosen c
+                    WHERE c.ordering_key = l.ordering_key AND c.id < l.id AND c.id NOT IN (SELECT id FROM locked))),
+            claimed AS (
+                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+                WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
+                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                          i.traceparent, i.tracestate, i.ordering_key)
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key FROM claimed
             """;
     }
+
+    /// <summary>
+    /// Gets the hand-off claim, run by the outcome writer in the transaction of a batch of final outcomes, after the
+    /// outcome statement: the <see cref="ClaimPerKey"/> rule over the keys <c>$6</c> (text[]) only. $1 queue, $2 at most
+    /// how many, $3 node, $4 lease, $5 M. Returns the claimed rows in the columns of <see cref="ClaimPerKey"/> (the
+    /// ordering key last), no last row.
+    /// </summary>
+    public string HandOff { get; }
 
     /// <summary>
     /// Gets the claim of a queue with <c>max_running_per_key</c> above one: $1 queue, $2 how many the node wants, $3 node

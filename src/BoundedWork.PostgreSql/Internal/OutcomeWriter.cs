@@ -13,6 +13,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// Every posted outcome is settled exactly once, through the <c>settled</c> callback: when its batch is written, or
 /// when the writer gives up on it at a stop. The queue counts its item as held until then. When a written batch made
 /// an item claimable for other nodes, the writer wakes them through the node's notifier, after the write committed.
+/// Under a per-key limit above one, a batch with final outcomes of keyed items also claims the next items of those keys
+/// in its own transaction (<see cref="IOutcomeHandOff"/>); the node starts them after the commit.
 /// </summary>
 internal sealed class OutcomeWriter : IDisposable
 {
@@ -28,9 +30,11 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly TimeSpan _maxDelay;
     private readonly Action<int> _settled;
     private readonly Action _wakeOthers;
+    private readonly IOutcomeHandOff? _handOff;
 
-    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled, Action wakeOthers)
+    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
     {
+        _handOff = handOff;
         _wakeOthers = wakeOthers;
         _dataSource = dataSource;
         _sql = sql;
@@ -51,8 +55,9 @@ internal sealed class OutcomeWriter : IDisposable
             // claim loop is woken when the batch is written (the settled callback), and notifying every node for
             // every batch would make each of them run an empty claim. (A cluster permit freed here is this node's own:
             // see ClusterPermits.)
-            var wakesOthers = kind == OutcomeKind.Released || (item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled);
-            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, wakesOthers));
+            // A final outcome of a keyed item frees a place of its key: the hand-off may fill it (its Key is set).
+            var final = item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled;
+            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, kind == OutcomeKind.Released || final, final ? item.OrderingKey : null));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
         {
@@ -68,22 +73,37 @@ internal sealed class OutcomeWriter : IDisposable
         var batch = new List<Outcome>();
         try
         {
-            while (_outcomes.TryTake(out var first, Timeout.Infinite, abandon))
+            while (true)
             {
-                batch.Add(first);
+                // The batch may start with the releases of items handed off while the node stopped (see below).
+                if (batch.Count == 0)
+                {
+                    if (!_outcomes.TryTake(out var first, Timeout.Infinite, abandon))
+                    {
+                        break;
+                    }
+
+                    batch.Add(first);
+                }
+
                 while (batch.Count < MaxBatch && _outcomes.TryTake(out var outcome))
                 {
                     batch.Add(outcome);
                 }
 
-                WriteWithRetries(batch, abandon);
-                if (batch.Exists(outcome => outcome.WakesOthers))
+                var written = WriteWithRetries(batch, abandon);
+                if (written.WakeOthers)
                 {
                     _wakeOthers();
                 }
 
                 _settled(batch.Count);
                 batch.Clear();
+                foreach (var item in written.NotStarted)
+                {
+                    // Handed off after the node began to stop: held, never started; released by the next write.
+                    batch.Add(new Outcome(OutcomeKind.Released, item.Id, item.Attempts, 0, null, WakesOthers: true, Key: null));
+                }
             }
         }
         catch (OperationCanceledException) when (abandon.IsCancellationRequested)
@@ -106,20 +126,20 @@ internal sealed class OutcomeWriter : IDisposable
     /// <summary>No outcome is posted any more; <see cref="Run"/> ends once the posted ones are written.</summary>
     public void Complete() => _outcomes.CompleteAdding();
 
-    private void WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
+    private Written WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
     {
         var delay = TimeSpan.FromMilliseconds(100);
         while (true)
         {
             try
             {
-                Write(batch);
+                var written = Write(batch);
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
                 }
 
-                return;
+                return written;
             }
             catch (Exception ex) when (ex is not OperationCanceledException)
             {
@@ -138,12 +158,22 @@ internal sealed class OutcomeWriter : IDisposable
         }
     }
 
-    private void Write(List<Outcome> outcomes)
+    private Written Write(List<Outcome> outcomes)
     {
         var kinds = 0;
+        var finished = 0;
         foreach (var outcome in outcomes)
         {
             kinds |= 1 << (int)outcome.Kind;
+            finished += outcome.Key is null ? 0 : 1;
+        }
+
+        var plan = finished == 0 || _handOff is null
+            ? null
+            : _handOff.Begin([.. outcomes.Where(outcome => outcome.Key is not null).Select(outcome => outcome.Key!).Distinct(StringComparer.Ordinal)], finished, outcomes.Count);
+        if (plan is not null)
+        {
+            return WriteHandingOff(outcomes, kinds, plan);
         }
 
         long recorded;
@@ -158,22 +188,75 @@ internal sealed class OutcomeWriter : IDisposable
                     continue;
                 }
 
-                var selected = Select(outcomes, kind);
-                AddIds(command, selected);
-                if (kind == OutcomeKind.Retry)
-                {
-                    command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
-                }
-
-                if (kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled)
-                {
-                    AddErrors(command, selected);
-                }
+                AddParameters(command.Parameters, outcomes, kind);
             }
 
             recorded = (long)command.ExecuteScalar()!;
         }
 
+        Recorded(outcomes, recorded);
+        return new Written(outcomes.Exists(outcome => outcome.WakesOthers), []);
+    }
+
+    /// <summary>
+    /// Writes the outcomes and, in the same transaction, the hand-off's claim, which sees the outcome statement's
+    /// changes (two statements and the commit: three round trips, none of them through the ThreadPool). The claimed items are handed to the node only once
+    /// the whole batch has completed (committed); on any failure the plan's room and permits go back.
+    /// </summary>
+    private Written WriteHandingOff(List<Outcome> outcomes, int kinds, HandOffPlan plan)
+    {
+        long recorded;
+        var claimed = new List<StoredItem>();
+        try
+        {
+            // Two statements in an explicit transaction, each sent on its own: Npgsql writes the statements after the
+            // first of a synchronous batch from the ThreadPool, which would stall this thread while the pool is starved.
+            using var connection = _dataSource.OpenConnection();
+            using var transaction = connection.BeginTransaction();
+            using (var write = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection, transaction))
+            {
+                for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+                {
+                    if ((kinds & (1 << (int)kind)) != 0)
+                    {
+                        AddParameters(write.Parameters, outcomes, kind);
+                    }
+                }
+
+                recorded = (long)write.ExecuteScalar()!;
+            }
+
+            using (var claim = _handOff!.Command(plan, connection, transaction))
+            using (var reader = claim.ExecuteReader())
+            {
+                while (reader.Read())
+                {
+                    claimed.Add(_handOff.Read(reader));
+                }
+            }
+
+            // An error at the commit (a deferred check) is thrown here, and nothing was claimed.
+            transaction.Commit();
+        }
+        catch
+        {
+            _handOff!.Failed(plan);
+            throw;
+        }
+
+        var notStarted = _handOff.Committed(plan, claimed);
+        Recorded(outcomes, recorded);
+
+        // Other nodes are woken only for a release, or a key whose finished items the hand-off did not all replace.
+        var wake = outcomes.Exists(outcome => outcome.Kind == OutcomeKind.Released)
+            || notStarted.Count > 0
+            || outcomes.Where(outcome => outcome.Key is not null).GroupBy(outcome => outcome.Key!, StringComparer.Ordinal)
+                .Any(key => key.Count() > claimed.Count(item => string.Equals(item.OrderingKey, key.Key, StringComparison.Ordinal)));
+        return new Written(wake, notStarted);
+    }
+
+    private void Recorded(List<Outcome> outcomes, long recorded)
+    {
         var notRecorded = outcomes.Count - recorded;
         if (notRecorded > 0)
         {
@@ -181,18 +264,38 @@ internal sealed class OutcomeWriter : IDisposable
         }
     }
 
-    private static void AddIds(NpgsqlCommand command, List<Outcome> outcomes)
+    /// <summary>Adds the parameters of the outcomes of one kind present, in the statement's order (see StorageSql.WriteOutcomes).</summary>
+    private static void AddParameters(NpgsqlParameterCollection parameters, List<Outcome> outcomes, OutcomeKind kind)
     {
-        command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Id)] });
-        command.Parameters.Add(new NpgsqlParameter<int[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Integer, TypedValue = [.. outcomes.Select(outcome => outcome.Attempts)] });
+        var selected = Select(outcomes, kind);
+        AddIds(parameters, selected);
+        if (kind == OutcomeKind.Retry)
+        {
+            parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
+        }
+
+        if (kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled)
+        {
+            AddErrors(parameters, selected);
+        }
     }
 
-    private static void AddErrors(NpgsqlCommand command, List<Outcome> outcomes) =>
-        command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
+    private static void AddIds(NpgsqlParameterCollection parameters, List<Outcome> outcomes)
+    {
+        parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Id)] });
+        parameters.Add(new NpgsqlParameter<int[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Integer, TypedValue = [.. outcomes.Select(outcome => outcome.Attempts)] });
+    }
+
+    private static void AddErrors(NpgsqlParameterCollection parameters, List<Outcome> outcomes) =>
+        parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
 
     private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 
     public void Dispose() => _outcomes.Dispose();
 
-    private readonly record struct Outcome(OutcomeKind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers);
+    /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys).</summary>
+    private readonly record struct Outcome(OutcomeKind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key);
+
+    /// <summary>A written batch: whether to wake the other nodes, and the items handed off that the node did not start (to release).</summary>
+    private readonly record struct Written(bool WakeOthers, List<StoredItem> NotStarted);
 }

@@ -69,4 +69,8 @@ internal static partial class PostgreSqlLog
     [LoggerMessage(EventId = 325, EventName = "PermitGrantRestored", Level = LogLevel.Information,
         Message = "Work queue '{QueueName}': this node renewed its cluster permits again after they lapsed; it starts items under the cluster limits again.")]
     public static partial void PermitGrantRestored(this ILogger logger, string queueName);
+
+    [LoggerMessage(EventId = 326, EventName = "HandedOff", Level = LogLevel.Debug,
+        Message = "Work queue '{QueueName}' claimed {Count} items of {Keys} keys in the transaction of their predecessors' outcomes.")]
+    public static partial void HandedOff(this ILogger logger, string queueName, int count, int keys);
 }

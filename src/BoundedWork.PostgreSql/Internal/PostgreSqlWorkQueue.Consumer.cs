@@ -47,13 +47,15 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
-        _outcomes.Post(item, kind, retryDelay, error);
         // The handler ended: its permit is free now, before the outcome's commit, and goes straight to the oldest
-        // reserved item, if any (started here, with no claim in between; the claim loop refills the reserve).
+        // reserved item, if any (started here, with no claim in between; the claim loop refills the reserve). Freed
+        // before the outcome is posted, so that the writer's hand-off (see IOutcomeHandOff) finds it free.
         if (_permits.Finished(item, out var next))
         {
             _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
         }
+
+        _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
         {
@@ -111,7 +113,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (!cancellationToken.IsCancellationRequested)
         {
             // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
-            var wanted = Math.Min(ClaimLimit() - Volatile.Read(ref _held), MaxClaimBatch);
+            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see ReserveRoom.)
+            var wanted = ReserveRoom(MaxClaimBatch, settling: 0);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -140,9 +143,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             }
             catch (Exception ex)
             {
+                ReturnRoom(wanted);
                 failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
                 continue;
             }
+
+            ReturnRoom(wanted);
 
             var requested = claim.Requested;
             if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
@@ -183,9 +189,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
     }
 
-    private StoredItem ReadClaimed(NpgsqlDataReader reader) =>
+    /// <summary>Reads a claimed row; <paramref name="keyColumn"/> is the ordinal of its <c>ordering_key</c> (the last column of every claim statement).</summary>
+    private StoredItem ReadClaimed(NpgsqlDataReader reader, int keyColumn) =>
         new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
-            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7));
+            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn));
 
     /// <summary>Hands claimed (committed) deliveries to the executor, in id order.</summary>
     private void Submit(List<StoredItem> claimed)
@@ -196,6 +203,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
+        Interlocked.Add(ref _claimedByLoop, claimed.Count);
         claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
         foreach (var item in claimed)
         {

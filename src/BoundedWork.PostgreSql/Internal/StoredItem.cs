@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1001:Types that own disposable fields should be disposable",
     Justification = "The token source has no timer and its wait handle is never read, so it holds nothing to release; a cancellation may arrive after the delivery ended, which disposing would turn into an ObjectDisposedException.")]
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState) : IWorkQueueDelivery
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState, string? orderingKey = null) : IWorkQueueDelivery
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -45,6 +45,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     /// <summary>Gets a value indicating whether the item has an ordering key: its end may let the next item of its key run.</summary>
     public bool IsOrdered { get; } = isOrdered;
+
+    /// <summary>Gets the item's ordering key (null: unkeyed, or not read by the statement that claimed it).</summary>
+    public string? OrderingKey { get; } = orderingKey;
 
     /// <summary>Gets the producer's W3C traceparent, stored at enqueue; <see langword="null"/> when it had no W3C activity.</summary>
     public string? TraceParent { get; } = traceParent;
