@@ -70,6 +70,27 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
             mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null);
 
     /// <summary>
+    /// Reads a change whose answer awaits storage: the body (up to <paramref name="maxBytes"/>) is copied, so the reader
+    /// is done with it before the storage is awaited, and described as <see cref="DescribeChange"/> does.
+    /// </summary>
+    public static async Task<ChangeRequest> ReadCopiedChange(HttpContext context, AdminMapping mapping, int maxBytes)
+    {
+        var reader = context.Request.BodyReader;
+        var (buffer, tooLarge) = await ReadBody(reader, maxBytes, context.RequestAborted).ConfigureAwait(false);
+        byte[] body;
+        try
+        {
+            body = tooLarge ? [] : BuffersExtensions.ToArray(buffer);
+        }
+        finally
+        {
+            reader.AdvanceTo(buffer.End);
+        }
+
+        return DescribeChange(context, mapping, new ReadOnlySequence<byte>(body), tooLarge);
+    }
+
+    /// <summary>
     /// Reads the whole body, up to <paramref name="maxBytes"/>. The caller advances the reader past the returned
     /// buffer. A body that has already arrived is read without yielding.
     /// </summary>
