@@ -14,7 +14,7 @@ namespace BoundedWork.AspNetCore.Tests;
 /// cluster read as the storage describes it, fleet-wide settings changed field by field, every hostile input refused
 /// naming its field with nothing changed, secured and audited like every console change, and the same over the socket.
 /// </summary>
-public sealed class ClusterEndpointTests
+public sealed partial class ClusterEndpointTests
 {
     private const string Path = "/bounded-work/queues/payments/cluster";
 

@@ -100,21 +100,13 @@ public sealed class ClusterCommandTests
 }
 
 /// <summary>An app with executors "payments" (whose queue has a cluster) and "mail", and the admin console on a local socket only.</summary>
-public sealed class ClusterApp : IAsyncDisposable
+public sealed class ClusterApp : SocketAppHost
 {
-    private readonly WebApplication _app;
-
     private ClusterApp(WebApplication app, string socketPath, FakeLogCollector logs, InMemoryWorkQueueCluster cluster)
+        : base(app, socketPath, logs)
     {
-        _app = app;
-        SocketPath = socketPath;
-        Logs = logs;
         Cluster = cluster;
     }
-
-    public string SocketPath { get; }
-
-    public FakeLogCollector Logs { get; }
 
     public InMemoryWorkQueueCluster Cluster { get; }
 
@@ -135,17 +127,6 @@ public sealed class ClusterApp : IAsyncDisposable
             services.AddBoundedExecutor("mail", o => o.WorkerCount = 1);
             services.AddSingleton<IWorkQueueCluster>(cluster);
         });
-        var app = new ClusterApp(built, socketPath, logs, cluster);
-        await app._app.StartAsync();
-        return app;
-    }
-
-    /// <summary><c>bw</c>'s arguments for this app's socket.</summary>
-    public string[] Bw(params string[] args) => [.. args, "--socket", SocketPath];
-
-    public async ValueTask DisposeAsync()
-    {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
+        return await StartedAsync(new ClusterApp(built, socketPath, logs, cluster));
     }
 }

@@ -149,23 +149,15 @@ public sealed partial class NoticeJson : JsonSerializerContext;
 /// An app with a durable queue "notices" (no retries) whose handler fails while <see cref="Fail"/> is set, and the
 /// admin console on a local socket only; it records each delivery and who changed what.
 /// </summary>
-public sealed class DeadLetterApp : IAsyncDisposable
+public sealed class DeadLetterApp : SocketAppHost
 {
-    private readonly WebApplication _app;
-
     private DeadLetterApp(WebApplication app, string socketPath, FakeLogCollector logs, DeliveryLog deliveries)
+        : base(app, socketPath, logs)
     {
-        _app = app;
-        SocketPath = socketPath;
-        Logs = logs;
         Deliveries = deliveries;
     }
 
-    public string SocketPath { get; }
-
-    public FakeLogCollector Logs { get; }
-
-    public IPostgreSqlWorkQueue<Notice> Queue => _app.Services.GetRequiredService<IPostgreSqlWorkQueue<Notice>>();
+    public IPostgreSqlWorkQueue<Notice> Queue => App.Services.GetRequiredService<IPostgreSqlWorkQueue<Notice>>();
 
     public bool Fail
     {
@@ -190,22 +182,12 @@ public sealed class DeadLetterApp : IAsyncDisposable
                     o.PollInterval = TimeSpan.FromMilliseconds(100);
                 });
         });
-        var app = new DeadLetterApp(built, socketPath, logs, deliveries);
-        await app._app.StartAsync();
-        return app;
+        return await StartedAsync(new DeadLetterApp(built, socketPath, logs, deliveries));
     }
-
-    /// <summary><c>bw</c>'s arguments for this app's socket.</summary>
-    public string[] Bw(params string[] args) => [.. args, "--socket", SocketPath];
 
     /// <summary>Waits until item <paramref name="id"/> has been handled without failing; returns the attempt that did.</summary>
     public Task<int> DeliveredAsync(long id) => Deliveries.Completed.GetOrAdd(id, static _ => new(TaskCreationOptions.RunContinuationsAsynchronously)).Task.WaitAsync(Limits.Safety);
 
-    public async ValueTask DisposeAsync()
-    {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-    }
 }
 
 /// <summary>Whether the handler fails now, and the attempt at which each item was handled.</summary>

@@ -39,3 +39,41 @@ internal static class SocketApp
         return schema;
     }
 }
+
+/// <summary>
+/// A started <see cref="SocketApp"/> as a test holds it: its socket, its logs, <c>bw</c>'s arguments for that socket,
+/// and a stop when the test is done.
+/// </summary>
+public abstract class SocketAppHost : IAsyncDisposable
+{
+    private protected SocketAppHost(WebApplication app, string socketPath, FakeLogCollector logs)
+    {
+        App = app;
+        SocketPath = socketPath;
+        Logs = logs;
+    }
+
+    public string SocketPath { get; }
+
+    public FakeLogCollector Logs { get; }
+
+    private protected WebApplication App { get; }
+
+    /// <summary><c>bw</c>'s arguments for this app's socket.</summary>
+    public string[] Bw(params string[] args) => [.. args, "--socket", SocketPath];
+
+    public async ValueTask DisposeAsync()
+    {
+        await App.StopAsync();
+        await App.DisposeAsync();
+        GC.SuppressFinalize(this);
+    }
+
+    /// <summary>Starts <paramref name="host"/>'s app and returns it.</summary>
+    private protected static async Task<T> StartedAsync<T>(T host)
+        where T : SocketAppHost
+    {
+        await host.App.StartAsync();
+        return host;
+    }
+}

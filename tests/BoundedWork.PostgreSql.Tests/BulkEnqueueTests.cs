@@ -13,7 +13,7 @@ public sealed class BulkEnqueueTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         await using var consumer = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
             storage: o => { o.PollInterval = TimeSpan.FromHours(1); o.ClaimsPerWorker = 50; });
 
@@ -33,7 +33,7 @@ public sealed class BulkEnqueueTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         await using var consumer = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer", storage: o => o.PollInterval = TimeSpan.FromHours(1));
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
@@ -62,8 +62,7 @@ public sealed class BulkEnqueueTests(PostgresFixture postgres)
     public async Task ManyItemsWithOptions_AreAllDelayedAndPrioritised_AndOrderedItemsKeepTheirKeysOrder()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer",
-            storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer", keyed: true);
 
         var low = await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 6).Select(i => new Notice(i, "key-" + (i % 2))), new EnqueueOptions { Priority = -1 });
         var high = await producer.Queue.EnqueueManyAsync(Enumerable.Range(6, 4).Select(i => new Notice(i, "key-" + (i % 2))), new EnqueueOptions { Priority = 1 });
@@ -91,7 +90,7 @@ public sealed class BulkEnqueueTests(PostgresFixture postgres)
     public async Task NoItems_StoreNothing_AndAKeyInTheOptions_OrANullArgument_IsRefused()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
         Assert.Empty(await producer.Queue.EnqueueManyAsync([]));
 
@@ -110,7 +109,7 @@ public sealed class BulkEnqueueTests(PostgresFixture postgres)
     public async Task TwentyThousandItems_InOneCall_AreOneStatement_AllStored()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
         var ids = await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 20_000).Select(i => new Notice(i, i % 3 == 0 ? null : "k" + i)));
 

@@ -72,8 +72,7 @@ public sealed class CancelTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer",
-            storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer", keyed: true);
         var head = (await producer.Queue.EnqueueAsync(new Notice(0, "k"), new EnqueueOptions { Delay = TimeSpan.FromHours(1) })).ItemId;
         await producer.Queue.EnqueueAsync(new Notice(1, "k"));
         await using var consumer = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
@@ -119,7 +118,7 @@ public sealed class CancelTests(PostgresFixture postgres)
     public async Task RunningItem_OnAConsumerInAnotherProcess_SeesItsTokenFireThere()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var consumer = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.FromSeconds(20), TimeSpan.FromSeconds(30));
         var id = await producer.Queue.EnqueueWithIdAsync(new Notice(1));
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.starts WHERE item_id = {id}").Result == 1, "the handler runs in the child process");

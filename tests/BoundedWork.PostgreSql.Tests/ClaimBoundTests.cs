@@ -50,7 +50,7 @@ public sealed class ClaimBoundTests(PostgresFixture postgres)
         const int Items = 20;
         const int Bound = 1 * 2; // one worker × two claims per worker (the consumer's default)
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         // A long lease: a held write keeps its row locked, which holds back the victim's heartbeat too, and no lease
         // may expire while the gate is closed. The test ends the victim's leases itself once it is dead.
         await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, TimeSpan.FromMinutes(5));

@@ -19,7 +19,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
         const int Items = 60;
         var schema = await postgres.NewSchemaAsync();
         await ClusterLimitSql.CreateRunsAsync(postgres, schema);
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: Limit);
         var consumers = new List<ConsumerProcess>();
         try
@@ -65,8 +65,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
         const int PerKeyItems = 15;
         var schema = await postgres.NewSchemaAsync();
         await ClusterLimitSql.CreateRunsAsync(postgres, schema);
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(),
-            storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, keyed: true);
         await ClusterLimitSql.RecordClaimsAsync(postgres, schema);
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: perKey);
         var consumers = new List<ConsumerProcess>();
@@ -109,7 +108,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
         const int Items = 50;
         var schema = await postgres.NewSchemaAsync();
         await ClusterLimitSql.CreateRunsAsync(postgres, schema);
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await ClusterLimitSql.RecordClaimsAsync(postgres, schema);
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: Rate, burst: Burst);
         var consumers = new List<ConsumerProcess>();
@@ -146,7 +145,7 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
         const int Items = 30;
         var schema = await postgres.NewSchemaAsync();
         await ClusterLimitSql.CreateRunsAsync(postgres, schema);
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await ClusterLimitSql.RecordClaimsAsync(postgres, schema);
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 4);
         var consumers = new List<ConsumerProcess>();

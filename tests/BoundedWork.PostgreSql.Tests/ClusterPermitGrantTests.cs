@@ -14,8 +14,7 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         using var gate = new ManualResetEventSlim();
         var behavior = new Behavior { Handle = (_, _) => gate.Wait(QueueNode.Patience) };
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
-            storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 2);
+        await using var node = await StartTwoByTwoAsync(schema, behavior);
         var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 1000);
         await DurableQueueTests.WaitAsync(() => queue.ClusterPermitsAllowed is not null, "the node holds a grant");
@@ -38,8 +37,7 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         using var gate = new ManualResetEventSlim();
         var behavior = new Behavior { Handle = (_, _) => gate.Wait(QueueNode.Patience) };
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
-            storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 2);
+        await using var node = await StartTwoByTwoAsync(schema, behavior);
         var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
         await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 3);
         await DurableQueueTests.WaitAsync(() => queue.ClusterPermitsAllowed == 3, "the node holds the three permits");
@@ -71,9 +69,7 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
                 Assert.True(release.Wait(QueueNode.Patience));
             },
         };
-        await using var a = await QueueNode.StartAsync(postgres.ConnectionString, schema, first, node: "a",
-            storage: o => (o.NodeName, o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = ("a", TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 1),
-            executor: o => o.WorkerCount = 2);
+        await using var a = await StartSlowBeatingAsync(schema, first, "a");
         var queueA = (PostgreSqlWorkQueue<Notice>)a.Queue;
         await queueA.UpdateSettingsAsync(s => s with { MaxRunning = 2 }, "test");
         await DurableQueueTests.WaitAsync(() => queueA.ClusterPermitsAllowed == 2, "a holds both permits");
@@ -81,9 +77,7 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
         await DurableQueueTests.WaitAsync(() => Volatile.Read(ref started) == 2, "a runs two items");
 
         var second = new Behavior();
-        await using var b = await QueueNode.StartAsync(postgres.ConnectionString, schema, second, node: "b",
-            storage: o => (o.NodeName, o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = ("b", TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 1),
-            executor: o => o.WorkerCount = 2);
+        await using var b = await StartSlowBeatingAsync(schema, second, "b");
         var queueB = (PostgreSqlWorkQueue<Notice>)b.Queue;
 
         // A new version makes both renew: a's fair share is one now, but its row keeps the two it has in use.
@@ -141,4 +135,17 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
 
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 1, "the item ran once the grant was renewed");
     }
+
+    /// <summary>A node of two workers that claims two items per worker.</summary>
+    private Task<QueueNode> StartTwoByTwoAsync(string schema, Behavior behavior) =>
+        QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 2);
+
+    /// <summary>
+    /// Node <paramref name="name"/> of two workers, one claim per worker, polling often and beating once a minute: within
+    /// a test, its permits move only by the early renewals.
+    /// </summary>
+    private Task<QueueNode> StartSlowBeatingAsync(string schema, Behavior behavior, string name) =>
+        QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: name,
+            storage: o => (o.NodeName, o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = (name, TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 1),
+            executor: o => o.WorkerCount = 2);
 }

@@ -18,7 +18,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task UpdateSettings_WorkersPerNode_ReachesAllThreeNodes_AndANodeStartedAfterTheChangePicksItUp()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var operatorNode = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var operatorNode = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(operatorNode);
         var consumers = new List<ConsumerProcess>();
         try
@@ -65,7 +65,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task UpdateSettings_NodePinnedLocally_KeepsItsCount_AndReportsPinnedLocally()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var operatorNode = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var operatorNode = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(operatorNode);
         await using var first = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, Lease, environment: Member("node-0"));
         await using var second = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.Zero, Lease, environment: Member("node-1"));
@@ -127,7 +127,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task KilledNode_DropsOutOnceExpired_AndCleanupDeletesIt_StoppedNode_LeavesAtOnce()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var operatorNode = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var operatorNode = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(operatorNode);
         await using var killed = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, Lease, environment: Member("killed"));
         await using var stopped = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, Lease, environment: Member("stopped"));
@@ -161,8 +161,8 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task ConcurrentUpdates_FromTwoNodes_AllLand_NoneLost()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var a = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "a", storage: o => o.Consume = false);
-        await using var b = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "b", storage: o => o.Consume = false);
+        await using var a = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "a");
+        await using var b = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "b");
         const int PerNode = 10;
 
         // Each change reads the current value and adds one: a lost update would leave the count short.
@@ -202,7 +202,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task UpdateSettings_Invalid_NamesTheSetting_AndChangesNothing(string change, string message)
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(node);
         var (setting, value) = (change.Split('=')[0], change.Split('=')[1]);
         Func<WorkQueueClusterSettings, WorkQueueClusterSettings> invalid = setting switch
@@ -235,7 +235,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task UpdateSettings_InvalidChangedBy_NamesIt_AndChangesNothing(string? changedBy)
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(node);
         foreach (var who in changedBy is null ? [null!, new string('x', 201)] : new[] { changedBy })
         {
@@ -251,7 +251,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
     public async Task GetCluster_CountsMatchTheTable()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var operatorNode = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var operatorNode = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var cluster = ClusterOf(operatorNode);
 
         // Handlers that take a minute: each node holds two items (one worker, two claims per worker) while the test reads.

@@ -12,7 +12,7 @@ public sealed class DeadLetterStoreTests(PostgresFixture postgres)
     public async Task DeadLetters_AreListedMostRecentFirst_InPages_WithinATimeWindow_WithoutPayloads()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var ids = await InsertDeadLettersAsync(schema, 7); // dead 7, 6, ..., 1 minutes ago
         var store = node.Host.Services.GetServices<IDeadLetterStore>().Single();
         Assert.Equal("notices", store.QueueName);
@@ -50,7 +50,7 @@ public sealed class DeadLetterStoreTests(PostgresFixture postgres)
     public async Task DeadLetter_IsReadWithItsPayload_CutWhenLong()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var id = (await InsertDeadLettersAsync(schema, 1))[0];
 
         var letter = await node.Queue.GetDeadLetterAsync(id, maxPayloadLength: 1000);
@@ -139,7 +139,7 @@ public sealed class DeadLetterStoreTests(PostgresFixture postgres)
     public async Task RequeueAndPurge_TakeTheSelection_AndLeaveTheRest()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var ids = await InsertDeadLettersAsync(schema, 6); // dead 6, ..., 1 minutes ago
         await postgres.ExecuteAsync($$"""INSERT INTO {{schema}}.items (queue, payload, state, finished_at) VALUES ('other', '{"Number": 99}', 3, now())""");
 

@@ -42,7 +42,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
 
         // Enqueued in one order, due in the reverse one.
         for (var i = 0; i < 5; i++)
@@ -66,7 +66,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     public async Task DelayedItemInTheCallersTransaction_RolledBack_IsNotStored_Committed_IsScheduled()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
 
@@ -94,7 +94,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var behavior = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         await producer.Queue.EnqueueAsync(new Notice(1));
         await producer.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { RunAt = DateTimeOffset.UtcNow.AddHours(-1) });
 
@@ -109,7 +109,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     public async Task DelayedItemWithAnIdempotencyKey_IsStoredOnce()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var options = new EnqueueOptions { Delay = TimeSpan.FromMinutes(10), IdempotencyKey = "reminder:42" };
 
         var first = await producer.Queue.EnqueueAsync(new Notice(42), options);
@@ -125,7 +125,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     public async Task DelayedEnqueueOfEveryTypedQueue_OnAStoredQueue_StoresTheItemScheduled()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         IWorkQueue<Notice> queue = producer.Queue;
 
         await queue.EnqueueAsync(new Notice(1), TimeSpan.FromHours(1));
@@ -138,7 +138,7 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
     public async Task InvalidOptions_AreRefused_NamingTheOption_AndNothingIsStored()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
         var negative = await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => producer.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromSeconds(-1) }));
         Assert.Contains("EnqueueOptions.Delay must be between zero and 365 days", negative.Message, StringComparison.Ordinal);

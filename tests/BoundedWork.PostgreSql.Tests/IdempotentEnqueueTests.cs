@@ -80,7 +80,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
     public async Task InvalidKeys_AreRefusedBeforeAnythingIsStored()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
         await Assert.ThrowsAsync<ArgumentNullException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), null!));
         await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), ""));
@@ -132,7 +132,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
     public async Task SameKeyInTwoTransactions_TheSecondWaitsForTheFirst_DuplicateIfItCommits_StoredIfItRollsBack(bool commit)
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var firstConnection = new NpgsqlConnection(postgres.ConnectionString);
         await firstConnection.OpenAsync();
         await using var secondConnection = new NpgsqlConnection(postgres.ConnectionString);
@@ -169,7 +169,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
     public async Task RepeatableReadTransaction_KeyCommittedOutsideItsSnapshot_FailsWithASerializationError()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
         await using var transaction = await connection.BeginTransactionAsync(System.Data.IsolationLevel.RepeatableRead);

@@ -24,8 +24,7 @@ public sealed class KeyedWakeUpTests(PostgresFixture postgres)
         const int PerKeyItems = 20;
         var schema = await postgres.NewSchemaAsync();
         var consumed = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer",
-            storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer", keyed: true);
         if (perKey > 1)
         {
             await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: perKey);

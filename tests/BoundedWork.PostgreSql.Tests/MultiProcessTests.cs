@@ -40,7 +40,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
     public async Task ThreeConsumerProcesses_DrainOneQueue_EveryItemHandled_EffectsExactlyOnce()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         var consumers = new List<ConsumerProcess>();
         try
         {
@@ -72,7 +72,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
     public async Task ConsumerKilledMidRun_LosesNothing_ItsClaimedItemsRunElsewhereAfterTheLease()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
         await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
         await EnqueueMixAsync(producer.Queue, 0, 300);
@@ -110,7 +110,7 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
     public async Task ConsumerStoppedWithSigterm_ExitsCleanly_AndLeavesNoClaimBehind()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var stopped = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(10));
         await EnqueueMixAsync(producer.Queue, 0, 50);
 

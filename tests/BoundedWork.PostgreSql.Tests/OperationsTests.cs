@@ -14,7 +14,7 @@ public sealed class OperationsTests(PostgresFixture postgres)
     public async Task Statistics_ComeFromTheDatabase_AcrossNodes()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         for (var i = 0; i < 5; i++)
         {
             await producer.Queue.EnqueueAsync(new Notice(i));

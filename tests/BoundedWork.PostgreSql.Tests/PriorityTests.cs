@@ -10,7 +10,7 @@ public sealed class PriorityTests(PostgresFixture postgres)
     public async Task ReadyItems_AreClaimedHighestPriorityFirst_FifoWithinAPriority_LowPrioritiesWaitWhileHigherOnesAreReady()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         (int Number, int Priority)[] items = [(0, 0), (1, -5), (2, 10), (3, 0), (4, 100), (5, -100), (6, 10), (7, 0)];
         foreach (var (number, priority) in items)
         {
@@ -64,8 +64,7 @@ public sealed class PriorityTests(PostgresFixture postgres)
     public async Task OrderingKey_WinsOverPriority_AHighPriorityItemWaitsForTheOlderItemsOfItsKey()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer",
-            storage: o => o.Consume = false, queue: o => o.OrderingKey = n => n.Key);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer", keyed: true);
         await producer.Queue.EnqueueAsync(new Notice(0, "account-1"), new EnqueueOptions { Priority = -50 });
         await producer.Queue.EnqueueAsync(new Notice(1, "account-2"));
         await producer.Queue.EnqueueAsync(new Notice(2, "account-1"), new EnqueueOptions { Priority = 50 });
@@ -85,7 +84,7 @@ public sealed class PriorityTests(PostgresFixture postgres)
     public async Task PriorityOutOfRange_IsRefused_NamingTheOption()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
         foreach (var priority in new[] { -101, 101, int.MaxValue })
         {

@@ -98,6 +98,13 @@ public sealed class QueueNode : IAsyncDisposable
 
     public BoundedExecutor Executor { get; }
 
+    /// <summary>
+    /// A node that enqueues and reads but claims nothing (<c>Consume = false</c>), with a handler nobody waits on;
+    /// <paramref name="keyed"/> gives its items their <see cref="Notice.Key"/> as ordering key.
+    /// </summary>
+    public static Task<QueueNode> StartProducerAsync(string connectionString, string schema, string node = "a", bool keyed = false) =>
+        StartAsync(connectionString, schema, new Behavior(), node, storage: static o => o.Consume = false, queue: keyed ? static o => o.OrderingKey = static n => n.Key : null);
+
     public static async Task<QueueNode> StartAsync(
         string connectionString,
         string schema,

@@ -46,7 +46,7 @@ public sealed class TraceContextTests(PostgresFixture postgres)
     public async Task EveryEnqueueForm_StoresTheTraceContext_AndNoW3CActivityStoresNone()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
 
@@ -102,7 +102,7 @@ public sealed class TraceContextTests(PostgresFixture postgres)
     public async Task ConsumerInAnotherProcess_SeesTheProducersTraceParent()
     {
         var schema = await postgres.NewSchemaAsync();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         await using var consumer = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 1, TimeSpan.Zero, TimeSpan.FromSeconds(30));
 
         string producerId;

@@ -19,7 +19,7 @@ public sealed class WakeUpTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var consumed = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         await using var consumer = await QueueNode.StartAsync(postgres.ConnectionString, schema, consumed, node: "consumer", storage: o => o.PollInterval = NoPolling);
 
         var enqueued = 0;
@@ -41,7 +41,7 @@ public sealed class WakeUpTests(PostgresFixture postgres)
     {
         var schema = await postgres.NewSchemaAsync();
         var consumed = new Behavior();
-        await using var producer = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), node: "producer", storage: o => o.Consume = false);
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "producer");
         await using var consumer = await QueueNode.StartAsync(postgres.ConnectionString, schema, consumed, node: "consumer", storage: o => o.PollInterval = NoPolling);
 
         for (var i = 0; i < 5; i++)

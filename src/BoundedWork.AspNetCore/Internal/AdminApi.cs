@@ -118,6 +118,15 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             return (refusal.Reason, AdminReply.Problem(403, "Forbidden", refusal.Detail));
         }
 
+        if (request.DuplicateHeader is { } duplicate)
+        {
+            return ("duplicate_header", AdminReply.Problem(
+                400,
+                "Duplicate request header",
+                $"The request carries the header '{duplicate}' more than once; send it once, so that there is no doubt which value counts.",
+                header: duplicate));
+        }
+
         if (!IsJson(request.ContentType))
         {
             return ("unsupported_media_type", AdminReply.Problem(
@@ -302,6 +311,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
 /// <summary>
 /// A settings change as it arrived, whatever the transport. <see cref="OriginRefusal"/> is set by a transport that
 /// refuses the request for where it came from (an anonymous console's rule against DNS rebinding, <see cref="LocalOrigin"/>).
+/// <see cref="DuplicateHeader"/> names a header the console reads (<c>Content-Type</c>, the request header) that the
+/// request carries more than once: the change is refused rather than read by one of the copies.
 /// </summary>
 internal readonly record struct ChangeRequest(
     string ExecutorName,
@@ -311,4 +322,5 @@ internal readonly record struct ChangeRequest(
     bool BodyTooLarge,
     string User,
     string RemoteAddress,
-    OriginRefusal? OriginRefusal = null);
+    OriginRefusal? OriginRefusal = null,
+    string? DuplicateHeader = null);

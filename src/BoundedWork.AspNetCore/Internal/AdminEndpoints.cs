@@ -57,7 +57,7 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
         await Write(context, reply).ConfigureAwait(false);
     }
 
-    /// <summary>A change as it arrived over HTTP: the route's name, content type, request header, body, who sent it and, for an anonymous console, whether its origin is refused.</summary>
+    /// <summary>A change as it arrived over HTTP: the route's name, content type, request header, body, who sent it, for an anonymous console whether its origin is refused, and a header it reads that came twice.</summary>
     public static ChangeRequest DescribeChange(HttpContext context, AdminMapping mapping, ReadOnlySequence<byte> body, bool tooLarge) =>
         new(
             RouteName(context),
@@ -67,7 +67,35 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
             tooLarge,
             context.User.Identity is { IsAuthenticated: true } identity ? identity.Name ?? "an authenticated user without a name" : "anonymous",
             context.Connection.RemoteIpAddress?.ToString() ?? "unknown",
-            mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null);
+            mapping.AllowAnonymous ? LocalOrigin.Check(context.Request.Scheme, context.Request.Headers.Host, context.Request.Headers.Origin) : null,
+            DuplicateHeader(context.Request.Headers));
+
+    /// <summary>The first header a change reads that the request carries more than once, or <see langword="null"/>.</summary>
+    private static string? DuplicateHeader(IHeaderDictionary headers) =>
+        headers.ContentType.Count > 1 ? "Content-Type"
+        : headers[BoundedWorkAdminOptions.RequestHeaderName].Count > 1 ? BoundedWorkAdminOptions.RequestHeaderName
+        : null;
+
+    /// <summary>
+    /// Reads a change whose answer awaits storage: the body (up to <paramref name="maxBytes"/>) is copied, so the reader
+    /// is done with it before the storage is awaited, and described as <see cref="DescribeChange"/> does.
+    /// </summary>
+    public static async Task<ChangeRequest> ReadCopiedChange(HttpContext context, AdminMapping mapping, int maxBytes)
+    {
+        var reader = context.Request.BodyReader;
+        var (buffer, tooLarge) = await ReadBody(reader, maxBytes, context.RequestAborted).ConfigureAwait(false);
+        byte[] body;
+        try
+        {
+            body = tooLarge ? [] : BuffersExtensions.ToArray(buffer);
+        }
+        finally
+        {
+            reader.AdvanceTo(buffer.End);
+        }
+
+        return DescribeChange(context, mapping, new ReadOnlySequence<byte>(body), tooLarge);
+    }
 
     /// <summary>
     /// Reads the whole body, up to <paramref name="maxBytes"/>. The caller advances the reader past the returned

@@ -159,7 +159,7 @@ internal static class ClusterSettingsRequest
             return null;
         }
 
-        var raw = SettingsRequest.Shorten(Raw(ref reader));
+        var raw = SettingsRequest.Shorten(JsonChangeReader.RawText(ref reader));
         if (!reader.TryGetInt32(out var value))
         {
             errors[field] = [raw.AsSpan().IndexOfAny(".eE") >= 0 && !(reader.TryGetDouble(out var d) && (Math.Abs(d) > int.MaxValue || !double.IsFinite(d)))
@@ -186,7 +186,7 @@ internal static class ClusterSettingsRequest
             return null;
         }
 
-        var raw = SettingsRequest.Shorten(Raw(ref reader));
+        var raw = SettingsRequest.Shorten(JsonChangeReader.RawText(ref reader));
         if (!reader.TryGetDouble(out var value) || !double.IsFinite(value) || value <= 0 || value > MaxLimit)
         {
             errors[StartsPerSecond] = [$"{StartsPerSecond} must be more than 0 and at most {MaxLimit.ToString("N0", CultureInfo.InvariantCulture)} (was {raw}); null clears it."];
@@ -195,7 +195,4 @@ internal static class ClusterSettingsRequest
 
         return value;
     }
-
-    private static string Raw(ref Utf8JsonReader reader) =>
-        System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
 }

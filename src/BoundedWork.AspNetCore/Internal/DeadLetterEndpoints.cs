@@ -24,22 +24,10 @@ internal sealed class DeadLetterEndpoints(DeadLetterApi api, AdminMapping mappin
 
     private static string? Id(HttpContext context) => context.Request.RouteValues["id"] as string;
 
-    /// <summary>Reads the body (up to <see cref="DeadLetterRequest.MaxBodyBytes"/>, copied, so the reader is done with it before the database is awaited), then applies the change.</summary>
+    /// <summary>Reads the body (up to <see cref="DeadLetterRequest.MaxBodyBytes"/>, see <see cref="AdminEndpoints.ReadCopiedChange"/>), then applies the change.</summary>
     private async Task ChangeAsync(HttpContext context, Func<DeadLetterApi, ChangeRequest, string?, CancellationToken, Task<AdminReply>> apply)
     {
-        var reader = context.Request.BodyReader;
-        var (buffer, tooLarge) = await AdminEndpoints.ReadBody(reader, DeadLetterRequest.MaxBodyBytes, context.RequestAborted).ConfigureAwait(false);
-        byte[] body;
-        try
-        {
-            body = tooLarge ? [] : System.Buffers.BuffersExtensions.ToArray(buffer);
-        }
-        finally
-        {
-            reader.AdvanceTo(buffer.End);
-        }
-
-        var request = AdminEndpoints.DescribeChange(context, mapping, new System.Buffers.ReadOnlySequence<byte>(body), tooLarge);
+        var request = await AdminEndpoints.ReadCopiedChange(context, mapping, DeadLetterRequest.MaxBodyBytes).ConfigureAwait(false);
         var reply = await apply(api, request, Id(context), context.RequestAborted).ConfigureAwait(false);
         await AdminEndpoints.Write(context, reply).ConfigureAwait(false);
     }

@@ -25,7 +25,11 @@ internal static class DeadLetterRequest
 
     private const string TimeFormat = "an ISO 8601 date and time such as \"2026-11-23T14:05:00Z\" (UTC when no offset is given)";
 
+    /// <summary>How deeply a selection's values may nest (an object holding an array of ids needs two).</summary>
+    private const int SelectionMaxDepth = 4;
+
     private static readonly string[] s_queryFields = [Limit, Since, Until, Cursor];
+    private static readonly string[] s_selectionFields = [Ids, All, Since, Until];
 
     /// <summary>Parses a list's query string; the keys are the query's names as sent.</summary>
     public static (DeadLetterQuery? Query, FieldErrors Errors) ParseQuery(IEnumerable<KeyValuePair<string, string?[]>> parameters)
@@ -84,22 +88,9 @@ internal static class DeadLetterRequest
     public static FieldErrors ParseEmpty(ReadOnlySequence<byte> body)
     {
         var errors = new FieldErrors();
-        if (body.IsEmpty)
+        if (!body.IsEmpty)
         {
-            return errors;
-        }
-
-        try
-        {
-            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 4 });
-            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject || !reader.Read() || reader.TokenType != JsonTokenType.EndObject || reader.Read())
-            {
-                errors[SettingsRequest.Body] = ["The body must be empty or {}: the item's id is in the path."];
-            }
-        }
-        catch (JsonException ex)
-        {
-            errors[SettingsRequest.Body] = [$"The request body is not valid JSON: {ex.Message}"];
+            JsonChangeReader.ReadFields(body, [], "the body must be empty or {}: the item's id is in the path", errors, static (ref _, _) => { }, StringComparison.Ordinal, SelectionMaxDepth);
         }
 
         return errors;
@@ -116,72 +107,47 @@ internal static class DeadLetterRequest
         }
 
         List<long>? ids = null;
+        bool idsGiven = false;
         bool? all = null;
         DateTimeOffset? since = null, until = null;
-        var seen = new HashSet<string>(StringComparer.Ordinal);
-        try
+
+        // Field names are matched exactly, as the documents spell them.
+        if (JsonChangeReader.ReadFields(body, s_selectionFields, $"a selection takes {Ids}, or {All} with {Since} and {Until}", errors, ReadField, StringComparison.Ordinal, SelectionMaxDepth) is null)
         {
-            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 4 });
-            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
-            {
-                errors[SettingsRequest.Body] = ["The request body must be a JSON object such as {\"ids\": [1, 2, 3]} or {\"all\": true}."];
-                return (null, errors);
-            }
-
-            while (reader.Read() && reader.TokenType != JsonTokenType.EndObject)
-            {
-                var name = reader.GetString() ?? string.Empty;
-                reader.Read();
-                if (!seen.Add(name))
-                {
-                    errors[SettingsRequest.Shorten(name)] = ["The field is given more than once."];
-                    reader.Skip();
-                    continue;
-                }
-
-                switch (name)
-                {
-                    case Ids:
-                        ids = ReadIds(ref reader, errors);
-                        break;
-                    case All when reader.TokenType == JsonTokenType.True:
-                        all = true;
-                        break;
-                    case All:
-                        errors[All] = ["It must be true, to select every dead letter (in the window of since and until); to select some, give ids instead."];
-                        reader.Skip();
-                        break;
-                    case Since or Until when reader.TokenType == JsonTokenType.String && TryParseTime(reader.GetString()!, out var time):
-                        if (name == Since)
-                        {
-                            since = time;
-                        }
-                        else
-                        {
-                            until = time;
-                        }
-
-                        break;
-                    case Since or Until:
-                        errors[name] = [$"It must be {TimeFormat}."];
-                        reader.Skip();
-                        break;
-                    default:
-                        errors[SettingsRequest.Shorten(name)] = [$"Unknown field; a selection takes {Ids}, or {All} with {Since} and {Until}."];
-                        reader.Skip();
-                        break;
-                }
-            }
-
-            if (reader.Read())
-            {
-                errors[SettingsRequest.Body] = ["The request body must hold one JSON object and nothing after it."];
-            }
-        }
-        catch (JsonException ex)
-        {
-            errors[SettingsRequest.Body] = [$"The request body is not valid JSON: {ex.Message}"];
             return (null, errors);
+        }
+
+        void ReadField(ref Utf8JsonReader reader, string field)
+        {
+            switch (field)
+            {
+                case Ids:
+                    idsGiven = true;
+                    ids = ReadIds(ref reader, errors);
+                    break;
+                case All when reader.TokenType == JsonTokenType.True:
+                    all = true;
+                    break;
+                case All:
+                    errors[All] = ["It must be true, to select every dead letter (in the window of since and until); to select some, give ids instead."];
+                    reader.Skip();
+                    break;
+                case Since or Until when reader.TokenType == JsonTokenType.String && JsonChangeReader.TryGetText(ref reader, out var text) && TryParseTime(text, out var time):
+                    if (field == Since)
+                    {
+                        since = time;
+                    }
+                    else
+                    {
+                        until = time;
+                    }
+
+                    break;
+                case Since or Until:
+                    errors[field] = [$"It must be {TimeFormat}."];
+                    reader.Skip();
+                    break;
+            }
         }
 
         if (errors.Count > 0)
@@ -189,7 +155,7 @@ internal static class DeadLetterRequest
             return (null, errors);
         }
 
-        if (seen.Contains(Ids) == (all is true))
+        if (idsGiven == (all is true))
         {
             errors[SettingsRequest.Body] = ["Give either ids (some dead letters) or \"all\": true (every dead letter, optionally between since and until), not both and not neither."];
         }

@@ -8,8 +8,9 @@ namespace BoundedWork.AspNetCore.Internal;
 internal delegate void ReadField(ref Utf8JsonReader reader, string field);
 
 /// <summary>
-/// The one walk of a change request's JSON object: the body must be a single object; each field is found, in any case,
-/// among the allowed ones and handed to a callback once; unknown, repeated and undecodable field names are reported
+/// The one walk of a request's JSON object body (a settings change, a cluster change, a dead-letter selection): the
+/// body must be a single object; each field is found among the allowed ones (in any case, unless the caller says
+/// otherwise) and handed to a callback once; unknown, repeated and undecodable field names are reported
 /// against the field (or <c>body</c>), and malformed JSON replaces every other problem.
 /// </summary>
 internal static class JsonChangeReader
@@ -18,18 +19,27 @@ internal static class JsonChangeReader
     /// Walks the object in <paramref name="body"/> (not empty), calling <paramref name="readField"/> for the first
     /// occurrence of each field of <paramref name="allowed"/>. The first unknown field's message ends with
     /// <paramref name="allowedHint"/> (such as <c>"the allowed fields are a, b"</c>), the others do not.
+    /// <paramref name="nameComparison"/> says how a field name is matched against <paramref name="allowed"/>, and
+    /// <paramref name="maxDepth"/> how deeply values may nest before the body is malformed.
     /// </summary>
     /// <returns>
     /// How many distinct allowed fields the body names; <see langword="null"/> when the body is not a JSON object or
     /// not valid JSON, and then <paramref name="errors"/> holds that one problem and nothing else should be checked.
     /// </returns>
-    public static int? ReadFields(ReadOnlySequence<byte> body, string[] allowed, string allowedHint, FieldErrors errors, ReadField readField)
+    public static int? ReadFields(
+        ReadOnlySequence<byte> body,
+        string[] allowed,
+        string allowedHint,
+        FieldErrors errors,
+        ReadField readField,
+        StringComparison nameComparison = StringComparison.OrdinalIgnoreCase,
+        int maxDepth = 8)
     {
         var seen = new HashSet<string>(StringComparer.Ordinal);
         var unknownFields = 0;
         try
         {
-            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = 8 });
+            var reader = new Utf8JsonReader(body, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow, MaxDepth = maxDepth });
             if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
             {
                 errors[SettingsRequest.Body] = [$"The request body must be a JSON object, not {Describe(reader.TokenType)}."];
@@ -47,7 +57,7 @@ internal static class JsonChangeReader
                 }
 
                 reader.Read();
-                var field = Array.Find(allowed, f => string.Equals(f, name, StringComparison.OrdinalIgnoreCase));
+                var field = Array.Find(allowed, f => string.Equals(f, name, nameComparison));
                 if (field is null)
                 {
                     var shown = SettingsRequest.Shorten(name);
@@ -103,6 +113,10 @@ internal static class JsonChangeReader
             return false;
         }
     }
+
+    /// <summary>The current number's text as sent, for an error message (the caller shortens it).</summary>
+    public static string RawText(ref Utf8JsonReader reader) =>
+        System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan);
 
     /// <summary>A token as an error message names it: "a string", "null", "an array".</summary>
     public static string Describe(JsonTokenType token) => token switch

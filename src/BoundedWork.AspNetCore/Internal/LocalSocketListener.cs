@@ -522,7 +522,7 @@ internal sealed class LocalSocketListener : IDisposable
         }
 
         ChangeRequest Change(string name) =>
-            new(name, request.ContentType, !string.IsNullOrWhiteSpace(request.AdminHeader), body, tooLarge, peer, "unix:" + Path);
+            new(name, request.ContentType, !string.IsNullOrWhiteSpace(request.AdminHeader), body, tooLarge, peer, "unix:" + Path, DuplicateHeader: request.DuplicateHeader);
     }
 
     /// <summary>The query string's parameters as HTTP's request query gives them to the same handler: decoded, each name with all its values.</summary>

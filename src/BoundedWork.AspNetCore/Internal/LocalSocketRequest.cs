@@ -11,13 +11,14 @@ namespace BoundedWork.AspNetCore.Internal;
 /// </summary>
 internal sealed class LocalSocketRequest
 {
-    private LocalSocketRequest(string method, string target, string? contentType, string? adminHeader, long contentLength)
+    private LocalSocketRequest(string method, string target, string? contentType, string? adminHeader, long contentLength, string? duplicateHeader)
     {
         Method = method;
         Target = target;
         ContentType = contentType;
         AdminHeader = adminHeader;
         ContentLength = contentLength;
+        DuplicateHeader = duplicateHeader;
     }
 
     public string Method { get; }
@@ -29,6 +30,9 @@ internal sealed class LocalSocketRequest
     public string? AdminHeader { get; }
 
     public long ContentLength { get; }
+
+    /// <summary>Gets the first of <c>Content-Type</c> and the console's request header that came more than once, or <see langword="null"/>.</summary>
+    public string? DuplicateHeader { get; }
 
     /// <summary>
     /// Finds the end of the head in what has arrived: the index just past the empty line, or -1 while it has not
@@ -77,7 +81,7 @@ internal sealed class LocalSocketRequest
             return null;
         }
 
-        string? contentType = null, adminHeader = null;
+        string? contentType = null, adminHeader = null, duplicateHeader = null;
         long? contentLength = null;
         foreach (var line in lines.AsSpan(1))
         {
@@ -118,16 +122,18 @@ internal sealed class LocalSocketRequest
             }
             else if (name.Equals("Content-Type", StringComparison.OrdinalIgnoreCase))
             {
+                duplicateHeader ??= contentType is null ? null : "Content-Type";
                 contentType = value;
             }
             else if (name.Equals(BoundedWorkAdminOptions.RequestHeaderName, StringComparison.OrdinalIgnoreCase))
             {
+                duplicateHeader ??= adminHeader is null ? null : BoundedWorkAdminOptions.RequestHeaderName;
                 adminHeader = value;
             }
         }
 
         error = null;
-        return new LocalSocketRequest(requestLine[0], requestLine[1], contentType, adminHeader, contentLength ?? 0);
+        return new LocalSocketRequest(requestLine[0], requestLine[1], contentType, adminHeader, contentLength ?? 0, duplicateHeader);
     }
 
     private static string Printable(string line)

@@ -273,7 +273,7 @@ internal static partial class SettingsRequest
             return value;
         }
 
-        var raw = Shorten(System.Text.Encoding.UTF8.GetString(reader.HasValueSequence ? reader.ValueSequence.ToArray() : reader.ValueSpan));
+        var raw = Shorten(JsonChangeReader.RawText(ref reader));
         errors[field] = [raw.AsSpan().IndexOfAny(".eE") >= 0 && !(reader.TryGetDouble(out var d) && Math.Abs(d) > int.MaxValue)
             ? $"{field} must be a whole number (was {raw})."
             : $"{field} is out of range: {raw} does not fit a 32-bit integer."];

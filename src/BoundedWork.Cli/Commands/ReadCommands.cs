@@ -26,17 +26,20 @@ internal static class ReadCommands
         {
             var client = CommonOptions.Client(result);
             var executors = client.Get("/executors");
-            if (result.GetValue(CommonOptions.Json) || !executors.IsSuccess)
+            if (!executors.IsSuccess)
             {
-                return executors.IsSuccess ? Done(() => Output.Json(executors)) : Output.Problem(executors, json: true);
+                // A refused list prints its problem document too, with or without --json.
+                return Output.Problem(executors, json: true);
             }
 
-            var pool = client.Get("/threadpool");
-            Output.Terminal.Write(Views.Executors(executors.Json, withHistory: false));
-            Output.Terminal.MarkupLine(pool.Json.Flag("isStarved")
-                ? $"[red]The shared ThreadPool is starved: {Markup.Escape(pool.Json.Text("starvation"))}[/] Run 'bw threadpool' or 'bw doctor'."
-                : $"[grey]The shared ThreadPool is not starved (probe latency {Doc.Duration(pool.Json.Number("queueLatencyMs"))}).[/]");
-            return ExitCodes.Ok;
+            return Output.Answer(executors, result.GetValue(CommonOptions.Json), executorList =>
+            {
+                var pool = client.Get("/threadpool");
+                Output.Terminal.Write(Views.Executors(executorList, withHistory: false));
+                Output.Terminal.MarkupLine(pool.Json.Flag("isStarved")
+                    ? $"[red]The shared ThreadPool is starved: {Markup.Escape(pool.Json.Text("starvation"))}[/] Run 'bw threadpool' or 'bw doctor'."
+                    : $"[grey]The shared ThreadPool is not starved (probe latency {Doc.Duration(pool.Json.Number("queueLatencyMs"))}).[/]");
+            });
         });
         return command;
     }
@@ -48,12 +51,7 @@ internal static class ReadCommands
         command.SetAction(result =>
         {
             var answer = CommonOptions.Client(result).Get("/executors/" + Uri.EscapeDataString(result.GetValue(name)!));
-            if (!answer.IsSuccess)
-            {
-                return Output.Problem(answer, result.GetValue(CommonOptions.Json));
-            }
-
-            return result.GetValue(CommonOptions.Json) ? Done(() => Output.Json(answer)) : Done(() => Output.Terminal.Write(Views.Executor(answer.Json)));
+            return Output.Answer(answer, result.GetValue(CommonOptions.Json), static executor => Output.Terminal.Write(Views.Executor(executor)));
         });
         return command;
     }
@@ -64,20 +62,9 @@ internal static class ReadCommands
         command.SetAction(result =>
         {
             var answer = CommonOptions.Client(result).Get("/threadpool?history=true");
-            if (!answer.IsSuccess)
-            {
-                return Output.Problem(answer, result.GetValue(CommonOptions.Json));
-            }
-
-            return result.GetValue(CommonOptions.Json) ? Done(() => Output.Json(answer)) : Done(() => Output.Terminal.Write(Views.ThreadPool(answer.Json, withHistory: true)));
+            return Output.Answer(answer, result.GetValue(CommonOptions.Json), static pool => Output.Terminal.Write(Views.ThreadPool(pool, withHistory: true)));
         });
         return command;
-    }
-
-    private static int Done(Action write)
-    {
-        write();
-        return ExitCodes.Ok;
     }
 
     private static int PsCore(bool all, bool json, TimeSpan timeout)

@@ -6,16 +6,16 @@ namespace BoundedWork.Tests.Internal.Submission;
 /// Saturation under each policy: one worker held on a gate, a queue of two, then a third item. Exactly which
 /// items run, which are rejected and which one is evicted.
 /// </summary>
-public sealed class RejectionPolicyTests : IDisposable
+public sealed class RejectionPolicyTests
 {
-    private readonly List<Gate> _gates = [];
     private readonly ConcurrentQueue<WorkItemRejectedArguments> _rejections = new();
     private readonly RunLog _log = new();
 
     [Fact]
     public async Task Abort_FullQueue_ThrowsReportsAndCountsAndRunsTheOthers()
     {
-        await using var executor = Saturated(RejectionPolicy.Abort, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.Abort);
+        var (executor, gate, third) = saturation;
 
         var ex = Assert.Throws<RejectedExecutionException>(() => executor.Execute(third));
 
@@ -39,7 +39,8 @@ public sealed class RejectionPolicyTests : IDisposable
         foreach (var policy in Enum.GetValues<RejectionPolicy>())
         {
             _rejections.Clear();
-            await using var executor = Saturated(policy, out var gate, out var third);
+            await using var saturation = Saturated(policy);
+            var (executor, gate, third) = saturation;
 
             Assert.False(executor.TryExecute(third));
 
@@ -53,7 +54,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task CallerRuns_FullQueue_RunsTheItemOnTheSubmittingThread()
     {
-        await using var executor = Saturated(RejectionPolicy.CallerRuns, out var gate, out _);
+        await using var saturation = Saturated(RejectionPolicy.CallerRuns);
+        var (executor, gate, _) = saturation;
         int? ranOn = null;
 
         executor.Execute(() => ranOn = Environment.CurrentManagedThreadId);
@@ -72,7 +74,8 @@ public sealed class RejectionPolicyTests : IDisposable
     public async Task CallerRuns_ThrowingItem_IsCountedAndReportedNotThrownAtTheCaller()
     {
         var errors = new ConcurrentQueue<WorkItemFailedArguments>();
-        await using var executor = Saturated(RejectionPolicy.CallerRuns, out var gate, out _, o => o.OnError = errors.Enqueue);
+        await using var saturation = Saturated(RejectionPolicy.CallerRuns, o => o.OnError = errors.Enqueue);
+        var (executor, gate, _) = saturation;
 
         executor.Execute(() => throw new InvalidOperationException("boom"));
 
@@ -84,7 +87,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task Discard_FullQueue_DropsTheNewItemAndReportsIt()
     {
-        await using var executor = Saturated(RejectionPolicy.Discard, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.Discard);
+        var (executor, gate, third) = saturation;
 
         executor.Execute(third);
 
@@ -101,7 +105,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task DiscardOldest_FullQueue_EvictsTheOldestQueuedItemAndQueuesTheNewOne()
     {
-        await using var executor = Saturated(RejectionPolicy.DiscardOldest, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.DiscardOldest);
+        var (executor, gate, third) = saturation;
         var first = _queued[0];
 
         executor.Execute(third);
@@ -119,8 +124,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task DiscardOldest_EvictedRunAsyncItem_FaultsItsTask()
     {
-        using var gate = new Gate();
         await using var executor = TestKit.Create(capacity: 1, policy: RejectionPolicy.DiscardOldest);
+        using var gate = new Gate(); // disposed (opened) before the executor, which waits for the gated worker
         executor.Execute(gate.Blocker);
         gate.WaitEntered();
         var victim = executor.RunAsync(() => 1);
@@ -136,7 +141,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task Wait_FullQueue_ExecuteAsyncWaitsForRoomThenQueues()
     {
-        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.Wait);
+        var (executor, gate, third) = saturation;
 
         var submit = executor.ExecuteAsync(third).AsTask();
 
@@ -151,7 +157,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task Wait_FullQueue_ExecuteBlocksUntilRoomThenQueues()
     {
-        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.Wait);
+        var (executor, gate, third) = saturation;
         using var submitted = new ManualResetEventSlim();
         var submitter = new Thread(() =>
         {
@@ -172,7 +179,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task Wait_QueueStaysFull_RejectsAfterTheTimeout()
     {
-        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out var third, o => o.WaitTimeout = TimeSpan.FromMilliseconds(20));
+        await using var saturation = Saturated(RejectionPolicy.Wait, o => o.WaitTimeout = TimeSpan.FromMilliseconds(20));
+        var (executor, gate, third) = saturation;
 
         var ex = Assert.Throws<RejectedExecutionException>(() => executor.Execute(third));
         var asyncEx = await Assert.ThrowsAsync<RejectedExecutionException>(() => executor.ExecuteAsync(third).AsTask());
@@ -199,7 +207,7 @@ public sealed class RejectionPolicyTests : IDisposable
     {
         var submitted = new TaskCompletionSource<Task<int>>(TaskCreationOptions.RunContinuationsAsynchronously);
         bool? faultedBeforeReported = null;
-        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out _, o =>
+        await using var saturation = Saturated(RejectionPolicy.Wait, o =>
         {
             o.WaitTimeout = TimeSpan.FromMilliseconds(20);
             o.OnRejected = rejection =>
@@ -210,6 +218,7 @@ public sealed class RejectionPolicyTests : IDisposable
                 _rejections.Enqueue(rejection);
             };
         });
+        var (executor, gate, _) = saturation;
 
         var run = executor.RunAsync(() => 3);
         submitted.SetResult(run);
@@ -224,7 +233,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task Wait_CancelledWhileWaiting_ThrowsAndCountsCancelled()
     {
-        await using var executor = Saturated(RejectionPolicy.Wait, out var gate, out var third);
+        await using var saturation = Saturated(RejectionPolicy.Wait);
+        var (executor, gate, third) = saturation;
         using var cts = new CancellationTokenSource();
 
         var submit = executor.ExecuteAsync(third, cts.Token).AsTask();
@@ -266,7 +276,8 @@ public sealed class RejectionPolicyTests : IDisposable
     {
         foreach (var (policy, reason) in new[] { (RejectionPolicy.Abort, RejectionReason.QueueFull), (RejectionPolicy.Discard, RejectionReason.Discarded) })
         {
-            await using var executor = Saturated(policy, out var gate, out _);
+            await using var saturation = Saturated(policy);
+            var (executor, gate, _) = saturation;
 
             var ex = await Assert.ThrowsAsync<RejectedExecutionException>(() => executor.RunAsync(() => 3));
 
@@ -302,7 +313,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task StateOverload_RejectedItem_ReportsItsState()
     {
-        await using var executor = Saturated(RejectionPolicy.Discard, out var gate, out _);
+        await using var saturation = Saturated(RejectionPolicy.Discard);
+        var (executor, gate, _) = saturation;
         var state = new List<int>();
 
         executor.Execute(static s => s.Add(1), state);
@@ -315,7 +327,8 @@ public sealed class RejectionPolicyTests : IDisposable
     [Fact]
     public async Task RejectedFireAndForgetItem_CanBeInvokedByTheCallback_AwaitedOneCannot()
     {
-        await using var executor = Saturated(RejectionPolicy.Discard, out var gate, out _);
+        await using var saturation = Saturated(RejectionPolicy.Discard);
+        var (executor, gate, _) = saturation;
         var state = new List<int>();
 
         executor.Execute(static s => s.Add(1), state);
@@ -331,11 +344,10 @@ public sealed class RejectionPolicyTests : IDisposable
 
     private readonly List<Action> _queued = [];
 
-    /// <summary>One worker blocked on a gate and items 1 and 2 filling a queue of two.</summary>
-    private BoundedExecutor Saturated(RejectionPolicy policy, out Gate gate, out Action third, Action<BoundedExecutorOptions>? configure = null)
+    /// <summary>One worker blocked on a gate and items 1 and 2 filling a queue of two; item 3 is the caller's to submit.</summary>
+    private Saturation Saturated(RejectionPolicy policy, Action<BoundedExecutorOptions>? configure = null)
     {
-        gate = new Gate();
-        _gates.Add(gate);
+        var gate = new Gate();
         _queued.Clear();
         var executor = TestKit.Create(workers: 1, capacity: 2, policy: policy, name: "saturated", configure: o =>
         {
@@ -351,8 +363,7 @@ public sealed class RejectionPolicyTests : IDisposable
             executor.Execute(item);
         }
 
-        third = _log.Item(3);
-        return executor;
+        return new Saturation(executor, gate, _log.Item(3));
     }
 
     private static async Task DrainAsync(BoundedExecutor executor, Gate gate)
@@ -362,11 +373,26 @@ public sealed class RejectionPolicyTests : IDisposable
         Assert.True(result.Drained);
     }
 
-    public void Dispose()
+    /// <summary>
+    /// A saturated executor, its gate and the third item. Disposing it opens the gate before it disposes the executor,
+    /// so a test that fails before it drains fails at once, instead of waiting for its gated worker on dispose.
+    /// </summary>
+    private sealed class Saturation(BoundedExecutor executor, Gate gate, Action third) : IAsyncDisposable
     {
-        foreach (var gate in _gates)
+        public void Deconstruct(out BoundedExecutor saturatedExecutor, out Gate workerGate, out Action thirdItem) =>
+            (saturatedExecutor, workerGate, thirdItem) = (executor, gate, third);
+
+        public async ValueTask DisposeAsync()
         {
-            gate.Dispose();
+            try
+            {
+                gate.Open();
+                await executor.DisposeAsync();
+            }
+            finally
+            {
+                gate.Dispose();
+            }
         }
     }
 
