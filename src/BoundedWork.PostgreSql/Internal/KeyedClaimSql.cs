@@ -102,6 +102,16 @@ internal sealed class KeyedClaimSql
             WINDOW later AS (PARTITION BY ordering_key, CASE WHEN ordering_key IS NULL THEN id END ORDER BY id DESC)
             """;
 
+        // The chosen rows locked by id alone, skipping those another transaction holds and those updated since this
+        // snapshot (their xmin is not the one read); shared by ClaimPerKey and HandOff.
+        var lockChosen = $"""
+            locked AS (
+                SELECT i.id, i.ordering_key FROM {items} i
+                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
+                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
+                FOR UPDATE SKIP LOCKED),
+            """;
+
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
         // the next claim: this statement's snapshot predates them). Then the head of the claim order and the keys found
         // there (the first branch), or, when the per-key rule binds there, every key with ready items and the first
@@ -153,11 +163,7 @@ internal sealed class KeyedClaimSql
                 (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
                 UNION ALL
                 (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
-            locked AS (
-                SELECT i.id, i.ordering_key FROM {items} i
-                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
-                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
-                FOR UPDATE SKIP LOCKED),
+            {lockChosen}
             taken AS (
                 SELECT l.id FROM locked l
                 WHERE l.ordering_key IS NULL OR NOT EXISTS (
@@ -192,11 +198,7 @@ internal sealed class KeyedClaimSql
                 FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f),
             chosen AS (
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
-            locked AS (
-                SELECT i.id, i.ordering_key FROM {items} i
-                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
-                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
-                FOR UPDATE SKIP LOCKED),
+            {lockChosen}
             taken AS (
                 SELECT l.id FROM locked l
                 WHERE NOT EXISTS (
