@@ -50,6 +50,7 @@ cleanup() {
   local code=$?
   trap - EXIT INT TERM
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  jobs -p | xargs -r kill 2>/dev/null || true # the sleep, if any
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
@@ -82,9 +83,14 @@ CONNECTION="Host=$STATE;Port=5432;Username=postgres;Database=postgres"
 URLS=()
 start_node() { # start_node INDEX: starts node-INDEX, sets URLS[INDEX] and PIDS[INDEX]
   local i=$1 log="$STATE/node-$1.log"
+  : >"$log"
+  # In a job of its own (set -m): a script's background job would ignore SIGINT, so 'kill -INT' (a Ctrl-C) would not
+  # stop the node; and Ctrl-C in this terminal reaches the script alone, which stops the nodes with SIGTERM.
+  set -m
   ASPNETCORE_ENVIRONMENT=Development dotnet "$SAMPLE_DLL" --port 0 --node "node-$i" --DownstreamMs "$DOWNSTREAM_MS" \
     --ConnectionStrings:durable "$CONNECTION" >"$log" 2>&1 &
   PIDS[$i]=$!
+  set +m
   for _ in $(seq 1 600); do
     if grep -q '^LISTENING ' "$log"; then URLS[$i]="$(grep -m1 '^LISTENING ' "$log" | cut -d' ' -f2)"; return 0; fi
     kill -0 "${PIDS[$i]}" 2>/dev/null || { cat "$log" >&2; fail "node-$i exited at start"; }
@@ -125,8 +131,10 @@ if [ "$CHECK" = 1 ]; then
   }
   wait_for "every node applied settings version $version" followed
   bw cluster durable-demo -p "${PIDS[2]}"
-  bad="$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H 'Content-Type: application/json' -d '{"maxRunning":0}' "${URLS[1]}$CLUSTER_PATH")"
-  [ "$bad" = 400 ] || fail "PATCH maxRunning 0 answered $bad, not 400"
+  # The console refuses a bad value, naming the field, and changes nothing.
+  bad="$(curl -s -X PATCH -H 'X-BoundedWork-Admin: run-cluster' -H 'Content-Type: application/json' -d '{"maxRunning":0}' "${URLS[1]}$CLUSTER_PATH")"
+  echo "$bad" | jq -e '.status == 400 and (.errors.maxRunning | length) == 1' >/dev/null || fail "PATCH {\"maxRunning\":0} answered $bad"
+  [ "$(cluster | jq '.settings.version')" = "$version" ] || fail "a refused PATCH changed the settings version"
   echo "OK: $NODES nodes, 40 items completed, settings version $version applied by every node"
   exit 0
 fi
@@ -145,8 +153,10 @@ $(for i in $(seq 1 "$NODES"); do echo "    node-$i  pid ${PIDS[$i]}  ${URLS[$i]}
     bw cluster set durable-demo --workers-per-node 8 -p ${PIDS[1]}
     curl -s ${URLS[1]}$CLUSTER_PATH | jq .
     kill -9 ${PIDS[2]}     # node-2 dies: its row expires after 3 heartbeats, its items run elsewhere after the lease (10 s)
-    kill ${PIDS[3]}        # node-3 stops cleanly: its row leaves at once
+    kill -INT ${PIDS[3]}   # node-3 stops cleanly (as Ctrl-C would): its row leaves at once
   Node logs: $STATE/node-*.log. Ctrl-C stops everything$([ -n "$SECONDS_TO_RUN" ] && echo " (or wait $SECONDS_TO_RUN s)").
 
 MSG
-if [ -n "$SECONDS_TO_RUN" ]; then sleep "$SECONDS_TO_RUN"; else while :; do sleep 3600; done; fi
+# sleep in the background and wait for it: bash runs a trap only once its foreground command ends, and 'wait' ends
+# at once on a signal (a SIGTERM to this script stops everything now, not when the sleep ends).
+if [ -n "$SECONDS_TO_RUN" ]; then sleep "$SECONDS_TO_RUN" & wait $!; else while :; do sleep 3600 & wait $!; done; fi
