@@ -54,7 +54,8 @@ public sealed class ClusterDashboardTests
         await Assertions.Expect(view.Locator(".stored")).ToContainTextAsync("1,234 ready (oldest 3.5 s), 5 scheduled, 17 running, 3 dead, 4,000 completed, 2 cancelled", patience);
         var rows = view.Locator("tbody.cluster-nodes tr[data-node]");
         await Assertions.Expect(rows).ToHaveCountAsync(3);
-        await Assertions.Expect(rows.Nth(1).Locator("td")).ToHaveTextAsync(["node-a", "web-1", "101", "1.4.0", "8", "8", "1,200", "3", "200 ms ago", "–"]);
+        await Assertions.Expect(rows.Nth(1).Locator("td")).ToHaveTextAsync(["node-a", "web-1", "101", "1.4.0", "8", "8", "1,200", "3", "v1", "200 ms ago", "–"]);
+        await Assertions.Expect(rows.Nth(1).Locator("td.node-settings")).Not.ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
         await Assertions.Expect(rows.Nth(2).Locator("td.node-pinned")).ToHaveTextAsync("pinned locally");
 
         // The hostile names are text: no element, no script ran, the line break and escape kept as characters.
@@ -72,6 +73,9 @@ public sealed class ClusterDashboardTests
         await Assertions.Expect(view.Locator(".limit-workers .v")).ToHaveTextAsync("6");
         await Assertions.Expect(view.Locator(".limit-waiting .v")).ToHaveTextAsync("0");
         await Assertions.Expect(view.Locator(".cluster-version")).ToContainTextAsync("settings v2, changed by carol", patience);
+        // Each node's applied settings version, marked while it is behind (these nodes still report v1).
+        await Assertions.Expect(rows.Nth(1).Locator("td.node-settings")).ToHaveTextAsync("v1");
+        await Assertions.Expect(rows.Nth(1).Locator("td.node-settings")).ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
 
         // The fleet-wide settings through the view's form: only the fields the operator edited are sent, so carol's
         // change (made after the form was filled) stands; an empty box clears a limit.

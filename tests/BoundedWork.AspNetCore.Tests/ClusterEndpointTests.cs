@@ -283,6 +283,26 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal("maxRunning", ClusterSettingsRequest.FieldOf(new ArgumentException("MaxRunning must be at least 1", "settings")));
         Assert.Equal("startBurst", ClusterSettingsRequest.FieldOf(new ArgumentOutOfRangeException("StartBurst", "too large")));
         Assert.Equal("body", ClusterSettingsRequest.FieldOf(new ArgumentException("Something else went wrong.")));
+
+        // The PostgreSQL storage names the queue first: the setting after it is the field, the message leads with it.
+        var storage = new ArgumentException("Invalid fleet-wide settings for work queue 'durable-demo': WorkersPerNode must not exceed the executor's MaxWorkerCount (32) (was 33).", "change");
+        Assert.Equal("workersPerNode", ClusterSettingsRequest.FieldOf(storage));
+        Assert.Equal("WorkersPerNode must not exceed the executor's MaxWorkerCount (32) (was 33).", ClusterSettingsRequest.WithoutStoragePrefix(storage.Message[..^" (Parameter 'change')".Length]));
+        Assert.Equal("Something else went wrong.", ClusterSettingsRequest.WithoutStoragePrefix("Something else went wrong."));
+    }
+
+    [Fact]
+    public async Task Patch_MaxRunningPerKeyOutOfRange_DoesNotSayNullClearsIt()
+    {
+        var cluster = NewCluster();
+        await using var server = await StartAsync(cluster);
+
+        using var response = await server.Client.SendChangeAsync(HttpMethod.Patch, Path, """{"maxRunningPerKey": 0}""");
+
+        Assert.Equal(HttpStatusCode.BadRequest, response.StatusCode);
+        var detail = (await response.JsonAsync()).GetProperty("detail").GetString();
+        Assert.Contains("maxRunningPerKey must be between 1 and 1,000,000 (was 0); 1, the default, runs a key's items one at a time", detail, StringComparison.Ordinal);
+        Assert.DoesNotContain("null clears it", detail, StringComparison.Ordinal); // null is refused for maxRunningPerKey
     }
 
     [Fact]

@@ -81,7 +81,9 @@ public sealed class ClusterCommandTests
     [InlineData(2, "set needs at least one setting", "set", "payments")]
     [InlineData(2, "Give --max-running or --clear-max-running, not both.", "set", "payments", "--max-running", "3", "--clear-max-running")]
     [InlineData(2, "a number of starts per second is finite", "set", "payments", "--starts-per-second", "NaN")]
-    [InlineData(2, "abc", "set", "payments", "--max-running", "abc")]
+    [InlineData(2, "--max-running: 'abc' is not a whole number.", "set", "payments", "--max-running", "abc")]
+    [InlineData(2, "--workers-per-node: '99999999999' is too large", "set", "payments", "--workers-per-node", "99999999999")]
+    [InlineData(2, "--starts-per-second: 'fast' is not a number of starts per second", "set", "payments", "--starts-per-second", "fast")]
     [InlineData(2, "Name the queue", "--json")]
     public async Task Cluster_BadInput_ExitCodeAndAMessageNamingTheField_NothingChanges(int exitCode, string message, params string[] args)
     {
@@ -91,6 +93,7 @@ public sealed class ClusterCommandTests
 
         Assert.True(run.ExitCode == exitCode, run.ToString());
         Assert.Contains(message, run.Error, StringComparison.Ordinal);
+        Assert.DoesNotContain("System.", run.Error, StringComparison.Ordinal); // no .NET type names (System.Nullable`1[System.Int32])
         Assert.Empty(app.Cluster.Changes);
         Assert.Empty(app.Logs.WithEvent("ClusterSettingsChanged"));
     }

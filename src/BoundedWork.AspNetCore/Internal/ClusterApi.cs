@@ -167,7 +167,7 @@ internal sealed class ClusterApi
         var message = exception.Message;
         var suffix = exception.ParamName is { } name ? $" (Parameter '{name}')" : null;
         message = suffix is not null && message.EndsWith(suffix, StringComparison.Ordinal) ? message[..^suffix.Length] : message;
-        return SettingsRequest.Shorten(message, 300);
+        return SettingsRequest.Shorten(ClusterSettingsRequest.WithoutStoragePrefix(message), 300);
     }
 
     private static AdminReply UnknownQueue(string queue) =>

@@ -103,7 +103,8 @@ internal static class ClusterSettingsRequest
     /// </summary>
     public static string FieldOf(ArgumentException exception)
     {
-        foreach (var candidate in (ReadOnlySpan<string?>)[exception.ParamName, exception.Message.Split(' ', 2)[0]])
+        var message = WithoutStoragePrefix(exception.Message);
+        foreach (var candidate in (ReadOnlySpan<string?>)[exception.ParamName, exception.Message.Split(' ', 2)[0], message.Split(' ', 2)[0]])
         {
             var field = Array.Find(Fields, f => string.Equals(f, candidate, StringComparison.OrdinalIgnoreCase));
             if (field is not null)
@@ -113,6 +114,23 @@ internal static class ClusterSettingsRequest
         }
 
         return SettingsRequest.Body;
+    }
+
+    /// <summary>
+    /// A storage's validation message without the queue it names first (the PostgreSQL storage writes
+    /// <c>Invalid fleet-wide settings for work queue 'payments': WorkersPerNode must ...</c>): the console's answer
+    /// names the queue already, and the setting then leads the message.
+    /// </summary>
+    public static string WithoutStoragePrefix(string message)
+    {
+        const string Prefix = "Invalid fleet-wide settings for work queue '";
+        if (!message.StartsWith(Prefix, StringComparison.Ordinal))
+        {
+            return message;
+        }
+
+        var end = message.IndexOf("': ", Prefix.Length, StringComparison.Ordinal);
+        return end < 0 ? message : message[(end + 3)..];
     }
 
     /// <summary>A limit as the change log writes it: the number, or <c>none</c>.</summary>
@@ -170,7 +188,9 @@ internal static class ClusterSettingsRequest
 
         if (value < min || value > max)
         {
-            errors[field] = [$"{field} must be between {min} and {max.ToString("N0", CultureInfo.InvariantCulture)} (was {raw}); null clears it."];
+            // maxRunningPerKey has no "none": null does not clear it (1 is its default).
+            var clears = field == MaxRunningPerKey ? "1, the default, runs a key's items one at a time, in enqueue order" : "null clears it";
+            errors[field] = [$"{field} must be between {min} and {max.ToString("N0", CultureInfo.InvariantCulture)} (was {raw}); {clears}."];
             return null;
         }
 
