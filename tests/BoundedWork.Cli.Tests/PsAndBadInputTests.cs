@@ -60,6 +60,29 @@ public sealed class PsAndBadInputTests(ITestOutputHelper output)
         Assert.Equal(2000, settings.GetProperty("queueCapacity").GetInt32());
     }
 
+    [Theory]
+    [InlineData("workers: 'lots' is not a whole number.", "resize", "payments", "lots")]
+    [InlineData("workers: '99999999999' is too large for a whole number.", "resize", "payments", "99999999999")]
+    [InlineData("--process-id: 'abc' is not a whole number.", "list", "-p", "abc")]
+    [InlineData("--process-id: '1.5' is not a whole number.", "doctor", "-p", "1.5")]
+    [InlineData("--timeout: 'soon' is not a number of seconds", "list", "--timeout", "soon")]
+    [InlineData("--timeout: a number of seconds is finite (was Infinity).", "list", "--timeout", "1e999")]
+    [InlineData("--duration: a number of seconds is finite (was NaN).", "doctor", "--duration", "NaN")]
+    [InlineData("--iterations: 'forever' is not a whole number.", "top", "-n", "forever")]
+    [InlineData("--interval: 'fast' is not a number of seconds", "top", "--interval", "fast")]
+    [InlineData("--workers: 'x' is not a whole number.", "set", "payments", "--workers", "x")]
+    [InlineData("--queue-capacity: '5e3' is not a whole number.", "set", "payments", "--queue-capacity", "5e3")]
+    [InlineData("--adaptive-max: '' is not a whole number.", "set", "payments", "--adaptive-max", "")]
+    [InlineData("--limit: 'all' is not a whole number.", "dead-letters", "list", "payments", "--limit", "all")]
+    public async Task BadNumber_NamesTheOptionAndTheValue_NeverADotNetType(string message, params string[] args)
+    {
+        var run = await Bw.RunAsync(args);
+
+        Assert.True(run.ExitCode == 2, run.ToString());
+        Assert.Contains(message, run.Error, StringComparison.Ordinal);
+        Assert.DoesNotContain("System.", run.Error, StringComparison.Ordinal); // not 'as expected type System.Int32'
+    }
+
     [Fact]
     public async Task BadInput_DeadProcessOrNotOurSocket_Unreachable()
     {

@@ -46,11 +46,11 @@ internal static class ClusterCommands
     private static Command Set()
     {
         var queue = new Argument<string>("queue") { Description = "The durable work queue's name." };
-        var workersPerNode = new Option<int?>("--workers-per-node") { Description = "The worker count every node runs for the queue (a node whose count is pinned locally keeps its own, and says so).", CustomParser = WholeNumber };
-        var maxRunning = new Option<int?>("--max-running") { Description = "The most items of the queue running at once across all nodes.", CustomParser = WholeNumber };
-        var perKey = new Option<int?>("--max-running-per-key") { Description = "The most items with the same ordering key running at once across all nodes (1, the default: one at a time, in order).", CustomParser = WholeNumber };
+        var workersPerNode = new Option<int?>("--workers-per-node") { Description = "The worker count every node runs for the queue (a node whose count is pinned locally keeps its own, and says so).", CustomParser = NumberParsers.WholeNumber };
+        var maxRunning = new Option<int?>("--max-running") { Description = "The most items of the queue running at once across all nodes.", CustomParser = NumberParsers.WholeNumber };
+        var perKey = new Option<int?>("--max-running-per-key") { Description = "The most items with the same ordering key running at once across all nodes (1, the default: one at a time, in order).", CustomParser = NumberParsers.WholeNumber };
         var rate = new Option<double?>("--starts-per-second") { Description = "The most item starts per second across all nodes.", CustomParser = Rate };
-        var burst = new Option<int?>("--start-burst") { Description = "How many starts may happen at once after a quiet spell (the default: one second's worth).", CustomParser = WholeNumber };
+        var burst = new Option<int?>("--start-burst") { Description = "How many starts may happen at once after a quiet spell (the default: one second's worth).", CustomParser = NumberParsers.WholeNumber };
         var clearWorkers = new Option<bool>("--clear-workers-per-node") { Description = "Let each node run its own worker count again." };
         var clearMaxRunning = new Option<bool>("--clear-max-running") { Description = "Remove the limit on items running at once." };
         var clearRate = new Option<bool>("--clear-starts-per-second") { Description = "Remove the limit on starts per second." };
@@ -102,44 +102,8 @@ internal static class ClusterCommands
         return command;
     }
 
-    /// <summary>
-    /// A whole number as the command line gives it, or an error naming the option and the value (not the .NET type
-    /// System.CommandLine names by default). The range is the app's to check, as for the console.
-    /// </summary>
-    private static int? WholeNumber(ArgumentResult result)
-    {
-        var text = result.Tokens.Count > 0 ? result.Tokens[0].Value : "";
-        if (int.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out var value))
-        {
-            return value;
-        }
-
-        result.AddError(long.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out _) || System.Numerics.BigInteger.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out _)
-            ? $"{OptionName(result)}: '{text}' is too large for a whole number of the cluster's settings."
-            : $"{OptionName(result)}: '{text}' is not a whole number.");
-        return null;
-    }
-
     /// <summary>A number of starts per second as the command line gives it (<c>12.5</c>), or an error naming the option.</summary>
-    private static double? Rate(ArgumentResult result)
-    {
-        var text = result.Tokens.Count > 0 ? result.Tokens[0].Value : "";
-        if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out var value))
-        {
-            if (double.IsFinite(value))
-            {
-                return value;
-            }
-
-            result.AddError($"{OptionName(result)}: a number of starts per second is finite (was {value.ToString(CultureInfo.InvariantCulture)}).");
-            return null;
-        }
-
-        result.AddError($"{OptionName(result)}: '{text}' is not a number of starts per second (such as 50 or 12.5).");
-        return null;
-    }
-
-    private static string OptionName(ArgumentResult result) => result.Parent is OptionResult option ? option.Option.Name : "the value";
+    private static double? Rate(ArgumentResult result) => NumberParsers.Number(result, "a number of starts per second");
 
     private static void Add<T>(JsonObject body, string field, T? value, bool clear)
         where T : struct

@@ -10,6 +10,7 @@ internal static class CommonOptions
     {
         Description = "The process to talk to (see 'bw ps'). Optional when only one process exposes BoundedWork.",
         Recursive = true,
+        CustomParser = NumberParsers.WholeNumber,
     };
 
     public static readonly Option<string?> Socket = new("--socket")
@@ -28,6 +29,7 @@ internal static class CommonOptions
     {
         Description = "Seconds to wait for the app's answer.",
         DefaultValueFactory = _ => 5,
+        CustomParser = NumberParsers.Seconds,
         Recursive = true,
     };
 

@@ -38,7 +38,7 @@ internal static class DeadLetterCommands
         var queue = Queue();
         var since = Since("dead letters");
         var until = Until("dead letters");
-        var limit = new Option<int?>("--limit") { Description = "How many to show, the most recent first (1 to 500; the app's default is 50)." };
+        var limit = new Option<int?>("--limit") { Description = "How many to show, the most recent first (1 to 500; the app's default is 50).", CustomParser = NumberParsers.WholeNumber };
         var cursor = new Option<string?>("--cursor") { Description = "Where the next page starts: the cursor the previous page printed." };
         var command = new Command("list", "A page of a queue's dead letters, the most recent first: id, attempts, when it died, its last error.")
         {

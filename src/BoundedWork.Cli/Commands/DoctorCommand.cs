@@ -20,11 +20,13 @@ internal static class DoctorCommand
         {
             Description = "Seconds to read the counters for (at least 2: one reading a second).",
             DefaultValueFactory = _ => 3,
+            CustomParser = NumberParsers.Seconds,
         };
         var stackDuration = new Option<double>("--stack-duration")
         {
             Description = "Seconds to sample stacks for (the sampler pauses the process briefly for each sample).",
             DefaultValueFactory = _ => 0.5,
+            CustomParser = NumberParsers.Seconds,
             Hidden = true,
         };
         var stacks = new Option<bool>("--stacks") { Description = "Also print the stacks of the pool threads, grouped, innermost frame first." };

@@ -17,8 +17,8 @@ internal static class TopCommand
 {
     public static Command Create()
     {
-        var iterations = new Option<int?>("--iterations", "-n") { Description = "Stop after this many refreshes (default: until Ctrl-C)." };
-        var interval = new Option<double>("--interval") { Description = "Seconds between refreshes.", DefaultValueFactory = _ => 1 };
+        var iterations = new Option<int?>("--iterations", "-n") { Description = "Stop after this many refreshes (default: until Ctrl-C).", CustomParser = NumberParsers.WholeNumber };
+        var interval = new Option<double>("--interval") { Description = "Seconds between refreshes.", DefaultValueFactory = _ => 1, CustomParser = NumberParsers.Seconds };
         var command = new Command("top", "A live view of the executors and the shared ThreadPool, refreshed every second; Ctrl-C to quit.") { iterations, interval };
         command.SetAction(async (result, cancellationToken) =>
         {

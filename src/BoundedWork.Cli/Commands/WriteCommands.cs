@@ -17,7 +17,7 @@ internal static class WriteCommands
     public static Command Resize()
     {
         var name = new Argument<string>("executor") { Description = "The executor's name (see 'bw list')." };
-        var workers = new Argument<int>("workers") { Description = "The worker count to converge to (1 up to the executor's MaxWorkerCount)." };
+        var workers = new Argument<int>("workers") { Description = "The worker count to converge to (1 up to the executor's MaxWorkerCount).", CustomParser = NumberParsers.RequiredWholeNumber };
         var pinFor = new Option<string?>("--pin-for") { Description = "While the executor's adaptive mode is on, how long the count stays pinned: hh:mm:ss, or infinite (the default: until 'bw unpin')." };
         var command = new Command("resize", "Set an executor's worker count now: 'bw resize payments 16'. Running items are never interrupted. While the adaptive mode is on, the count is pinned (until 'bw unpin', or for --pin-for).") { name, workers, pinFor };
         command.SetAction(result =>
@@ -40,15 +40,15 @@ internal static class WriteCommands
     public static Command Set()
     {
         var name = new Argument<string>("executor") { Description = "The executor's name (see 'bw list')." };
-        var workers = new Option<int?>("--workers") { Description = "Worker count." };
-        var capacity = new Option<int?>("--queue-capacity") { Description = "How many items may wait in the queue." };
+        var workers = new Option<int?>("--workers") { Description = "Worker count.", CustomParser = NumberParsers.WholeNumber };
+        var capacity = new Option<int?>("--queue-capacity") { Description = "How many items may wait in the queue.", CustomParser = NumberParsers.WholeNumber };
         var policy = new Option<string?>("--policy") { Description = "Rejection policy when the queue is full: Abort, CallerRuns, Discard, DiscardOldest or Wait." };
         var waitTimeout = new Option<string?>("--wait-timeout") { Description = "How long the Wait policy waits for room: hh:mm:ss, or infinite." };
         var slow = new Option<string?>("--slow-item-threshold") { Description = "An item running longer is reported: hh:mm:ss, or infinite (off)." };
         var queueWait = new Option<string?>("--queue-wait-threshold") { Description = "An item waiting longer is reported: hh:mm:ss, or infinite (off)." };
         var adaptive = new Option<string?>("--adaptive") { Description = "Adaptive workers: On (the executor finds its worker count), Advisory (only records what it would do) or Off." };
-        var adaptiveMin = new Option<int?>("--adaptive-min") { Description = "The fewest workers the adaptive mode runs." };
-        var adaptiveMax = new Option<int?>("--adaptive-max") { Description = "The most workers the adaptive mode runs (at most MaxWorkerCount)." };
+        var adaptiveMin = new Option<int?>("--adaptive-min") { Description = "The fewest workers the adaptive mode runs.", CustomParser = NumberParsers.WholeNumber };
+        var adaptiveMax = new Option<int?>("--adaptive-max") { Description = "The most workers the adaptive mode runs (at most MaxWorkerCount).", CustomParser = NumberParsers.WholeNumber };
         var command = new Command("set", "Change any of an executor's settings in one all-or-nothing step: 'bw set payments --queue-capacity 500 --policy Wait --wait-timeout 00:00:02'.")
         {
             name, workers, capacity, policy, waitTimeout, slow, queueWait, adaptive, adaptiveMin, adaptiveMax,
