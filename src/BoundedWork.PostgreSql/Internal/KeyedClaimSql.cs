@@ -103,13 +103,24 @@ internal sealed class KeyedClaimSql
             """;
 
         // The chosen rows locked by id alone, skipping those another transaction holds and those updated since this
-        // snapshot (their xmin is not the one read); shared by ClaimPerKey and HandOff.
-        var lockChosen = $"""
+        // snapshot (their xmin is not the one read); a keyed row taken only when every older row of its key that was
+        // chosen was locked too; the taken rows claimed. Shared by ClaimPerKey and HandOff (whose rows are all keyed).
+        var lockTakeClaim = $"""
             locked AS (
                 SELECT i.id, i.ordering_key FROM {items} i
                 WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
+            taken AS (
+                SELECT l.id FROM locked l
+                WHERE l.ordering_key IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM chosen c
+                    WHERE c.ordering_key = l.ordering_key AND c.id < l.id AND c.id NOT IN (SELECT id FROM locked))),
+            claimed AS (
+                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+                WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
+                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                          i.traceparent, i.tracestate, i.ordering_key)
             """;
 
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
@@ -163,17 +174,7 @@ internal sealed class KeyedClaimSql
                 (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
                 UNION ALL
                 (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
-            {lockChosen}
-            taken AS (
-                SELECT l.id FROM locked l
-                WHERE l.ordering_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM chosen c
-                    WHERE c.ordering_key = l.ordering_key AND c.id < l.id AND c.id NOT IN (SELECT id FROM locked))),
-            claimed AS (
-                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key),
+            {lockTakeClaim},
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
@@ -198,17 +199,7 @@ internal sealed class KeyedClaimSql
                 FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f),
             chosen AS (
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
-            {lockChosen}
-            taken AS (
-                SELECT l.id FROM locked l
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM chosen c
-                    WHERE c.ordering_key = l.ordering_key AND c.id < l.id AND c.id NOT IN (SELECT id FROM locked))),
-            claimed AS (
-                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key)
+            {lockTakeClaim}
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key FROM claimed
             """;
     }
