@@ -200,8 +200,9 @@ internal sealed class OutcomeWriter : IDisposable
 
     /// <summary>
     /// Writes the outcomes and, in the same transaction, the hand-off's claim, which sees the outcome statement's
-    /// changes (two statements and the commit: three round trips, none of them through the ThreadPool). The claimed items are handed to the node only once
-    /// the whole batch has completed (committed); on any failure the plan's room and permits go back.
+    /// changes (two statements and the commit: three round trips, none of them through the ThreadPool). The claimed
+    /// items are handed to the node only once the transaction has committed; on any failure the plan's room and permits
+    /// go back.
     /// </summary>
     private Written WriteHandingOff(List<Outcome> outcomes, int kinds, HandOffPlan plan)
     {

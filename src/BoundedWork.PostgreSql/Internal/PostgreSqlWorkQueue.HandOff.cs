@@ -11,8 +11,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <para>
 /// <b>What it does.</b> When the outcome writer writes a batch holding final outcomes (completed, dead letter,
 /// cancelled: not a stored retry, not a release) of keyed items, and the queue's per-key limit is above one, the same
-/// transaction (one round trip: the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, in one implicit
-/// transaction) claims the eligible items of those keys, at most one per final keyed outcome, within the node's free
+/// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
+/// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys, at most one per final keyed outcome, within the node's free
 /// room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch settles) and its
 /// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
