@@ -87,7 +87,8 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
     {
         var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
-        await using var command = new NpgsqlCommand("SET enable_seqscan = off", connection);
+        // The session settings of the queue's own connections (index scans, generic plans, no JIT).
+        await using var command = new NpgsqlCommand(PostgreSqlWorkQueue<object>.SessionSettings, connection);
         await command.ExecuteNonQueryAsync();
         return connection;
     }

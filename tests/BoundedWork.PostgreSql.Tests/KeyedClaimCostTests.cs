@@ -22,6 +22,13 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
     /// <summary>The bound stated for these shapes: a head of 2 * 10 + 16 = 36 rows, each key walked for M = 2 rows and probed for M newer running ones (36 * (1 + 2M) = 180), and the locks and updates of the 10 claimed. Measured: 52 to 92.</summary>
     private const long Bound = 200;
 
+    /// <summary>
+    /// The bound for many shallow keys under a limit that does not bind: the head's 36 rows; for each of its 36 keys a
+    /// probe of its running items, its running item and its head item, and a probe of newer running items (144); the
+    /// locks and updates of the 10 claimed. Measured: 200. Walking each key's whole unfinished list examined 344.
+    /// </summary>
+    private const long ShallowKeysBound = 220;
+
     [Theory]
     [InlineData(3, 3000, 1, false)] // binds: one item of each key may start
     [InlineData(3, 3000, 1, true)]
@@ -56,6 +63,26 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
 
         Assert.Equal(Count, claimed);
         Assert.True(examined <= 3 * Bound, $"{examined} rows examined, more than {3 * Bound}.");
+    }
+
+    /// <summary>
+    /// A per-key limit that does not bind (M = 100,000) over many keys of a few items each (the benchmark's shape: 1,000
+    /// keys, 4 items each, the oldest of each key running): the head of the claim order holds one item of each of 36
+    /// keys, and the claim walks each of those keys only up to its newest item in the head (2 rows), not its whole
+    /// unfinished list: the items after it cannot take a turn in the head.
+    /// </summary>
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task ClaimPerKey_LimitThatDoesNotBind_WalksEachKeyOnlyToItsNewestItemInTheHead(bool generic)
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await FillAsync(claim, 1000, 4, 1);
+
+        var (examined, claimed) = await ExplainAsync(claim, new KeyedClaimSql(claim.Sql).ClaimPerKey, generic, perKey: 100_000);
+
+        Assert.Equal(Count, claimed);
+        Assert.True(examined <= ShallowKeysBound, $"{examined} rows examined, more than {ShallowKeysBound}.");
     }
 
     /// <summary>
@@ -125,6 +152,7 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         }
 
         using var document = JsonDocument.Parse(json);
+        Assert.False(document.RootElement[0].TryGetProperty("JIT", out _), "The claim was JIT-compiled: the queue's session settings must turn JIT off.");
         var plan = document.RootElement[0].GetProperty("Plan");
         return (Examined(plan), Claimed(plan));
     }

@@ -55,7 +55,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </para>
 /// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
-/// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>), and for
+/// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>) up to
+/// its newest item in the head (a later item of the key is ready and not in the head, so it comes after every head item
+/// in the claim order: it cannot give an older item a turn in the head, and leaving it out changes no answer), and for
 /// each eligible one a probe of its key's newer running items (at most M rows). If that yields <c>$2</c> items whose turn
 /// is in the head, or the head is all the ready items, those are the answer: rows examined about
 /// <c>(2 * $2 + 16) * (1 + 2M)</c>, whatever the backlog. Otherwise (the per-key rule binds in the head: a deep backlog
@@ -78,12 +80,13 @@ internal sealed class KeyedClaimSql
         // head's length plus the key's running items (a probe of items_ordered_running, at most M rows): a claim takes
         // at most $2 items, so a large M (a limit that does not bind) does not make it read a key's whole backlog. Each
         // item's place in the shorter list is the same as in the long one, so the rule is checked exactly; only items
-        // behind more scheduled (retrying) items of their key than the head's length wait for a later claim.
-        string EligibleOf(string keyExpression) => $"""
+        // behind more scheduled (retrying) items of their key than the head's length wait for a later claim. With
+        // lastId, the list also stops at that id (the key's newest item in the head): see the remarks' cost part.
+        string EligibleOf(string keyExpression, string? lastId = null) => $"""
             SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version FROM (
                 SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, o.version, row_number() OVER (ORDER BY o.id) - 1 AS elders
                 FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state, e.xmin AS version FROM {items} e
-                      WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5)
+                      WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5){(lastId is null ? string.Empty : $" AND e.id <= {lastId}")}
                       ORDER BY e.id
                       LIMIT least($5::bigint, {Head} + (SELECT count(*) FROM (
                           SELECT 1 FROM {items} w WHERE w.queue = $1 AND w.ordering_key = {keyExpression} AND w.state = 1 LIMIT $5) running))) o) u
@@ -149,8 +152,8 @@ internal sealed class KeyedClaimSql
                 SELECT id, ordering_key, priority, run_at, version, true AS in_head FROM head WHERE ordering_key IS NULL
                 UNION ALL
                 SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, f.id IN (SELECT id FROM head)
-                FROM (SELECT DISTINCT ordering_key FROM head WHERE ordering_key IS NOT NULL) k
-                CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f),
+                FROM (SELECT ordering_key, max(id) AS last_id FROM head WHERE ordering_key IS NOT NULL GROUP BY ordering_key) k
+                CROSS JOIN LATERAL ({EligibleOf("k.ordering_key", "k.last_id")}) f),
             head_turns AS ({Turns("head_eligible")}),
             verdict AS (
                 SELECT (SELECT count(*) FROM head) < {Head} OR (SELECT count(*) FROM head_turns WHERE head_turn) >= $2 AS in_head),
