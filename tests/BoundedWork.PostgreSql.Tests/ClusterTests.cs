@@ -1,6 +1,8 @@
+using BoundedWork.PostgreSql.Internal;
 using System.Globalization;
 using BoundedWork.PostgreSql.TestConsumer;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.PostgreSql.Tests;
 
@@ -279,6 +281,20 @@ public sealed class ClusterTests(PostgresFixture postgres)
             Assert.False(string.IsNullOrEmpty(n.Version));
             Assert.True(n.LastSeen >= n.StartedAt);
         });
+    }
+
+    [Fact]
+    public async Task SchemaReady_NamesTheNodeByItsClusterName_AndItsLeaseOwner()
+    {
+        var logs = new Microsoft.Extensions.Logging.Testing.FakeLogCollector();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, await postgres.NewSchemaAsync(), new Behavior(),
+            storage: o => o.NodeName = "orders-7",
+            services: s => s.AddLogging(b => b.AddProvider(new Microsoft.Extensions.Logging.Testing.FakeLoggerProvider(logs))));
+
+        var ready = Assert.Single(logs.GetSnapshot(), e => e.Id.Id == 302);
+        Assert.Equal("orders-7", ready.GetStructuredStateValue("NodeName"));
+        Assert.Equal(((PostgreSqlWorkQueue<Notice>)node.Queue).NodeId, ready.GetStructuredStateValue("NodeId"));
+        Assert.Contains("node orders-7, lease owner ", ready.Message, StringComparison.Ordinal);
     }
 
     [Fact]

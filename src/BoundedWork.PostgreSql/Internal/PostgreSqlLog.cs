@@ -19,8 +19,8 @@ internal static partial class PostgreSqlLog
     public static partial void StorageRecovered(this ILogger logger, string queueName, string loop);
 
     [LoggerMessage(EventId = 302, EventName = "SchemaReady", Level = LogLevel.Information,
-        Message = "Work queue '{QueueName}' uses schema \"{Schema}\" at version {Version} (found version {FoundVersion}); node {NodeId}.")]
-    public static partial void SchemaReady(this ILogger logger, string queueName, string schema, int version, int foundVersion, string nodeId);
+        Message = "Work queue '{QueueName}' uses schema \"{Schema}\" at version {Version} (found version {FoundVersion}); node {NodeName}, lease owner {NodeId}.")]
+    public static partial void SchemaReady(this ILogger logger, string queueName, string schema, int version, int foundVersion, string nodeName, string nodeId);
 
     [LoggerMessage(EventId = 303, EventName = "LeasesExpired", Level = LogLevel.Warning,
         Message = "Work queue '{QueueName}': {Count} items claimed by nodes whose lease expired are ready again; {DeadCount} of them reached their last attempt and became dead letters.")]

@@ -171,8 +171,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
     /// </summary>
     private void StartCluster()
     {
-        var name = _options.NodeName ?? $"{Environment.MachineName}:{Environment.ProcessId}";
-        var node = _clusterNode = new ClusterNode(Name, name, Executor, ClusterStatements, _options.NodeHeartbeatInterval, _options.TimeProvider.GetUtcNow(), _logger);
+        var node = _clusterNode = new ClusterNode(Name, NodeName, Executor, ClusterStatements, _options.NodeHeartbeatInterval, _options.TimeProvider.GetUtcNow(), _logger);
         try
         {
             BeatAndApply(node);

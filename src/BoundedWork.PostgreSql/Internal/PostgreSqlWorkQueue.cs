@@ -120,6 +120,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>Gets this node's id: the lease owner of the rows it claims (machine, process id, and a random suffix).</summary>
     public string NodeId { get; }
 
+    /// <summary>Gets the node's name in the queue's cluster view: <see cref="PostgreSqlWorkQueueOptions{T}.NodeName"/>, or <c>{host}:{process id}</c>.</summary>
+    internal string NodeName => _options.NodeName ?? $"{Environment.MachineName}:{Environment.ProcessId}";
+
     public WorkQueueStorageStatistics Statistics
     {
         get
@@ -212,7 +215,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                 $"Work queue '{Name}' could not create or upgrade its schema \"{_sql.Schema}\" in PostgreSQL at start: {ex.Message}", ex);
         }
 
-        _logger.SchemaReady(Name, _sql.Schema, to, from, NodeId);
+        _logger.SchemaReady(Name, _sql.Schema, to, from, NodeName, NodeId);
         StorageMetrics.Register(this);
         _outcomeThread = StartThread("outcomes", () => _outcomes.Run(_abandonOutcomes.Token));
         if (_options.Consume)
