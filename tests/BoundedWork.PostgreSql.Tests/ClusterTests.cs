@@ -187,6 +187,43 @@ public sealed class ClusterTests(PostgresFixture postgres)
         Assert.Equal(2 * PerNode, both.MaxRunning);
     }
 
+    [Fact]
+    public async Task UpdateSettings_ThatChangesNothing_WritesNothing_KeepsTheVersion_AndTellsNoNode()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var a = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, node: "a");
+        var changed = await ClusterOf(a).UpdateSettingsAsync(s => s with { MaxRunning = 5 }, "alice");
+        Assert.Equal(1L, changed.Version);
+        await using var listener = new Npgsql.NpgsqlConnection(postgres.ConnectionString);
+        await listener.OpenAsync();
+        var notifications = 0;
+        listener.Notification += (_, _) => Interlocked.Increment(ref notifications);
+        await using (var listen = new Npgsql.NpgsqlCommand($"LISTEN \"{StorageSql.SettingsChannel}\"", listener))
+        {
+            await listen.ExecuteNonQueryAsync();
+        }
+
+        var same = await ClusterOf(a).UpdateSettingsAsync(s => s with { MaxRunning = 5 }, "bob");
+
+        Assert.Equal(changed, same);
+        var stored = (await ClusterOf(a).GetClusterAsync()).Settings;
+        Assert.Equal(1L, stored.Version);
+        Assert.Equal("alice", stored.UpdatedBy);
+        await using (var probe = new Npgsql.NpgsqlCommand("SELECT 1", listener))
+        {
+            await probe.ExecuteScalarAsync(); // delivers any notification already sent
+        }
+
+        Assert.Equal(0, Volatile.Read(ref notifications));
+
+        // A queue without a settings row: a change to the defaults inserts none.
+        var other = await postgres.NewSchemaAsync();
+        await using var c = await QueueNode.StartProducerAsync(postgres.ConnectionString, other, node: "c");
+        var defaults = await ClusterOf(c).UpdateSettingsAsync(s => s with { MaxRunningPerKey = 1 }, "carol");
+        Assert.Equal(0L, defaults.Version);
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {other}.queue_settings"));
+    }
+
     public static TheoryData<string, string> InvalidChanges() => new()
     {
         { "WorkersPerNode=0", "WorkersPerNode must be at least 1" },

@@ -118,6 +118,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     throw new ArgumentException($"Invalid fleet-wide settings for work queue '{Name}': {string.Join(" ", errors)}", nameof(change));
                 }
 
+                if (next with { Version = previous.Version, UpdatedAt = previous.UpdatedAt, UpdatedBy = previous.UpdatedBy } == previous)
+                {
+                    // Nothing changes: nothing is written (rolled back, the row it may have inserted with it), no version,
+                    // no notification, no audit entry.
+                    return previous;
+                }
+
                 var write = new NpgsqlCommand(statements.WriteSettings, connection, transaction)
                 {
                     Parameters =

@@ -28,7 +28,10 @@ public interface IWorkQueueCluster
     /// <param name="change">Makes the new settings from the current ones, for example <c>s =&gt; s with { MaxRunning = 20 }</c>.</param>
     /// <param name="changedBy">Who made the change, kept with the settings and in the audit log (an operator's name, a host, a tool).</param>
     /// <param name="cancellationToken">Cancels the change.</param>
-    /// <returns>The settings now stored, with their new <see cref="WorkQueueClusterSettings.Version"/>.</returns>
+    /// <returns>
+    /// The settings now stored, with their new <see cref="WorkQueueClusterSettings.Version"/>; or, when the change leaves
+    /// every setting as it was, the current settings, unchanged: nothing is written, the version stays, no node is told.
+    /// </returns>
     /// <exception cref="ArgumentException">The new settings are not valid; the message names the setting.</exception>
     Task<WorkQueueClusterSettings> UpdateSettingsAsync(
         Func<WorkQueueClusterSettings, WorkQueueClusterSettings> change, string changedBy, CancellationToken cancellationToken = default);
