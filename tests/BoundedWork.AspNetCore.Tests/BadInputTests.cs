@@ -374,13 +374,13 @@ public sealed class BadInputTests : IAsyncLifetime
     }
 
     [Fact]
-    public async Task Change_BodyTooLarge_Returns400()
+    public async Task Change_BodyTooLarge_Returns413()
     {
         var body = "{\"workers\": 4" + new string(' ', 20_000) + "}";
 
         using var response = await _server.Client.SendChangeAsync(HttpMethod.Put, Workers, body);
 
-        await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "body");
+        await AdminApiTests.AssertProblem(response, HttpStatusCode.RequestEntityTooLarge, "body");
         AssertUnchanged();
     }
 

@@ -192,14 +192,14 @@ public sealed partial class ClusterEndpointTests
     }
 
     [Fact]
-    public async Task Patch_ABodyOverTheCap_400_NothingChanges()
+    public async Task Patch_ABodyOverTheCap_413_NothingChanges()
     {
         var cluster = NewCluster();
         await using var server = await StartAsync(cluster);
 
         using var response = await server.Client.SendChangeAsync(HttpMethod.Patch, Path, $$"""{"maxRunning": 5, "pad": "{{new string('x', ClusterSettingsRequest.MaxBodyBytes)}}"}""");
 
-        await AssertRefused(response, "body", cluster, server);
+        await AssertRefused(response, "body", cluster, server, HttpStatusCode.RequestEntityTooLarge);
     }
 
     [Fact]
@@ -381,10 +381,10 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal(4000, BoundedWork.AspNetCore.Internal.LocalSocketListener.SendTimeoutMilliseconds(now + (4 * System.Diagnostics.Stopwatch.Frequency), now));
     }
 
-    private static async Task AssertRefused(HttpResponseMessage response, string field, InMemoryWorkQueueCluster cluster, AdminServer server)
+    private static async Task AssertRefused(HttpResponseMessage response, string field, InMemoryWorkQueueCluster cluster, AdminServer server, HttpStatusCode status = HttpStatusCode.BadRequest)
     {
         var text = await response.Content.ReadAsStringAsync();
-        Assert.True(response.StatusCode == HttpStatusCode.BadRequest, text);
+        Assert.True(response.StatusCode == status, text);
         Assert.Equal("application/problem+json", response.Content.Headers.ContentType?.MediaType);
         var problem = JsonDocument.Parse(text).RootElement;
         Assert.True(problem.GetProperty("errors").TryGetProperty(field, out _), text);

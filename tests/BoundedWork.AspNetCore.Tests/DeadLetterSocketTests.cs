@@ -131,7 +131,7 @@ public sealed class DeadLetterSocketTests
         Assert.True(Encoding.UTF8.GetByteCount(selection) > SettingsRequest.MaxBodyBytes);
         Assert.Equal(200, accepted.Status);
         Assert.Equal(ids, Assert.Single(store.Requeued).ItemIds);
-        Assert.Equal(400, refused.Status);
+        Assert.Equal(413, refused.Status);
         Assert.Contains($"larger than {DeadLetterRequest.MaxBodyBytes} bytes", refused.Json.GetProperty("errors").GetProperty("body")[0].GetString(), StringComparison.Ordinal);
         Assert.Empty(store.Purged);
     }

@@ -59,7 +59,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         {
             var unlisted = errors.Count - errors.Listed.Count;
             return Refuse(request, executor, "invalid", AdminReply.Problem(
-                400,
+                request.BodyTooLarge ? 413 : 400,
                 "Invalid settings",
                 $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}"
                     + (unlisted > 0 ? $" And {unlisted} more fields with problems ({errors.Count} in all), not listed." : string.Empty),

@@ -30,6 +30,7 @@ internal sealed record AdminReply(int Status, string ContentType, byte[] Body, s
         404 => "https://tools.ietf.org/html/rfc9110#section-15.5.5",
         405 => "https://tools.ietf.org/html/rfc9110#section-15.5.6",
         409 => "https://tools.ietf.org/html/rfc9110#section-15.5.10",
+        413 => "https://tools.ietf.org/html/rfc9110#section-15.5.14",
         415 => "https://tools.ietf.org/html/rfc9110#section-15.5.16",
         503 => "https://tools.ietf.org/html/rfc9110#section-15.6.4",
         _ => "about:blank",

@@ -90,7 +90,7 @@ internal sealed class ClusterApi
             : ClusterSettingsRequest.Parse(request.Body);
         if (change is null)
         {
-            return Refuse(request, "invalid", Invalid(queue, errors));
+            return Refuse(request, "invalid", Invalid(queue, errors, request.BodyTooLarge ? 413 : 400));
         }
 
         WorkQueueClusterSettings? previous = null;
@@ -173,9 +173,9 @@ internal sealed class ClusterApi
     private static AdminReply UnknownQueue(string queue) =>
         AdminReply.Problem(404, "Unknown queue", $"No durable work queue named '{SettingsRequest.Shorten(queue)}' has a cluster here (an in-memory queue runs on one node only; a durable queue's storage registers its cluster).", queue: SettingsRequest.Shorten(queue));
 
-    private static AdminReply Invalid(string queue, FieldErrors errors) =>
+    private static AdminReply Invalid(string queue, FieldErrors errors, int status = 400) =>
         AdminReply.Problem(
-            400,
+            status,
             "Invalid cluster settings",
             $"The fleet-wide settings of work queue '{queue}' are unchanged: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}"
                 + (errors.Count > errors.Listed.Count ? $" And {errors.Count - errors.Listed.Count} more fields with problems ({errors.Count} in all), not listed." : string.Empty),

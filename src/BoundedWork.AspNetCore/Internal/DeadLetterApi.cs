@@ -114,7 +114,7 @@ internal sealed class DeadLetterApi(IEnumerable<IDeadLetterStore> stores, AdminM
             : DeadLetterRequest.ParseEmpty(request.Body);
         if (errors.Count > 0)
         {
-            return Refuse(request, operation, "invalid", Invalid(queue, $"Dead letter {id} was not changed", errors));
+            return Refuse(request, operation, "invalid", Invalid(queue, $"Dead letter {id} was not changed", errors, request.BodyTooLarge ? 413 : 400));
         }
 
         var applied = await ApplyAsync(request, operation, DeadLetterSelection.ByIds([id]), cancellationToken).ConfigureAwait(false);
@@ -134,7 +134,7 @@ internal sealed class DeadLetterApi(IEnumerable<IDeadLetterStore> stores, AdminM
             : DeadLetterRequest.ParseSelection(request.Body);
         if (selection is null)
         {
-            return Refuse(request, operation, "invalid", Invalid(request.ExecutorName, "No dead letter was changed", errors));
+            return Refuse(request, operation, "invalid", Invalid(request.ExecutorName, "No dead letter was changed", errors, request.BodyTooLarge ? 413 : 400));
         }
 
         return (await ApplyAsync(request, operation, selection, cancellationToken).ConfigureAwait(false)).Reply;
@@ -206,8 +206,8 @@ internal sealed class DeadLetterApi(IEnumerable<IDeadLetterStore> stores, AdminM
     private static AdminReply BadId(string queue, string? idText) =>
         Invalid(queue, "Nothing was done", new FieldErrors { [DeadLetterRequest.Id] = [$"The dead letter's id in the path must be a positive whole number (was '{SettingsRequest.Shorten(idText ?? string.Empty)}')."] });
 
-    private static AdminReply Invalid(string queue, string what, FieldErrors errors) =>
-        AdminReply.Problem(400, "Invalid request", $"{what}: {string.Join(" ", errors.Listed.Select(static e => $"{e.Key}: {string.Join(" ", e.Value)}"))}", errors.Listed, queue: queue);
+    private static AdminReply Invalid(string queue, string what, FieldErrors errors, int status = 400) =>
+        AdminReply.Problem(status, "Invalid request", $"{what}: {string.Join(" ", errors.Listed.Select(static e => $"{e.Key}: {string.Join(" ", e.Value)}"))}", errors.Listed, queue: queue);
 
     private AdminReply Unavailable(string queue, string what, Exception error)
     {
