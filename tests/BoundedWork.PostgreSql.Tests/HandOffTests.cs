@@ -37,31 +37,6 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         await run.AssertClaimedOnceInIdOrderAsync(Items);
     }
 
-    /// <summary>
-    /// A per-key limit that does not bind (the node's claims leave nothing behind that it wanted): outcomes are written
-    /// alone, with no claim in their transaction, and the claim loop takes the next items as it would without the
-    /// limit. The node's four workers hold the first claim's items (4 of 6 keys, 3 items each) until all have started.
-    /// </summary>
-    [Fact]
-    public async Task PerKeyLimitThatDoesNotBind_HandsNothingOff_TheClaimLoopTakesEveryItem()
-    {
-        const int Keys = 6;
-        const int PerKeyItems = 3;
-        await using var run = await KeyedRun.StartAsync(postgres, perKey: 3, keys: Keys, itemsPerKey: PerKeyItems, gated: true);
-        await run.StartConsumersAsync(1);
-        var queue = run.Queue(0);
-        await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 4, "the four workers run the first claim's items");
-        Assert.Equal(0, queue.ClusterPermitWaiting); // the first claim took all it wanted: the limit does not bind
-
-        run.Release.Release(Keys * PerKeyItems);
-        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == Keys * PerKeyItems, "every item ran");
-
-        output.WriteLine($"started through the hand-off: {queue.HandedOffCount}; by the claim loop: {queue.ClaimedByLoopCount}");
-        Assert.Equal(0, queue.HandedOffCount);
-        Assert.Equal(Keys * PerKeyItems, queue.ClaimedByLoopCount);
-        await run.AssertClaimedOnceInIdOrderAsync(Keys * PerKeyItems);
-    }
-
     [Theory]
     [InlineData(null)]
     [InlineData(3)]

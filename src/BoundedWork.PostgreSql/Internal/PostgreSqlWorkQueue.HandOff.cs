@@ -15,9 +15,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys, at most one per final keyed outcome, within the node's free
 /// room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch settles) and its
 /// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
-/// After the commit the claimed items are held and started as a claim's are. Only while the limit binds for the node:
-/// while its last claim left nothing behind that it wanted (<see cref="ClusterPermits.Waiting"/> is zero), outcomes are
-/// written alone and the claim loop, woken by their commit, takes the next items. A write that fails claimed nothing (the
+/// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
 /// transaction rolled back): the room and permits go back, and the batch is written again as before. While the node
 /// stops, no hand-off starts; items handed off after the stop began are not started but released by the writer.
 /// </para>
@@ -63,10 +61,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        // No hand-off while the node's last claim took every ready item it wanted (nothing waits): the limit does not
-        // bind, and the claim loop, woken by the commit, takes the next items at no cost to the outcome's write.
         var perKey = _permits.PerKey;
-        if (perKey <= 1 || _permits.Waiting == 0)
+        if (perKey <= 1)
         {
             return null;
         }
