@@ -80,8 +80,12 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
         await using var b = await StartSlowBeatingAsync(schema, second, "b");
         var queueB = (PostgreSqlWorkQueue<Notice>)b.Queue;
 
-        // A new version makes both renew: a's fair share is one now, but its row keeps the two it has in use.
-        await queueA.UpdateSettingsAsync(s => s, "test");
+        // A new version makes both renew: a's fair share is one now, but its row keeps the two it has in use. (Through the
+        // API a change that changes nothing stores no new version: the version is bumped by hand, and announced.)
+        await postgres.ExecuteAsync($"""
+            UPDATE {schema}.queue_settings SET version = version + 1 WHERE queue = '{ClusterLimitSql.Queue}';
+            SELECT pg_notify('{StorageSql.SettingsChannel}', '{ClusterLimitSql.Queue}');
+            """);
         await DurableQueueTests.WaitAsync(() => queueA.ClusterPermitsAllowed == 1 && queueB.ClusterPermitsAllowed == 0, "a is allowed one, b none yet");
         await b.Queue.EnqueueAsync(new Notice(3));
         await DurableQueueTests.WaitAsync(() => queueB.ClusterPermitWaiting + queueA.ClusterPermitWaiting >= 1, "the third item waits for a permit");
