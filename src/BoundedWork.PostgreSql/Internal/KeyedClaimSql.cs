@@ -80,18 +80,18 @@ internal sealed class KeyedClaimSql
         // item's place in the shorter list is the same as in the long one, so the rule is checked exactly; only items
         // behind more scheduled (retrying) items of their key than the head's length wait for a later claim.
         string EligibleOf(string keyExpression) => $"""
-            SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version FROM (
+            SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version, n.load FROM (
                 SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, o.version, row_number() OVER (ORDER BY o.id) - 1 AS elders
                 FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state, e.xmin AS version FROM {items} e
                       WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5)
                       ORDER BY e.id
                       LIMIT least($5::bigint, {Head} + (SELECT count(*) FROM (
                           SELECT 1 FROM {items} w WHERE w.queue = $1 AND w.ordering_key = {keyExpression} AND w.state = 1 LIMIT $5) running))) o) u
-            WHERE u.state = 0 AND u.run_at <= now()
-              AND u.elders + (SELECT count(*) FROM (
+            CROSS JOIN LATERAL (SELECT u.elders + (SELECT count(*) FROM (
                       SELECT 1 FROM {items} r
                       WHERE r.queue = $1 AND r.ordering_key = u.ordering_key AND r.state = 1 AND r.id > u.id
-                      LIMIT $5) newer) < $5
+                      LIMIT $5) newer) AS load) n
+            WHERE u.state = 0 AND u.run_at <= now() AND n.load < $5
             """;
 
         // Each item's place in the claim order among the rows of `source`, and its turn: its own place when unkeyed, the
@@ -191,24 +191,32 @@ internal sealed class KeyedClaimSql
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
         // outcome the same transaction has just written, which it sees as finished), for at most $2 items, by turn among
         // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no last row: the claim
-        // loop does those. The comment names the statement for tests and pg_stat_activity.
+        // loop does those. The comment names the statement for tests and pg_stat_activity. The per-key reserve (see
+        // KeyReserve in the remarks): $5 is the bound the rule admits by (M, or M + 1 to take reserves), $7 is M, and
+        // an item whose count (older unfinished + newer running) is M is admitted only for the keys $8 (the keys the
+        // node may take a reserve for); the last column says whether the row is such a reserve (count = M, not to start
+        // now). A key's eligible items have strictly increasing counts, so at most one per key has count M.
         HandOff = $"""
             /* BoundedWork hand-off */ WITH handed_keys AS (SELECT DISTINCT k FROM unnest($6::text[]) AS k WHERE k IS NOT NULL),
             eligible AS (
-                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true AS in_head
-                FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f),
+                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true AS in_head, f.load
+                FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f
+                WHERE f.load < $7 OR f.ordering_key = ANY($8::text[])),
             chosen AS (
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
             {lockTakeClaim}
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key FROM claimed
+            SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved
+            FROM claimed c
             """;
     }
 
     /// <summary>
     /// Gets the hand-off claim, run by the outcome writer in the transaction of a batch of final outcomes, after the
     /// outcome statement: the <see cref="ClaimPerKey"/> rule over the keys <c>$6</c> (text[]) only. $1 queue, $2 at most
-    /// how many, $3 node, $4 lease, $5 M. Returns the claimed rows in the columns of <see cref="ClaimPerKey"/> (the
-    /// ordering key last), no last row.
+    /// how many, $3 node, $4 lease, $5 the bound (M, or M + 1 when it may take reserves), $6 the keys, $7 M, $8 the keys
+    /// it may take a reserve for (text[]; an item whose count is M). Returns the claimed rows in the columns of
+    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool), no last row.
     /// </summary>
     public string HandOff { get; }
 
