@@ -101,6 +101,21 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         output.WriteLine($"reserves started: {first.KeyReservesStartedCount + second.KeyReservesStartedCount}, released: {first.KeyReservesReleasedCount + second.KeyReservesReleasedCount}");
     }
 
+    [Fact]
+    public async Task RequeuingADeadLetter_FencesMPlusOneNewerReadyItemsOfItsKey_TheHandOffsBound()
+    {
+        // Key a: a dead letter, then five ready items; M = 2. A hand-off whose snapshot predates the requeue may take the
+        // third newer item as a reserve: the requeue makes the first three wait for the next claim, not the fourth.
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync(("a", 0, 3), ("a", 0, 0), ("a", 0, 0), ("a", 0, 0), ("a", 0, 0), ("a", 0, 0));
+        await postgres.ExecuteAsync($"INSERT INTO {claim.Sql.QueueSettings} (queue, max_running_per_key) VALUES ('{KeyedClaim.Queue}', 2)");
+        Assert.Equal(1, await claim.RequeueAsync());
+
+        var states = await postgres.ScalarAsync<short[]>($"SELECT array_agg(state ORDER BY id) FROM {claim.Items}");
+        Assert.Equal([StorageSql.Ready, StorageSql.Scheduled, StorageSql.Scheduled, StorageSql.Scheduled, StorageSql.Ready, StorageSql.Ready], states);
+        Assert.Equal(6, ids.Length);
+    }
+
     /// <summary>
     /// Items 0, 1, ... of one key <c>k</c> stored before any consumer starts, under a per-key limit of two (no other
     /// limit); consumers of four workers that never poll and hold long leases. Each handler waits for its gate

@@ -54,6 +54,36 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcome's commit (see the remarks of the hand-off part of <c>PostgreSqlWorkQueue</c>).
 /// </para>
 /// <para>
+/// <b>The per-key reserve: at most M handlers of a key execute.</b> When the per-key limit is the queue's only cluster
+/// limit, the hand-off admits by M + 1 (<c>$5</c>) and returns each row's count; a row whose count is M is not started
+/// but held by the node as its key's reserve, at most one per key per node, only for a key of which the node runs
+/// another item (see the key reserve part of <c>PostgreSqlWorkQueue</c>). The claim loop keeps M. Call an item's
+/// place the number of unfinished items of its key older than it. (1) Every claim admits an item only if its count is
+/// below its bound (M, or M + 1 for the hand-off), and the count is at least the item's place; by the argument above
+/// (with M + 1: a claim sees
+/// a superset of the older unfinished items, and places only fall as items finish), every running row of a key is among
+/// its M + 1 oldest unfinished items (place at most M), and an item admitted to start at once (count below M) keeps a
+/// place below M for as long as it runs. (2) So a handler executing at place M can only be a reserve started paired
+/// with an end (3), and M + 1 handlers execute only if every one of the M + 1 oldest unfinished items executes, that
+/// reserve R among them. (3) A reserve starts only paired with the end of a handler P of its key on the same node
+/// with a final outcome (completed, dead letter, cancelled), one reserve per end, at that end (or, when P ended while
+/// the hand-off that claimed R was in flight, at that hand-off's commit, P's outcome being unwritten until the writer's
+/// next batch). P was running then, so its place was at most M, hence older than R if R's place was M. If R's place
+/// is M now, it has been M since its claim (it was at most M then and never rises), so no older item has finished
+/// since: P is still unfinished, its handler has ended and its outcome is unwritten, so P does not execute, and not
+/// all of the M + 1 oldest execute. Hence at most M execute.
+/// </para>
+/// <para>
+/// The reserve and the other cases: a retry or a release is not a final outcome and starts no reserve (the row stays
+/// unfinished, its place kept). A lease that expires while an ended item's outcome is unwritten returns that row to
+/// ready while its paired reserve executes: the step "P does not execute" then rests on the lease, as every
+/// at-least-once guarantee of the queue does (its new claim counts the reserve as a running newer item, so it starts
+/// at once only where fewer than M rows of its key run). A crashed node's reserves are running rows whose lease
+/// expires. A stopping node releases its reserves. The requeue fence moves M + 1 items (the hand-off's bound) for
+/// M above one: a hand-off whose snapshot predates a requeue could otherwise take the (M + 1)-th newer item as a
+/// reserve while a claim after the requeue takes the requeued one, M + 2 running.
+/// </para>
+/// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
 /// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>), and for
 /// each eligible one a probe of its key's newer running items (at most M rows). If that yields <c>$2</c> items whose turn

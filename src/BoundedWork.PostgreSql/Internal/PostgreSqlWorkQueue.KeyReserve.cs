@@ -24,20 +24,10 @@ namespace BoundedWork.PostgreSql.Internal;
 /// The claim loop (<see cref="KeyedClaimSql.ClaimPerKey"/>) keeps the rule with M and takes no reserve.
 /// </para>
 /// <para>
-/// <b>Why at most M handlers of a key execute.</b> Call an item's place the number of unfinished items of its key
-/// older than it. (1) Every claim admits an item only if its count is below its bound (M, or M + 1 for the hand-off),
-/// and the count is at least the item's place; by the argument of <see cref="KeyedClaimSql"/> (with M + 1: a claim sees
-/// a superset of the older unfinished items, and places only fall as items finish), every running row of a key is among
-/// its M + 1 oldest unfinished items (place at most M), and an item admitted to start at once (count below M) keeps a
-/// place below M for as long as it runs. (2) So a handler executing at place M can only be a reserve started paired
-/// with an end (3), and M + 1 handlers execute only if every one of the M + 1 oldest unfinished items executes, that
-/// reserve R among them. (3) A reserve starts only paired with the end of a handler P of its key on the same node
-/// with a final outcome (completed, dead letter, cancelled), one reserve per end, at that end (or, when P ended while
-/// the hand-off that claimed R was in flight, at that hand-off's commit, P's outcome being unwritten until the writer's
-/// next batch). P was running then, so its place was at most M, hence older than R if R's place was M. If R's place
-/// is M now, it has been M since its claim (it was at most M then and never rises), so no older item has finished
-/// since: P is still unfinished, its handler has ended and its outcome is unwritten, so P does not execute, and not
-/// all of the M + 1 oldest execute. Hence at most M execute.
+/// <b>Why at most M handlers of a key execute.</b> See the remarks of <see cref="KeyedClaimSql"/> ("The per-key
+/// reserve"): every running row is among its key's M + 1 oldest unfinished items, one admitted to start at once among
+/// the M oldest, and a reserve starts only paired with a final end of a handler of its key on this node, whose row
+/// stays running, not executing, until its outcome is written.
 /// </para>
 /// <para>
 /// A retry or a release is not a final outcome: the row stays unfinished (scheduled, or ready), so it starts no
