@@ -102,6 +102,20 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
     }
 
     [Fact]
+    public async Task CancellingAReservedItem_EndsItCancelled_WithoutRunningIt()
+    {
+        await using var run = await GatedRun.StartAsync(postgres, items: 6);
+        var queue = await run.StartConsumerAsync("consumer0");
+        await run.ReserveHeldAsync(queue); // 1 and 2 execute, 3 reserved
+
+        Assert.Equal(CancelResult.CancellationRequested, await run.Producer.Queue.CancelAsync(run.IdOf(3)));
+        await DurableQueueTests.WaitAsync(() => run.StateAsync(3).Result == StorageSql.Cancelled, "the reserved item ended cancelled");
+        Assert.False(run.HasStarted(3));
+        Assert.Equal(0L, queue.KeyReservesStartedCount);
+        Assert.Equal(2, run.Executing);
+    }
+
+    [Fact]
     public async Task RequeuingADeadLetter_FencesMPlusOneNewerReadyItemsOfItsKey_TheHandOffsBound()
     {
         // Key a: a dead letter, then five ready items; M = 2. A hand-off whose snapshot predates the requeue may take the
@@ -134,6 +148,8 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         private int _maxExecuting;
 
         public Behavior Behavior { get; } = new();
+
+        public QueueNode Producer => _producer;
 
         public string Schema { get; private set; } = "";
 

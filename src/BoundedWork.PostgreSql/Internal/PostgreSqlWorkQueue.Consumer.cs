@@ -57,7 +57,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         // A final end of a keyed item starts its key's reserve, if the node holds one (see the key reserve part):
         // taken before the outcome is posted, so that the writer's hand-off does not count it as still reserved.
-        var reserved = OnKeyItemEnded(item, kind, out var unpaired);
+        var reserved = OnKeyItemEnded(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
@@ -69,9 +69,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             StartKeyReserve(reserved);
         }
-        else if (unpaired is not null)
+        else if (orphan is not null)
         {
-            ReleaseKeyReserves([unpaired], "its key's last handler on this node ended without a final outcome");
+            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome");
         }
 
         if (_permits.IsLimited)

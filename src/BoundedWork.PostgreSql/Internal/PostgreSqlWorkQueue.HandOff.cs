@@ -176,7 +176,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             Execute(item);
         }
 
-        ReleaseKeyReserves(release ?? [], "no handler of its key runs on this node any more");
+        ReleaseKeyReserves(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
         return [];
     }
 
