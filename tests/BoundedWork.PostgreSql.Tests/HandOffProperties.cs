@@ -150,6 +150,8 @@ public sealed class HandOffProperties(PostgresFixture postgres)
                 new NpgsqlParameter<TimeSpan> { TypedValue = TimeSpan.FromHours(1) },
                 new NpgsqlParameter<int> { TypedValue = perKey },
                 new NpgsqlParameter<string[]> { TypedValue = [key] },
+                new NpgsqlParameter<int> { TypedValue = perKey },
+                new NpgsqlParameter<string[]> { TypedValue = [] }, // no reserves: see KeyReserveProperties
             },
         };
         var ids = new List<long>();

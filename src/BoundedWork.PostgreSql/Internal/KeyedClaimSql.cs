@@ -54,6 +54,36 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcome's commit (see the remarks of the hand-off part of <c>PostgreSqlWorkQueue</c>).
 /// </para>
 /// <para>
+/// <b>The per-key reserve: at most M handlers of a key execute.</b> When the per-key limit is the queue's only cluster
+/// limit, the hand-off admits by M + 1 (<c>$5</c>) and returns each row's count; a row whose count is M is not started
+/// but held by the node as its key's reserve, at most one per key per node, only for a key of which the node runs
+/// another item (see the key reserve part of <c>PostgreSqlWorkQueue</c>). The claim loop keeps M. Call an item's
+/// place the number of unfinished items of its key older than it. (1) Every claim admits an item only if its count is
+/// below its bound (M, or M + 1 for the hand-off), and the count is at least the item's place; by the argument above
+/// (with M + 1: a claim sees
+/// a superset of the older unfinished items, and places only fall as items finish), every running row of a key is among
+/// its M + 1 oldest unfinished items (place at most M), and an item admitted to start at once (count below M) keeps a
+/// place below M for as long as it runs. (2) So a handler executing at place M can only be a reserve started paired
+/// with an end (3), and M + 1 handlers execute only if every one of the M + 1 oldest unfinished items executes, that
+/// reserve R among them. (3) A reserve starts only paired with the end of a handler P of its key on the same node
+/// with a final outcome (completed, dead letter, cancelled), one reserve per end, at that end (or, when P ended while
+/// the hand-off that claimed R was in flight, at that hand-off's commit, P's outcome being unwritten until the writer's
+/// next batch). P was running then, so its place was at most M, hence older than R if R's place was M. If R's place
+/// is M now, it has been M since its claim (it was at most M then and never rises), so no older item has finished
+/// since: P is still unfinished, its handler has ended and its outcome is unwritten, so P does not execute, and not
+/// all of the M + 1 oldest execute. Hence at most M execute.
+/// </para>
+/// <para>
+/// The reserve and the other cases: a retry or a release is not a final outcome and starts no reserve (the row stays
+/// unfinished, its place kept). A lease that expires while an ended item's outcome is unwritten returns that row to
+/// ready while its paired reserve executes: the step "P does not execute" then rests on the lease, as every
+/// at-least-once guarantee of the queue does (its new claim counts the reserve as a running newer item, so it starts
+/// at once only where fewer than M rows of its key run). A crashed node's reserves are running rows whose lease
+/// expires. A stopping node releases its reserves. The requeue fence moves M + 1 items (the hand-off's bound) for
+/// M above one: a hand-off whose snapshot predates a requeue could otherwise take the (M + 1)-th newer item as a
+/// reserve while a claim after the requeue takes the requeued one, M + 2 running.
+/// </para>
+/// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
 /// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>) up to
 /// its newest item in the head (a later item of the key is ready and not in the head, so it comes after every head item
@@ -83,18 +113,18 @@ internal sealed class KeyedClaimSql
         // behind more scheduled (retrying) items of their key than the head's length wait for a later claim. With
         // lastId, the list also stops at that id (the key's newest item in the head): see the remarks' cost part.
         string EligibleOf(string keyExpression, string? lastId = null) => $"""
-            SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version FROM (
+            SELECT u.id, u.ordering_key, u.priority, u.run_at, u.version, n.load FROM (
                 SELECT o.id, o.ordering_key, o.priority, o.run_at, o.state, o.version, row_number() OVER (ORDER BY o.id) - 1 AS elders
                 FROM (SELECT e.id, e.ordering_key, e.priority, e.run_at, e.state, e.xmin AS version FROM {items} e
                       WHERE e.queue = $1 AND e.ordering_key = {keyExpression} AND e.state IN (0, 1, 5){(lastId is null ? string.Empty : $" AND e.id <= {lastId}")}
                       ORDER BY e.id
                       LIMIT least($5::bigint, {Head} + (SELECT count(*) FROM (
                           SELECT 1 FROM {items} w WHERE w.queue = $1 AND w.ordering_key = {keyExpression} AND w.state = 1 LIMIT $5) running))) o) u
-            WHERE u.state = 0 AND u.run_at <= now()
-              AND u.elders + (SELECT count(*) FROM (
+            CROSS JOIN LATERAL (SELECT u.elders + (SELECT count(*) FROM (
                       SELECT 1 FROM {items} r
                       WHERE r.queue = $1 AND r.ordering_key = u.ordering_key AND r.state = 1 AND r.id > u.id
-                      LIMIT $5) newer) < $5
+                      LIMIT $5) newer) AS load) n
+            WHERE u.state = 0 AND u.run_at <= now() AND n.load < $5
             """;
 
         // Each item's place in the claim order among the rows of `source`, and its turn: its own place when unkeyed, the
@@ -194,24 +224,32 @@ internal sealed class KeyedClaimSql
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
         // outcome the same transaction has just written, which it sees as finished), for at most $2 items, by turn among
         // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no last row: the claim
-        // loop does those. The comment names the statement for tests and pg_stat_activity.
+        // loop does those. The comment names the statement for tests and pg_stat_activity. The per-key reserve (see
+        // KeyReserve in the remarks): $5 is the bound the rule admits by (M, or M + 1 to take reserves), $7 is M, and
+        // an item whose count (older unfinished + newer running) is M is admitted only for the keys $8 (the keys the
+        // node may take a reserve for); the last column says whether the row is such a reserve (count = M, not to start
+        // now). A key's eligible items have strictly increasing counts, so at most one per key has count M.
         HandOff = $"""
             /* BoundedWork hand-off */ WITH handed_keys AS (SELECT DISTINCT k FROM unnest($6::text[]) AS k WHERE k IS NOT NULL),
             eligible AS (
-                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true AS in_head
-                FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f),
+                SELECT f.id, f.ordering_key, f.priority, f.run_at, f.version, true AS in_head, f.load
+                FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f
+                WHERE f.load < $7 OR f.ordering_key = ANY($8::text[])),
             chosen AS (
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
             {lockTakeClaim}
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key FROM claimed
+            SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved
+            FROM claimed c
             """;
     }
 
     /// <summary>
     /// Gets the hand-off claim, run by the outcome writer in the transaction of a batch of final outcomes, after the
     /// outcome statement: the <see cref="ClaimPerKey"/> rule over the keys <c>$6</c> (text[]) only. $1 queue, $2 at most
-    /// how many, $3 node, $4 lease, $5 M. Returns the claimed rows in the columns of <see cref="ClaimPerKey"/> (the
-    /// ordering key last), no last row.
+    /// how many, $3 node, $4 lease, $5 the bound (M, or M + 1 when it may take reserves), $6 the keys, $7 M, $8 the keys
+    /// it may take a reserve for (text[]; an item whose count is M). Returns the claimed rows in the columns of
+    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool), no last row.
     /// </summary>
     public string HandOff { get; }
 

@@ -33,5 +33,13 @@ internal interface IOutcomeHandOff
     void Failed(HandOffPlan plan);
 }
 
-/// <summary>A hand-off's claim: for the <see cref="Keys"/>, at most <see cref="Count"/> items (the room and permits taken), under the per-key limit <see cref="PerKey"/>.</summary>
-internal sealed record HandOffPlan(string[] Keys, int Count, int PerKey);
+/// <summary>
+/// A hand-off's claim: for the <see cref="Keys"/>, at most <see cref="Count"/> items (the room and permits taken), under
+/// the per-key limit <see cref="PerKey"/>; for the <see cref="ReserveKeys"/> it may also take one item each whose count
+/// is M, held as the key's reserve (the rule then admits by M + 1).
+/// </summary>
+internal sealed record HandOffPlan(string[] Keys, int Count, int PerKey, string[]? ReserveKeys = null)
+{
+    /// <summary>Gets the bound the rule admits by: M, or M + 1 when the plan may take reserves.</summary>
+    public int Bound => ReserveKeys is { Length: > 0 } ? PerKey + 1 : PerKey;
+}

@@ -73,4 +73,8 @@ internal static partial class PostgreSqlLog
     [LoggerMessage(EventId = 326, EventName = "HandedOff", Level = LogLevel.Debug,
         Message = "Work queue '{QueueName}' claimed {Count} items of {Keys} keys in the transaction of their predecessors' outcomes.")]
     public static partial void HandedOff(this ILogger logger, string queueName, int count, int keys);
+
+    [LoggerMessage(EventId = 327, EventName = "KeyReserveReleased", Level = LogLevel.Debug,
+        Message = "Work queue '{QueueName}' released {Count} items it had claimed ahead as the next of their key without starting them ({Reason}); they are ready again.")]
+    public static partial void KeyReserveReleased(this ILogger logger, string queueName, int count, string reason);
 }

@@ -55,11 +55,23 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
         }
 
+        // A final end of a keyed item starts its key's reserve, if the node holds one (see the key reserve part):
+        // taken before the outcome is posted, so that the writer's hand-off does not count it as still reserved.
+        var reserved = OnKeyItemEnded(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
         {
             Execute(next);
+        }
+
+        if (reserved is not null)
+        {
+            StartKeyReserve(reserved);
+        }
+        else if (orphan is not null)
+        {
+            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome");
         }
 
         if (_permits.IsLimited)

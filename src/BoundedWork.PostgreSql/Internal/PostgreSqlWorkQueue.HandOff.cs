@@ -67,9 +67,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
+        var reserveKeys = KeyReserveKeys(keys); // keys that may take a reserve: one more item each (see the key reserve part)
         var room = ReserveRoom(finished, settling);
+        var reserves = reserveKeys.Length > 0 ? ReserveKeyRoom(reserveKeys.Length, settling, room) : 0;
+        reserveKeys = reserves < reserveKeys.Length ? reserveKeys[..reserves] : reserveKeys;
+        room = Math.Max(room, 0) + reserves;
         if (room <= 0)
         {
+            EndKeyReservePlan();
             return null;
         }
 
@@ -81,25 +86,39 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         }
 
         ReturnRoom(room - take.Count);
-        return take.Count > 0 ? new HandOffPlan(keys, take.Count, perKey) : null;
+        if (take.Count <= 0)
+        {
+            EndKeyReservePlan();
+            return null;
+        }
+
+        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null);
     }
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
     {
         var command = new NpgsqlCommand(KeyedStatements.HandOff, connection, transaction);
         AddClaimParameters(command.Parameters, plan.Count);
-        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.Bound });
         command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.Keys });
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
+        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.ReserveKeys ?? [] });
         return command;
     }
 
-    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader) => ReadClaimed(reader, HandOffKeyColumn);
+    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader)
+    {
+        var item = ReadClaimed(reader, HandOffKeyColumn);
+        item.KeyReserved = reader.GetBoolean(HandOffKeyColumn + 1);
+        return item;
+    }
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
         _permits.Return(plan.Count - claimed.Count);
         if (claimed.Count == 0)
         {
+            EndKeyReservePlan();
             ReturnRoom(plan.Count);
             return [];
         }
@@ -109,6 +128,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         if (_claiming.IsCancellationRequested)
         {
             // Stopping: nothing more starts. Held until the writer has written their releases (it does so next).
+            EndKeyReservePlan();
             _permits.Return(claimed.Count);
             Interlocked.Add(ref _held, claimed.Count);
             ReturnRoom(plan.Count);
@@ -122,22 +142,47 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
         ReturnRoom(plan.Count); // held now: counted by _held
         _permits.HandedOff(claimed.Count);
-        Interlocked.Add(ref _handedOff, claimed.Count);
+
+        // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
+        // for the next such end if a partner of its key still runs here, and released otherwise.
+        var start = new List<StoredItem>(claimed.Count);
+        List<StoredItem>? release = null;
+        foreach (var item in claimed)
+        {
+            if (!item.KeyReserved)
+            {
+                start.Add(item);
+            }
+            else if (AcceptKeyReserve(item, out var giveUp))
+            {
+                Interlocked.Increment(ref _keyReservesStarted);
+                start.Add(item);
+            }
+            else if (giveUp)
+            {
+                (release ??= []).Add(item);
+            }
+        }
+
+        EndKeyReservePlan();
+        Interlocked.Add(ref _handedOff, start.Count);
         if (_logger.IsEnabled(LogLevel.Debug))
         {
             _logger.HandedOff(Name, claimed.Count, plan.Keys.Length);
         }
 
-        foreach (var item in claimed)
+        foreach (var item in start)
         {
             Execute(item);
         }
 
+        ReleaseKeyReserves(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
         return [];
     }
 
     void IOutcomeHandOff.Failed(HandOffPlan plan)
     {
+        EndKeyReservePlan();
         _permits.Return(plan.Count);
         ReturnRoom(plan.Count);
     }

@@ -14,6 +14,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         Interlocked.Increment(ref _held);
         _deliveries[item.Id] = item;
+        CountKeyActive(item);
     }
 
     /// <summary>Hands a held delivery to the executor, its span current while it is submitted. Refused: the OnRejected hook releases it.</summary>
@@ -56,7 +57,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>A cancellation for a reserved item: it leaves the reserve and ends cancelled without running.</summary>
     private void CancelIfReserved(StoredItem item)
     {
-        if (_permits.TryUnreserve(item) && item.TryStart())
+        if ((_permits.TryUnreserve(item) || TryUnreserveKey(item)) && item.TryStart())
         {
             Cancelled(item, "cancelled before it ran");
         }

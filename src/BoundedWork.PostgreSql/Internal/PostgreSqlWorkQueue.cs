@@ -244,6 +244,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
 
         ReleaseReserved(_permits.CloseReserve()); // reserved items never started: back to ready now
+        CloseKeyReserve(); // and the keys' reserves
         return Task.CompletedTask;
     }
 

@@ -375,8 +375,9 @@ internal sealed class StorageSql
         // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far), keeping id,
         // payload, priority, key and trace context; then one wake-up ($5) for every node. A keyed dead letter becomes
         // unfinished again with its old id, older than items of its key that a claim running now may be taking without
-        // seeing it: so the first M (max_running_per_key) unfinished items of its key newer than it that are ready become
-        // scheduled, due now, in this transaction (see KeyedClaimSql). A claim that locks one of them once this commits
+        // seeing it: so the first M (max_running_per_key; M + 1 when M is above one, the bound of the hand-off's per-key
+        // reserve) unfinished items of its key newer than it that are ready become scheduled, due now, in this
+        // transaction (see KeyedClaimSql). A claim that locks one of them once this commits
         // finds it no longer ready; one that locked it first makes this wait, and its claim then counts against the
         // requeued item (the row, running by then, is left running: the state is chosen on its latest version, and
         // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again.
@@ -393,7 +394,8 @@ internal sealed class StorageSql
                         SELECT e.id, e.state FROM {Items} e
                         WHERE e.queue = $1 AND e.ordering_key = d.ordering_key AND e.state IN (0, 1, 5) AND e.id > d.id
                         ORDER BY e.id
-                        LIMIT coalesce((SELECT s.max_running_per_key FROM {QueueSettings} s WHERE s.queue = $1), 1)) n
+                        LIMIT (SELECT CASE WHEN s.max_running_per_key > 1 THEN s.max_running_per_key + 1 ELSE 1 END
+                               FROM (SELECT max(q.max_running_per_key) AS max_running_per_key FROM {QueueSettings} q WHERE q.queue = $1) s)) n
                     WHERE d.ordering_key IS NOT NULL AND n.state = 0))
                 RETURNING 1),
             woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))

@@ -33,6 +33,12 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets when the item entered the node's reserve (a <see cref="TimeProvider"/> timestamp), for how long it has waited for a permit.</summary>
     public long ReservedAt { get; set; }
 
+    /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's reserve (not to start until a handler of its key on this node ends with a final outcome).</summary>
+    public bool KeyReserved { get; set; }
+
+    /// <summary>Gets or sets a value indicating whether the item is counted among the node's items of its key that run or are about to (a reserve's partners); set under the queue's key lock.</summary>
+    public bool KeyActive { get; set; }
+
     public string Payload { get; } = payload;
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
