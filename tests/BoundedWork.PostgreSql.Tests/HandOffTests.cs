@@ -37,6 +37,38 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         await run.AssertClaimedOnceInIdOrderAsync(Items);
     }
 
+    /// <summary>
+    /// A hand-off takes the node's whole free room, not one item per finished item: what the claim loop would otherwise
+    /// claim after the commit. A node of four workers (room for 8) runs the 3 items of its only key (a limit of 10 that
+    /// does not bind); one of them ends: room for 8 - 3 + 1 = 6 items, of which 1 is the successor, 1 the key's reserve
+    /// and 4 the rest.
+    /// </summary>
+    [Fact]
+    public async Task HandOff_PlansForTheNodesWholeFreeRoom_NotOneItemPerFinishedItem()
+    {
+        await using var run = await KeyedRun.StartAsync(postgres, perKey: 10, keys: 1, itemsPerKey: 3, gated: true);
+        await run.StartConsumersAsync(1);
+        await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 3, "the key's three items run");
+        IOutcomeHandOff handOff = run.Queue(0);
+
+        var plan = handOff.Begin(["k0"], finished: 1, settling: 1);
+
+        Assert.NotNull(plan);
+        try
+        {
+            Assert.Equal(6, plan.Count);
+        }
+        finally
+        {
+            handOff.Failed(plan);
+        }
+
+        // Given back: a second plan finds the same room.
+        var again = handOff.Begin(["k0"], finished: 1, settling: 1);
+        Assert.Equal(6, again?.Count);
+        handOff.Failed(again!);
+    }
+
     [Theory]
     [InlineData(null)]
     [InlineData(3)]

@@ -12,8 +12,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <b>What it does.</b> When the outcome writer writes a batch holding final outcomes (completed, dead letter,
 /// cancelled: not a stored retry, not a release) of keyed items, and the queue's per-key limit is above one, the same
 /// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
-/// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys, at most one per final keyed outcome, within the node's free
-/// room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch settles) and its
+/// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys within the
+/// node's free room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch
+/// settles: room for one successor per final keyed outcome first, then the keys' reserves, then the rest) and its
 /// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
 /// transaction rolled back): the room and permits go back, and the batch is written again as before. While the node
@@ -72,6 +73,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         var reserves = reserveKeys.Length > 0 ? ReserveKeyRoom(reserveKeys.Length, settling, room) : 0;
         reserveKeys = reserves < reserveKeys.Length ? reserveKeys[..reserves] : reserveKeys;
         room = Math.Max(room, 0) + reserves;
+        if (room > 0)
+        {
+            // And the rest of the node's room, for more eligible items of the same keys: items the claim loop would
+            // otherwise claim after the commit, in a claim of their own (taken last: the successors and reserves first).
+            room += Math.Max(ReserveRoom(ClaimLimit(), settling), 0);
+        }
+
         if (room <= 0)
         {
             EndKeyReservePlan();
