@@ -53,13 +53,13 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
 
         var pin = default(PinRequest);
         var (change, errors) = request.BodyTooLarge
-            ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {SettingsRequest.MaxBodyBytes} bytes."] })
+            ? (null, ChangeRequest.TooLarge(SettingsRequest.MaxBodyBytes))
             : SettingsRequest.Parse(request.Body, workersOnly, executor.Settings, executor.MaxWorkerCount, out pin);
         if (change is null)
         {
             var unlisted = errors.Count - errors.Listed.Count;
             return Refuse(request, executor, "invalid", AdminReply.Problem(
-                request.BodyTooLarge ? 413 : 400,
+                request.InvalidBodyStatus,
                 "Invalid settings",
                 $"The settings of executor '{executor.Name}' are unchanged: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}"
                     + (unlisted > 0 ? $" And {unlisted} more fields with problems ({errors.Count} in all), not listed." : string.Empty),
@@ -323,4 +323,11 @@ internal readonly record struct ChangeRequest(
     string User,
     string RemoteAddress,
     OriginRefusal? OriginRefusal = null,
-    string? DuplicateHeader = null);
+    string? DuplicateHeader = null)
+{
+    /// <summary>Gets the status of a refused body: 413 when it was over the endpoint's cap, else 400.</summary>
+    public int InvalidBodyStatus => BodyTooLarge ? 413 : 400;
+
+    /// <summary>The error of a body over the endpoint's cap of <paramref name="maxBytes"/>, against <c>body</c>.</summary>
+    public static FieldErrors TooLarge(int maxBytes) => new() { [SettingsRequest.Body] = [$"The request body is larger than {maxBytes} bytes."] };
+}

@@ -86,11 +86,11 @@ internal sealed class ClusterApi
         }
 
         var (change, errors) = request.BodyTooLarge
-            ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {ClusterSettingsRequest.MaxBodyBytes} bytes."] })
+            ? (null, ChangeRequest.TooLarge(ClusterSettingsRequest.MaxBodyBytes))
             : ClusterSettingsRequest.Parse(request.Body);
         if (change is null)
         {
-            return Refuse(request, "invalid", Invalid(queue, errors, request.BodyTooLarge ? 413 : 400));
+            return Refuse(request, "invalid", Invalid(queue, errors, request.InvalidBodyStatus));
         }
 
         WorkQueueClusterSettings? previous = null;

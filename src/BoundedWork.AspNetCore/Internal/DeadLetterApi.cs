@@ -110,11 +110,11 @@ internal sealed class DeadLetterApi(IEnumerable<IDeadLetterStore> stores, AdminM
         }
 
         var errors = request.BodyTooLarge
-            ? new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {DeadLetterRequest.MaxBodyBytes} bytes."] }
+            ? ChangeRequest.TooLarge(DeadLetterRequest.MaxBodyBytes)
             : DeadLetterRequest.ParseEmpty(request.Body);
         if (errors.Count > 0)
         {
-            return Refuse(request, operation, "invalid", Invalid(queue, $"Dead letter {id} was not changed", errors, request.BodyTooLarge ? 413 : 400));
+            return Refuse(request, operation, "invalid", Invalid(queue, $"Dead letter {id} was not changed", errors, request.InvalidBodyStatus));
         }
 
         var applied = await ApplyAsync(request, operation, DeadLetterSelection.ByIds([id]), cancellationToken).ConfigureAwait(false);
@@ -130,11 +130,11 @@ internal sealed class DeadLetterApi(IEnumerable<IDeadLetterStore> stores, AdminM
         }
 
         var (selection, errors) = request.BodyTooLarge
-            ? (null, new FieldErrors { [SettingsRequest.Body] = [$"The request body is larger than {DeadLetterRequest.MaxBodyBytes} bytes."] })
+            ? (null, ChangeRequest.TooLarge(DeadLetterRequest.MaxBodyBytes))
             : DeadLetterRequest.ParseSelection(request.Body);
         if (selection is null)
         {
-            return Refuse(request, operation, "invalid", Invalid(request.ExecutorName, "No dead letter was changed", errors, request.BodyTooLarge ? 413 : 400));
+            return Refuse(request, operation, "invalid", Invalid(request.ExecutorName, "No dead letter was changed", errors, request.InvalidBodyStatus));
         }
 
         return (await ApplyAsync(request, operation, selection, cancellationToken).ConfigureAwait(false)).Reply;
