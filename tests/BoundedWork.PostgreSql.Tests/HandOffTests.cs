@@ -41,7 +41,9 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
     /// A hand-off takes the node's whole free room, not one item per finished item: what the claim loop would otherwise
     /// claim after the commit. A node of four workers (room for 8) runs the 3 items of its only key (a limit of 10 that
     /// does not bind); one of them ends: room for 8 - 3 + 1 = 6 items, of which 1 is the successor, 1 the key's reserve
-    /// and 4 the rest.
+    /// and 4 the rest. The node's claim loop may have a claim in flight at any moment, holding the free room for its
+    /// statement's duration: a plan made then gets less (never more), so plans are made, and given back, until one is
+    /// made with no claim in flight.
     /// </summary>
     [Fact]
     public async Task HandOff_PlansForTheNodesWholeFreeRoom_NotOneItemPerFinishedItem()
@@ -50,23 +52,20 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         await run.StartConsumersAsync(1);
         await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 3, "the key's three items run");
         IOutcomeHandOff handOff = run.Queue(0);
+        var counts = new List<int>();
 
-        var plan = handOff.Begin(["k0"], finished: 1, settling: 1);
+        await DurableQueueTests.WaitAsync(
+            () =>
+            {
+                var plan = handOff.Begin(["k0"], finished: 1, settling: 1);
+                Assert.NotNull(plan); // the successor's room is there whatever a claim in flight holds
+                handOff.Failed(plan); // given back: the next plan finds the same room
+                counts.Add(plan.Count);
+                return plan.Count == 6;
+            },
+            "a plan for the node's whole free room (6 items)");
 
-        Assert.NotNull(plan);
-        try
-        {
-            Assert.Equal(6, plan.Count);
-        }
-        finally
-        {
-            handOff.Failed(plan);
-        }
-
-        // Given back: a second plan finds the same room.
-        var again = handOff.Begin(["k0"], finished: 1, settling: 1);
-        Assert.Equal(6, again?.Count);
-        handOff.Failed(again!);
+        Assert.All(counts, count => Assert.InRange(count, 2, 6));
     }
 
     [Theory]
