@@ -405,13 +405,18 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
     }
 
+    /// <summary>
+    /// Reads a stored payload. Whatever the deserializer throws (the serializer's own errors, or anything a user's
+    /// converter or the type's constructor throws) is returned, not thrown: the item is malformed and becomes a dead
+    /// letter, and the worker or the reaper goes on.
+    /// </summary>
     private (T? Item, Exception? Error) TryDeserialize(string payload)
     {
         try
         {
             return Deserialize(payload) is { } item ? (item, null) : (default, new JsonException($"The stored payload is JSON null, not a {typeof(T).Name}."));
         }
-        catch (Exception ex) when (ex is JsonException or NotSupportedException or ArgumentException or InvalidOperationException)
+        catch (Exception ex)
         {
             return (default, ex);
         }
