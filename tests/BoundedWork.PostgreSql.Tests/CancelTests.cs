@@ -203,4 +203,120 @@ public sealed class CancelTests(PostgresFixture postgres)
         Assert.Empty(behavior.Deliveries);
         Assert.Empty(behavior.DeadLetters);
     }
+
+    [Fact]
+    public async Task CancelAsync_OfAnItemWhoseIdAndQueueRepeatInAnotherSchema_CancelsOnlyItsOwnSchemasItem()
+    {
+        // Two applications in one database, each with its schema and a queue named "notices": ids start at 1 in each.
+        var schemaA = await postgres.NewSchemaAsync();
+        var schemaB = await postgres.NewSchemaAsync();
+        using var runningA = new ManualResetEventSlim();
+        var behaviorA = new Behavior
+        {
+            HandleWithToken = (_, _, token) =>
+            {
+                runningA.Set();
+                Assert.True(token.WaitHandle.WaitOne(QueueNode.Patience), "the token did not fire");
+                token.ThrowIfCancellationRequested();
+            },
+        };
+        using var runningB = new ManualResetEventSlim();
+        var releaseB = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var cancelledInB = false;
+        var behaviorB = new Behavior
+        {
+            HandleWithToken = (item, _, token) =>
+            {
+                if (item.Number == 1)
+                {
+                    runningB.Set();
+                    Assert.True(releaseB.Task.Wait(QueueNode.Patience, CancellationToken.None), "item 1 of b was not released"); // not its token: a cancellation must not end it
+                    Volatile.Write(ref cancelledInB, token.IsCancellationRequested);
+                    token.ThrowIfCancellationRequested();
+                }
+            },
+        };
+        await using var a = await QueueNode.StartAsync(postgres.ConnectionString, schemaA, behaviorA, node: "a", queue: o => o.AttemptTimeout = Timeout.InfiniteTimeSpan);
+        // b claims only when woken (its own enqueues, notifications), so the test knows what it has heard of.
+        await using var b = await QueueNode.StartAsync(postgres.ConnectionString, schemaB, behaviorB, node: "b",
+            queue: o => o.AttemptTimeout = Timeout.InfiniteTimeSpan, storage: o => o.PollInterval = TimeSpan.FromHours(1));
+        var idA = await a.Queue.EnqueueWithIdAsync(new Notice(1));
+        var idB = await b.Queue.EnqueueWithIdAsync(new Notice(1));
+        Assert.Equal(idA, idB);
+        Assert.True(runningA.Wait(QueueNode.Patience));
+        Assert.True(runningB.Wait(QueueNode.Patience));
+        await DurableQueueTests.WaitAsync(
+            () => postgres.ScalarAsync<long>("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %boundedwork_settings%'").Result >= 2,
+            "both nodes listen (the settings channel is the last they listen on)");
+
+        Assert.Equal(CancelResult.CancellationRequested, await a.Queue.CancelAsync(idA));
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schemaA}.items WHERE id = {idA} AND state = 4").Result == 1, "a's item is cancelled");
+
+        // An enqueue in b that notifies when it commits, after the cancellation committed: b's listener hears every
+        // notification in commit order, so once b runs this item it has heard whatever the cancellation sent.
+        await using (var connection = new Npgsql.NpgsqlConnection(postgres.ConnectionString))
+        {
+            await connection.OpenAsync();
+            await b.Queue.EnqueueAsync(new Notice(2), connection);
+        }
+
+        await behaviorB.WaitUntilAsync(() => behaviorB.Deliveries.Any(d => d.Item.Number == 2), "b runs the item enqueued after the cancellation");
+        releaseB.SetResult();
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schemaB}.items WHERE id = {idB} AND state IN (2, 4)").Result == 1, "b's item 1 ends");
+        Assert.False(Volatile.Read(ref cancelledInB), "b's item 1 saw its token fire");
+        Assert.Equal(2, await postgres.ScalarAsync<short>($"SELECT state FROM {schemaB}.items WHERE id = {idB}"));
+        Assert.Contains(behaviorB.Deliveries, d => d.Id == idB);
+    }
+
+    [Fact]
+    public void ChannelNames_AreEachSchemasOwn_AndFitPostgreSqlsLimit_ForTheLongestSchemaNames()
+    {
+        var longA = "a" + new string('x', 61) + "1";
+        var longB = "a" + new string('x', 61) + "2";
+        string[] channels = [.. new[] { "boundedwork", "app_a", "app_b", longA, longB }
+            .SelectMany(schema => new StorageSql(schema) is var sql ? new[] { sql.NotifyChannel, sql.CancelChannel, sql.SettingsChannel } : [])];
+
+        Assert.Equal(channels.Length, channels.Distinct(StringComparer.Ordinal).Count());
+        Assert.All(channels, channel => Assert.InRange(System.Text.Encoding.UTF8.GetByteCount(channel), 1, StorageSql.MaxChannelLength));
+        Assert.Equal("boundedwork_cancel.app_a", new StorageSql("app_a").CancelChannel);
+    }
+
+    [Fact]
+    public async Task CancelAsync_InASchemaWithTheLongestName_ReachesTheRunningItem_OnItsSchemasChannel()
+    {
+        var schema = "t_" + Guid.NewGuid().ToString("N") + new string('x', 61 - 32);
+        Assert.Equal(63, schema.Length);
+        using var running = new ManualResetEventSlim();
+        var behavior = new Behavior
+        {
+            HandleWithToken = (_, _, token) =>
+            {
+                running.Set();
+                Assert.True(token.WaitHandle.WaitOne(QueueNode.Patience), "the token did not fire");
+                token.ThrowIfCancellationRequested();
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, queue: o => o.AttemptTimeout = Timeout.InfiniteTimeSpan);
+        var id = await node.Queue.EnqueueWithIdAsync(new Notice(1));
+        Assert.True(running.Wait(QueueNode.Patience));
+
+        await using var listener = new Npgsql.NpgsqlConnection(postgres.ConnectionString);
+        await listener.OpenAsync();
+        var heard = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+        listener.Notification += (_, n) => heard.TrySetResult(n.Channel + " " + n.Payload);
+        await using (var listen = new Npgsql.NpgsqlCommand(StorageSql.Listen(new StorageSql(schema).CancelChannel), listener))
+        {
+            await listen.ExecuteNonQueryAsync();
+        }
+
+        Assert.Equal(CancelResult.CancellationRequested, await node.Queue.CancelAsync(id));
+        using var patience = new CancellationTokenSource(QueueNode.Patience);
+        while (!heard.Task.IsCompleted)
+        {
+            await listener.WaitAsync(patience.Token);
+        }
+
+        Assert.Equal(new StorageSql(schema).CancelChannel + " " + id + ":notices", await heard.Task);
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {id} AND state = 4").Result == 1, "the item is cancelled");
+    }
 }

@@ -84,7 +84,7 @@ public sealed class ClusterPermitGrantTests(PostgresFixture postgres)
         // API a change that changes nothing stores no new version: the version is bumped by hand, and announced.)
         await postgres.ExecuteAsync($"""
             UPDATE {schema}.queue_settings SET version = version + 1 WHERE queue = '{ClusterLimitSql.Queue}';
-            SELECT pg_notify('{StorageSql.SettingsChannel}', '{ClusterLimitSql.Queue}');
+            SELECT pg_notify('{new StorageSql(schema).SettingsChannel}', '{ClusterLimitSql.Queue}');
             """);
         await DurableQueueTests.WaitAsync(() => queueA.ClusterPermitsAllowed == 1 && queueB.ClusterPermitsAllowed == 0, "a is allowed one, b none yet");
         await b.Queue.EnqueueAsync(new Notice(3));

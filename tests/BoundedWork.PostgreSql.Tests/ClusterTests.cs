@@ -115,7 +115,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(), storage: o => o.NodeHeartbeatInterval = TimeSpan.FromMilliseconds(100));
         Assert.Equal(2, node.Executor.Settings.WorkerCount);
         await DurableQueueTests.WaitAsync(
-            () => postgres.ScalarAsync<long>("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN boundedwork_settings'").Result > 0,
+            () => postgres.ScalarAsync<long>($"SELECT count(*) FROM pg_stat_activity WHERE query = '{StorageSql.Listen(new StorageSql(schema).SettingsChannel)}'").Result > 0,
             "the node listens (it looks at the row once it does)");
         await WaitForClusterAsync(ClusterOf(node), c => c.Nodes is [{ SettingsVersion: 0 }], "the node has a row");
 
@@ -198,7 +198,7 @@ public sealed class ClusterTests(PostgresFixture postgres)
         await listener.OpenAsync();
         var notifications = 0;
         listener.Notification += (_, _) => Interlocked.Increment(ref notifications);
-        await using (var listen = new Npgsql.NpgsqlCommand($"LISTEN \"{StorageSql.SettingsChannel}\"", listener))
+        await using (var listen = new Npgsql.NpgsqlCommand(StorageSql.Listen(new StorageSql(schema).SettingsChannel), listener))
         {
             await listen.ExecuteNonQueryAsync();
         }

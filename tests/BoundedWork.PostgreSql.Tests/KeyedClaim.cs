@@ -109,7 +109,7 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
                 new NpgsqlParameter { Value = (object?)ids ?? DBNull.Value, NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint },
                 new NpgsqlParameter { Value = DBNull.Value, NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.TimestampTz },
                 new NpgsqlParameter { Value = DBNull.Value, NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.TimestampTz },
-                new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
+                new NpgsqlParameter<string> { TypedValue = Sql.NotifyChannel },
             },
         };
         await using var reader = await command.ExecuteReaderAsync();

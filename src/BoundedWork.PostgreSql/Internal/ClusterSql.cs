@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// A settings change is one transaction on one connection: <see cref="EnsureSettings"/> (so that there is a row to
 /// lock), <see cref="LockSettings"/> (<c>FOR UPDATE</c>: concurrent changes queue up behind it, each reading what the
 /// previous one wrote, so none is lost), the change and its validation in the caller, then <see cref="WriteSettings"/>,
-/// which bumps the version and notifies <see cref="StorageSql.SettingsChannel"/> in the same transaction: the nodes
+/// which bumps the version and notifies the schema's <see cref="StorageSql.SettingsChannel"/> in the same transaction: the nodes
 /// hear of it only once it is committed. A change that does not validate rolls back, the inserted row with it.
 /// </remarks>
 internal sealed class ClusterSql

@@ -7,7 +7,7 @@ namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
 /// The queue as a cluster (<see cref="IWorkQueueCluster"/>): its fleet-wide settings, changed atomically from any node
-/// and announced on <see cref="StorageSql.SettingsChannel"/>; and, on a consuming node, the cluster loop, which writes
+/// and announced on the schema's <see cref="StorageSql.SettingsChannel"/>; and, on a consuming node, the cluster loop, which writes
 /// the node's row every <c>NodeHeartbeatInterval</c> and follows the fleet-wide worker count (<see cref="ClusterNode"/>).
 /// </summary>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
@@ -136,7 +136,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                         Optional(next.StartsPerSecond),
                         Optional(next.StartBurst),
                         Text(changedBy),
-                        Text(StorageSql.SettingsChannel),
+                        Text(_sql.SettingsChannel),
                     },
                 };
                 await using (write.ConfigureAwait(false))

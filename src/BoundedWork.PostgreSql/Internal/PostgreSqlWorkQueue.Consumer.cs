@@ -278,9 +278,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 using var connection = _listenerSource.OpenConnection();
                 InlineSocketCompletions.TryEnable(connection); // it waits synchronously, on this thread
                 connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
-                foreach (var channel in (string[])[StorageSql.NotifyChannel, StorageSql.CancelChannel, StorageSql.SettingsChannel])
+                foreach (var channel in (string[])[_sql.NotifyChannel, _sql.CancelChannel, _sql.SettingsChannel])
                 {
-                    using var listen = new NpgsqlCommand($"LISTEN {channel}", connection);
+                    using var listen = new NpgsqlCommand(StorageSql.Listen(channel), connection);
                     listen.ExecuteNonQuery();
                 }
 
@@ -308,24 +308,24 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>Handles a notification on the listening thread: a wake-up for this queue, or a cancellation request for an item of it (<c>id:queue</c>).</summary>
+    /// <summary>Handles a notification of this schema's channels on the listening thread: a wake-up for this queue, a cancellation request for an item of it (<c>id:queue</c>), or a settings change.</summary>
     private void OnNotification(string channel, string payload)
     {
-        if (string.Equals(channel, StorageSql.NotifyChannel, StringComparison.Ordinal))
+        if (string.Equals(channel, _sql.NotifyChannel, StringComparison.Ordinal))
         {
             if (string.Equals(payload, Name, StringComparison.Ordinal))
             {
                 _wake.Set();
             }
         }
-        else if (string.Equals(channel, StorageSql.CancelChannel, StringComparison.Ordinal)
+        else if (string.Equals(channel, _sql.CancelChannel, StringComparison.Ordinal)
             && payload.IndexOf(':', StringComparison.Ordinal) is var colon and > 0
             && payload.AsSpan(colon + 1).SequenceEqual(Name)
             && long.TryParse(payload.AsSpan(0, colon), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
         {
             OnCancellationRequested(id);
         }
-        else if (string.Equals(channel, StorageSql.SettingsChannel, StringComparison.Ordinal))
+        else if (string.Equals(channel, _sql.SettingsChannel, StringComparison.Ordinal))
         {
             OnSettingsNotification(payload);
         }

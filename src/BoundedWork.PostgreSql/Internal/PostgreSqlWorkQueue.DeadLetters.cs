@@ -98,7 +98,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             var command = SelectionCommand(_sql.RequeueDeadLetters, selection, connection);
             await using (command.ConfigureAwait(false))
             {
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {

@@ -198,7 +198,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = items.OrderingKeys },
                     fields);
                 command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = !own });
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
@@ -284,7 +284,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             if (notify)
             {
-                insert.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                insert.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
             }
 
             return new EnqueueResult((long)(await insert.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!, IsDuplicate: false);
@@ -308,7 +308,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             {
                 command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = idempotencyKey });
                 command.Parameters.Add(new NpgsqlParameter<bool> { TypedValue = notify });
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {

@@ -148,8 +148,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                     new NpgsqlParameter<string> { TypedValue = Name },
                     new NpgsqlParameter<long> { TypedValue = itemId },
                     new NpgsqlParameter<string> { TypedValue = "cancelled before it ran" },
-                    new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel },
-                    new NpgsqlParameter<string> { TypedValue = StorageSql.CancelChannel },
+                    new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel },
+                    new NpgsqlParameter<string> { TypedValue = _sql.CancelChannel },
                 },
             };
             await using (command.ConfigureAwait(false))
@@ -407,7 +407,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             using (var connection = _dataSource.OpenConnection())
             using (var command = new NpgsqlCommand("SELECT pg_notify($1, $2)", connection))
             {
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = StorageSql.NotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
                 command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
                 command.ExecuteNonQuery();
             }

@@ -31,14 +31,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </remarks>
 internal sealed class StorageSql
 {
-    /// <summary>The channel of the wake-up notifications; the payload is the queue's name.</summary>
-    public const string NotifyChannel = "boundedwork";
-
-    /// <summary>The channel of the cancellation requests for running items; the payload is <c>id:queue</c>.</summary>
-    public const string CancelChannel = "boundedwork_cancel";
-
-    /// <summary>The channel of fleet-wide settings changes (<see cref="ClusterSql"/>); the payload is the queue's name.</summary>
-    public const string SettingsChannel = "boundedwork_settings";
+    /// <summary>The longest channel name PostgreSQL takes, in bytes (an identifier: <c>NAMEDATALEN</c> - 1).</summary>
+    public const int MaxChannelLength = 63;
 
     public const short Ready = 0;
     public const short Running = 1;
@@ -61,6 +55,9 @@ internal sealed class StorageSql
         SchemaVersion = s + ".schema_version";
         QueueSettings = s + ".queue_settings";
         Nodes = s + ".nodes";
+        NotifyChannel = ChannelName("boundedwork", schema);
+        CancelChannel = ChannelName("boundedwork_cancel", schema);
+        SettingsChannel = ChannelName("boundedwork_settings", schema);
 
         Migrations =
         [
@@ -412,7 +409,40 @@ internal sealed class StorageSql
             """;
     }
 
+    /// <summary>
+    /// The channel <paramref name="prefix"/> of <paramref name="schema"/>: <c>prefix.schema</c> (a schema name holds no
+    /// dot, so no two prefixes or schemas share a channel). PostgreSQL refuses a channel name longer than 63 bytes, so a
+    /// longer one keeps what fits of the schema's name and ends with <c>#</c> and a hash of the whole name (a schema
+    /// name holds no <c>#</c> either). LISTEN needs it quoted: <see cref="Listen"/>.
+    /// </summary>
+    public static string ChannelName(string prefix, string schema)
+    {
+        var name = prefix + "." + schema;
+        if (name.Length <= MaxChannelLength)
+        {
+            return name; // a schema name is ASCII: one byte a character
+        }
+
+        var hash = Convert.ToHexStringLower(System.Security.Cryptography.SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(schema)), 0, 8);
+        return name[..(MaxChannelLength - hash.Length - 1)] + "#" + hash;
+    }
+
+    /// <summary>The statement that listens on <paramref name="channel"/> (a quoted identifier: the name has dots).</summary>
+    public static string Listen(string channel) => "LISTEN \"" + channel.Replace("\"", "\"\"", StringComparison.Ordinal) + "\"";
+
     public string Schema { get; }
+
+    /// <summary>
+    /// Gets the schema's channel of the wake-up notifications; the payload is the queue's name. Every channel is the
+    /// schema's own (<see cref="ChannelName"/>): ids and queue names repeat from schema to schema, a notification does not.
+    /// </summary>
+    public string NotifyChannel { get; }
+
+    /// <summary>Gets the schema's channel of the cancellation requests for running items; the payload is <c>id:queue</c>.</summary>
+    public string CancelChannel { get; }
+
+    /// <summary>Gets the schema's channel of fleet-wide settings changes (<see cref="ClusterSql"/>); the payload is the queue's name.</summary>
+    public string SettingsChannel { get; }
 
     public string Items { get; }
 
