@@ -69,7 +69,7 @@ public sealed class KeyedRequeueRaceTests(PostgresFixture postgres)
         Assert.Equal(ids, all.Order());
     }
 
-    private static async Task<List<long>> ClaimAsync(KeyedClaim claim, bool perKeyClaim, int perKey, int count, NpgsqlConnection? connection)
+    internal static async Task<List<long>> ClaimAsync(KeyedClaim claim, bool perKeyClaim, int perKey, int count, NpgsqlConnection? connection)
     {
         if (perKeyClaim)
         {

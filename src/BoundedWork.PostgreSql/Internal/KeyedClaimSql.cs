@@ -42,9 +42,11 @@ namespace BoundedWork.PostgreSql.Internal;
 /// against the requeued item (the newer-running term). The next claim makes them ready again, with the requeued item
 /// in view. <see cref="StorageSql.Claim"/> (M = 1) rechecks only <c>state = 0</c>: a claim stalled between its snapshot
 /// and its lock for as long as the requeue's commit and another node's whole claim (which makes the fenced item ready
-/// again) would still take it; the fence closes every shorter interleaving. An enqueue of a key whose transaction
-/// commits after a newer item of the key (a later id, drawn at insert) was committed and claimed is the same case, not
-/// fenced: two producers of one key in overlapping transactions can let M + 1 run for a moment, with M = 1 too.
+/// again) would still take it; the fence closes every shorter interleaving. An enqueue cannot make an old id
+/// unfinished the same way: a keyed enqueue draws its id only once it holds its key's lock, which every earlier
+/// producer of the key holds until it commits or rolls back (see the key order in the remarks of
+/// <see cref="StorageSql"/>), so a key's ids follow its commit order and a newly visible item is newer than every
+/// item of its key already visible.
 /// </para>
 /// <para>
 /// <b>The hand-off.</b> <see cref="HandOff"/> is the same rule (the same <c>EligibleOf</c> text, the same locking) over

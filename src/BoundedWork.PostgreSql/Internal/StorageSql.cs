@@ -28,6 +28,21 @@ namespace BoundedWork.PostgreSql.Internal;
 /// or through the partial index of their state, whose predicate the statement's conditions imply; key checks stay
 /// per-row index probes (<c>OFFSET 0</c> keeps a <c>NOT EXISTS</c> from becoming a join); and the queue's sessions turn
 /// sequential scans off, the one path left besides those.
+/// <para>
+/// <b>Key order.</b> The claims decide a keyed item's turn by id: no older unfinished item of its key. That is sound
+/// only if an item's older items of its key are visible whenever it is, that is if a key's ids follow the commit order
+/// of their producers. An id is drawn at insert, not at commit, so two producers of one key in overlapping transactions
+/// (the caller's own, or two enqueues at once) could commit the newer id first; a claim would take it without seeing
+/// the older one, and then the older one too once committed: out of order, and (with a claim in flight) more than the
+/// key's limit running. So every enqueue of a keyed item first takes a transaction-scoped advisory lock on (schema,
+/// queue, key), held until its transaction ends, and only then draws the row's id: the inserted row is built from the
+/// row of the subquery that takes the lock, so the executor cannot draw the id (a default of the row) before that
+/// subquery has produced its row (the subquery is not flattened: its output calls a volatile function). Producers of
+/// one key then run their insert-to-commit spans one after another: a key's ids follow its commit order, and a
+/// producer that draws an id has seen every earlier producer of the key commit (or roll back). Unkeyed items take no
+/// lock. A bulk enqueue takes its keys' locks in lock-id order. A transaction that enqueues keys k1 then k2 while
+/// another enqueues k2 then k1 can deadlock; PostgreSQL detects it and aborts one of them.
+/// </para>
 /// </remarks>
 internal sealed class StorageSql
 {
@@ -171,9 +186,20 @@ internal sealed class StorageSql
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
         // (null: now plus $6), $6 delay, $7 traceparent, $8 tracestate. Due now (or earlier): ready; later: scheduled.
         const string Due = "coalesce($5::timestamptz, now() + $6::interval)";
+
+        // The lock id of an ordering key of queue $1 in this schema, and the statement's call that takes its lock until
+        // the transaction ends. Two keys whose ids collide only share a lock: their producers wait for each other.
+        var seed = $"hashtextextended('{schema.Replace("'", "''", StringComparison.Ordinal)}.' || $1::text, 0)";
+        string KeyLockId(string key) => $"hashtextextended({key}, {seed})";
+        string KeyLock(string key) => $"pg_advisory_xact_lock({KeyLockId(key)})";
+
+        // A keyed item's row is inserted only once its producer holds its key's lock (see KeyOrder in the remarks): the
+        // subquery `locked` takes it (pg_advisory_xact_lock is strict: no key, no lock) and the inserted row is built
+        // from the subquery's row (its queue), so the row's id, drawn with the row, is drawn after the lock is held.
         var insert = $"""
             INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
-            VALUES ($1, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8)
+            SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8
+            FROM (SELECT $1::text AS queue, {KeyLock("$3::text")} AS held) locked
             """;
 
         // In the enqueuing node's own transaction: the insert alone; the node's notifier wakes the consumers once the
@@ -195,7 +221,8 @@ internal sealed class StorageSql
         EnqueueIdempotent = $"""
             WITH inserted AS (
                 INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, idempotency_key)
-                VALUES ($1, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9)
+                SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9
+                FROM (SELECT $1::text AS queue, {KeyLock("$3::text")} AS held) locked
                 ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id),
             notified AS (SELECT pg_notify($11, $1) FROM inserted WHERE $10)
@@ -206,12 +233,20 @@ internal sealed class StorageSql
 
         // Many items in one statement: $2 and $3 are arrays of payloads and ordering keys, one element per item; the
         // other parameters as for one item, shared by all. Rows are inserted in the arrays' order, so their ids
-        // (returned in ascending order) follow the items' order. $9 says whether to notify (once), $10 is the channel.
+        // (returned in ascending order) follow the items' order. The locks of all the items' keys are taken first, in
+        // the order of their lock ids (two bulk enqueues of overlapping keys take them in the same order: no deadlock),
+        // by an aggregate every row is joined with, so before the first row's id is drawn. $9 says whether to notify
+        // (once), $10 is the channel.
         EnqueueMany = $"""
             WITH inserted AS (
                 INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
                 SELECT $1, u.payload, u.ordering_key, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8
-                FROM unnest($2::jsonb[], $3::text[]) WITH ORDINALITY AS u(payload, ordering_key, n)
+                FROM (SELECT count(*) AS held FROM (
+                          SELECT pg_advisory_xact_lock(k.lock_id) FROM (
+                              SELECT DISTINCT {KeyLockId("key")} AS lock_id FROM unnest($3::text[]) AS key
+                              WHERE key IS NOT NULL ORDER BY lock_id) k) taken) locked
+                CROSS JOIN unnest($2::jsonb[], $3::text[]) WITH ORDINALITY AS u(payload, ordering_key, n)
+                WHERE locked.held >= 0
                 ORDER BY u.n
                 RETURNING id),
             notified AS (SELECT pg_notify($10, $1) WHERE $9)
