@@ -18,6 +18,19 @@ namespace BoundedWork.PostgreSql.Internal;
 /// why the limits hold. A claim never takes that lock: it is the plain claim, for <c>min(items the node may hold, free local permits, whole tokens)</c> items.
 /// </para>
 /// <para>
+/// <b>Starts, not claims, spend the rate.</b> Under a start rate a claim takes no more items than the node has idle
+/// workers (<see cref="StartRoom"/>) and whole tokens not yet promised (<see cref="Take"/>): each claimed item is promised
+/// one (<see cref="StoredItem.TokenPledged"/>), and spends it when its handler starts (<see cref="Starting"/>), not when
+/// it is claimed. So every handler start under the rate spends one token of the bucket at that instant, and the bucket
+/// bounds the starts themselves: at most <c>burst + rate × L</c> in any span of L seconds (see
+/// <see cref="LocalTokenBucket"/>), whatever the time between a claim and its start. The promise keeps the claim from
+/// taking more items than tokens: the tokens never fall below the promises (a claim promises only whole tokens not
+/// promised; a start spends one token and one promise; the bucket only refills meanwhile), except when the share shrinks
+/// or lapses; then a start that finds no token does not run: its item is released, ready again. An item claimed before
+/// the rate was set (claimed ahead, waiting for a worker) holds no promise: it starts only with a token not promised
+/// to another item, or is released.
+/// </para>
+/// <para>
 /// <b>Counted locally.</b> A permit is taken when an item is claimed (<see cref="Take"/>, before the claim statement;
 /// what the claim did not find is given back) and given back when its handler ends (<see cref="Finished(StoredItem?, out StoredItem?)"/>), so the
 /// next claim does not wait for the outcome's commit. In use never exceeds the allowance except after a grant shrank
@@ -52,6 +65,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     private long _measuredAt;
 
     private int _inUse;
+    private int _pledged;
     private int? _allowed;
     private bool _rated;
     private int _perKey = 1;
@@ -150,7 +164,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>Gets the items this node claimed under cluster limits during the last second.</summary>
+    /// <summary>Gets the handlers this node started under cluster limits during the last second.</summary>
     public double StartsLastSecond
     {
         get
@@ -170,7 +184,56 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>
-    /// Takes permits (and tokens) for up to <paramref name="wanted"/> items before a claim: returns how many, the
+    /// Under a start rate, what a claim of up to <paramref name="wanted"/> items may ask for: no more than the node's
+    /// idle workers (<paramref name="workers"/> minus the items claimed whose handler has not ended), so that every item
+    /// it claims starts at once and the tokens promised are spent at once. Without a rate, <paramref name="wanted"/>.
+    /// </summary>
+    public int StartRoom(int wanted, int workers)
+    {
+        lock (SyncObj)
+        {
+            return _rated ? Math.Min(wanted, Math.Max(workers - _inUse, 0)) : wanted;
+        }
+    }
+
+    /// <summary>
+    /// A handler is about to start (<paramref name="item"/>, on its worker): under a start rate it spends a token now,
+    /// its promised one or, for an item claimed without one, a token not promised to another. Returns false when there
+    /// is none (the share shrank or lapsed since the claim): the item must not start (release it). Counts the start.
+    /// </summary>
+    public bool Starting(StoredItem item)
+    {
+        lock (SyncObj)
+        {
+            var pledged = item.TokenPledged;
+            if (pledged)
+            {
+                item.TokenPledged = false;
+                _pledged = Math.Max(_pledged - 1, 0);
+            }
+
+            if (_rated)
+            {
+                var expired = time.GetTimestamp() - _expiresAt >= 0;
+                var available = pledged ? Math.Floor(_bucket.Tokens) : Math.Floor(_bucket.Tokens) - _pledged;
+                if (expired || available < 1 || _bucket.Take(1) != 1)
+                {
+                    return false;
+                }
+            }
+
+            if (_limited)
+            {
+                _starts.Enqueue((time.GetTimestamp(), 1));
+                Prune();
+            }
+
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// Takes permits (and promises tokens) for up to <paramref name="wanted"/> items before a claim: returns how many, the
     /// settings version the claim must find, whether a limit held some back, and whether the grant lapsed just now.
     /// </summary>
     public PermitTake Take(int wanted)
@@ -204,16 +267,18 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 
             if (_rated)
             {
-                count = _bucket.Take(count);
+                // Promised, not spent: each item spends its token when its handler starts (Starting).
+                count = (int)Math.Min(count, Math.Max(Math.Floor(_bucket.Tokens) - _pledged, 0));
+                _pledged += count;
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false);
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Pledged = _rated };
         }
     }
 
-    /// <summary>Gives back permits (and tokens) taken for a claim that found fewer items.</summary>
-    public void Return(int unused)
+    /// <summary>Gives back permits (and the tokens promised with them) taken for a claim that found fewer items.</summary>
+    public void Return(int unused, bool pledged)
     {
         if (unused <= 0)
         {
@@ -223,9 +288,35 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         lock (SyncObj)
         {
             _inUse -= unused;
-            if (_rated)
+            if (pledged)
             {
-                _bucket.Refund(unused);
+                _pledged = Math.Max(_pledged - unused, 0);
+            }
+        }
+    }
+
+    /// <summary>Takes back <paramref name="count"/> tokens promised to items that will not start (their claim failed after reading them).</summary>
+    public void Unpledge(int count)
+    {
+        if (count <= 0)
+        {
+            return;
+        }
+
+        lock (SyncObj)
+        {
+            _pledged = Math.Max(_pledged - count, 0);
+        }
+    }
+
+    /// <summary>The claimed items with permits from a <see cref="Take"/> that promised tokens: each carries its promise to its start.</summary>
+    public void Pledge(IEnumerable<StoredItem> items)
+    {
+        lock (SyncObj)
+        {
+            foreach (var item in items)
+            {
+                item.TokenPledged = true;
             }
         }
     }
@@ -244,6 +335,13 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         lock (SyncObj)
         {
             next = null;
+            if (item is { TokenPledged: true })
+            {
+                // Ended without starting (cancelled, refused, released): its promised token is free again.
+                item.TokenPledged = false;
+                _pledged = Math.Max(_pledged - 1, 0);
+            }
+
             if (item is { HoldsPermit: false })
             {
                 _reserve.Remove(item);
@@ -375,22 +473,14 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     {
         lock (SyncObj)
         {
-            return _rated && !_lapsed ? _bucket.TimeToNextToken() : null;
+            return _rated && !_lapsed ? _bucket.TimeToNextToken(_pledged) : null;
         }
     }
 
     /// <summary>A claim took <paramref name="claimed"/> items and left <paramref name="waiting"/> waiting for a permit, the oldest for <paramref name="oldestWaitSeconds"/>.</summary>
     public void Claimed(int claimed, long waiting, double oldestWaitSeconds)
     {
-        lock (SyncObj)
-        {
-            if (claimed > 0 && _limited)
-            {
-                _starts.Enqueue((time.GetTimestamp(), claimed));
-                Prune();
-            }
-        }
-
+        _ = claimed; // counted when they start (Starting)
         Held(waiting, oldestWaitSeconds);
     }
 
@@ -418,4 +508,8 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 }
 
 /// <summary>What <see cref="ClusterPermits.Take"/> gave: permits for <see cref="Count"/> items, under settings <see cref="Version"/>.</summary>
-internal readonly record struct PermitTake(int Count, long Version, bool Bound, bool LapsedNow);
+internal readonly record struct PermitTake(int Count, long Version, bool Bound, bool LapsedNow)
+{
+    /// <summary>Gets a value indicating whether each permit came with a token promised under a start rate, spent when its item starts.</summary>
+    public bool Pledged { get; init; }
+}

@@ -62,11 +62,15 @@ internal sealed class LocalTokenBucket(TimeProvider time)
         _tokens = Math.Min(_tokens + Math.Max(count, 0), Burst);
     }
 
-    /// <summary>Gets the time until the bucket holds a whole token; <see cref="TimeSpan.Zero"/> if it does, null without a share.</summary>
-    public TimeSpan? TimeToNextToken()
+    /// <summary>
+    /// Gets the time until the bucket holds a whole token beyond <paramref name="promised"/> (tokens promised to items
+    /// not started yet, whose starts spend them at once); <see cref="TimeSpan.Zero"/> if it does, null without a share.
+    /// </summary>
+    public TimeSpan? TimeToNextToken(int promised = 0)
     {
         Refill();
-        return Rate <= 0 ? null : _tokens >= 1 ? TimeSpan.Zero : TimeSpan.FromSeconds((1 - _tokens) / Rate);
+        var needed = Math.Max(promised, 0) + 1;
+        return Rate <= 0 ? null : _tokens >= needed ? TimeSpan.Zero : TimeSpan.FromSeconds((needed - _tokens) / Rate);
     }
 
     private void Refill()

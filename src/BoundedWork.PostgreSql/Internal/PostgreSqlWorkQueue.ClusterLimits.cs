@@ -65,6 +65,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     /// </summary>
     private ClaimResult ClaimUnderPermits(int wanted)
     {
+        // Under a start rate, no more than the idle workers: every item claimed starts at once, and spends its token then.
+        wanted = _permits.StartRoom(wanted, Executor.Settings.WorkerCount);
         var take = _permits.Take(wanted);
         if (take.LapsedNow)
         {
@@ -86,6 +88,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         double oldestHeldByKey = 0;
         var perKey = _permits.PerKey;
         var keyed = take.Count > 0 && perKey > 1;
+        var read = false;
         try
         {
             using var connection = _dataSource.OpenConnection();
@@ -127,11 +130,23 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
                 claimed.Add(ReadClaimed(reader, reader.FieldCount - 1));
             }
+
+            read = true;
         }
         finally
         {
-            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count));
+            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count), take.Pledged);
+            if (!read)
+            {
+                _permits.Unpledge(take.Pledged ? Math.Min(claimed.Count, take.Count) : 0); // no item read here will start
+            }
+
             _permits.ReserveSlotsDone(room);
+        }
+
+        if (take.Pledged)
+        {
+            _permits.Pledge(claimed.Count > take.Count ? claimed.GetRange(0, take.Count) : claimed);
         }
 
         if (claimed.Count > take.Count)

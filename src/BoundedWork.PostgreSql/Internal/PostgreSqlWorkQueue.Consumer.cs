@@ -33,6 +33,14 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
+        if (!_permits.Starting(item))
+        {
+            // Under a start rate, no token for it now (its node's share shrank or lapsed since the claim): it does not
+            // start; released, it is ready again for the next claim that has a token.
+            Release(item);
+            return;
+        }
+
         // The item stays held (and its worker's claim counted) until the writer has written the outcome posted here.
         RunDelivery(item);
     }

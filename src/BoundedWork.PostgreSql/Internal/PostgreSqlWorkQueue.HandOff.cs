@@ -86,7 +86,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        var take = _permits.Take(room);
+        var take = _permits.Take(_permits.StartRoom(room, Executor.Settings.WorkerCount)); // under a rate: idle workers only
         if (take.LapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
@@ -100,7 +100,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null);
+        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null) { TokensPledged = take.Pledged };
     }
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
@@ -123,7 +123,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
-        _permits.Return(plan.Count - claimed.Count);
+        _permits.Return(plan.Count - claimed.Count, plan.TokensPledged);
         if (claimed.Count == 0)
         {
             EndKeyReservePlan();
@@ -137,7 +137,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         {
             // Stopping: nothing more starts. Held until the writer has written their releases (it does so next).
             EndKeyReservePlan();
-            _permits.Return(claimed.Count);
+            _permits.Return(claimed.Count, plan.TokensPledged);
             Interlocked.Add(ref _held, claimed.Count);
             ReturnRoom(plan.Count);
             return claimed;
@@ -149,7 +149,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         }
 
         ReturnRoom(plan.Count); // held now: counted by _held
-        _permits.HandedOff(claimed.Count);
+        _permits.HandedOff(claimed, plan.TokensPledged);
 
         // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
         // for the next such end if a partner of its key still runs here, and released otherwise.
@@ -191,7 +191,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
     void IOutcomeHandOff.Failed(HandOffPlan plan)
     {
         EndKeyReservePlan();
-        _permits.Return(plan.Count);
+        _permits.Return(plan.Count, plan.TokensPledged);
         ReturnRoom(plan.Count);
     }
 

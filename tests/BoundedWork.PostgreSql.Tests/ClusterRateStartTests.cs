@@ -1,0 +1,107 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using BoundedWork.PostgreSql.Internal;
+using BoundedWork.PostgreSql.TestConsumer;
+using Xunit.Abstractions;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>
+/// The start rate bounds handler starts, not claims: every handler records the moment it starts in a list of the
+/// test's own (the witness), and the test counts the starts in every span between two of them.
+/// </summary>
+[Collection(PostgresCollection.Name)]
+public sealed class ClusterRateStartTests(PostgresFixture postgres, ITestOutputHelper output)
+{
+    /// <summary>
+    /// How much later than its token a start may be recorded: the handler records its start a few microseconds after
+    /// the node spent the token, or later when the machine preempts the worker in between. Over a span of L seconds
+    /// the starts recorded are the tokens spent in L plus this, so at most burst + rate × (L + this) of them.
+    /// </summary>
+    private const double RecordDelaySeconds = 0.2;
+
+    [Fact]
+    public async Task StartsPerSecond_HandlersHeldThenReleased_StartsInAnySpanStayWithinBurstPlusRateTimesItsLength()
+    {
+        // One node of 8 workers, 4 starts a second with a burst of 4: the 8 workers fill up in about a second, and are
+        // held (a gate, not a sleep) for 3 s while the backlog waits. A node that spent its tokens when it claimed went
+        // on claiming 4 a second into its executor's queue meanwhile, and at the release started those together with
+        // its burst: 15 or so handler starts within a second, against the 8 the rate allows.
+        const double Rate = 4;
+        const int Burst = 4;
+        const int Workers = 8;
+        const int Items = 24;
+        var gate = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var starts = new ConcurrentQueue<long>();
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                starts.Enqueue(Stopwatch.GetTimestamp());
+                Assert.True(gate.Task.Wait(QueueNode.Patience));
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => o.PollInterval = TimeSpan.FromMilliseconds(100),
+            executor: o => (o.WorkerCount, o.MaxWorkerCount) = (Workers, Workers));
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: Rate, burst: Burst);
+        try
+        {
+            await DurableQueueTests.WaitAsync(() => queue.IsClusterLimited, "the node holds its rate share");
+            await node.Queue.EnqueueManyAsync(Enumerable.Range(0, Items).Select(i => new Notice(i)));
+            await DurableQueueTests.WaitAsync(() => starts.Count == Workers, "every worker runs a held handler");
+
+            // Every worker is held: no handler can start, so the node's figure of starts during the last second is 0
+            // once a second has passed since the last start (a figure of claims showed the claims made meanwhile).
+            await Task.Delay(TimeSpan.FromSeconds(1.5));
+            Assert.Equal(Workers, starts.Count);
+            Assert.Equal(0.0, queue.StartsLastSecond);
+            await Task.Delay(TimeSpan.FromSeconds(1.5));
+        }
+        finally
+        {
+            gate.TrySetResult();
+        }
+
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == Items, "every item ran");
+
+        var times = starts.Select(t => (double)t / Stopwatch.Frequency).Order().ToArray();
+        Assert.Equal(Items, times.Length);
+        var (worst, worstSpan, worstBound) = (1, 0.0, (double)Burst);
+        for (var i = 0; i < times.Length; i++)
+        {
+            for (var j = i; j < times.Length; j++)
+            {
+                var span = times[j] - times[i];
+                var count = j - i + 1;
+                var bound = Burst + (Rate * (span + RecordDelaySeconds));
+                if (count - bound > worst - worstBound)
+                {
+                    (worst, worstSpan, worstBound) = (count, span, bound);
+                }
+            }
+        }
+
+        output.WriteLine($"worst span: {worst} starts in {worstSpan:0.000} s (bound {worstBound:0.0}); most in one second: {MostInOneSecond(times)}");
+        Assert.True(worst <= worstBound, $"{worst} handlers started within {worstSpan:0.000} s; the rate allows {Burst} + {Rate} x (that + {RecordDelaySeconds}) = {worstBound:0.0}.");
+        Assert.True(MostInOneSecond(times) <= Burst + Rate, $"{MostInOneSecond(times)} handlers started within one second; the rate allows {Burst} + {Rate}.");
+    }
+
+    private static int MostInOneSecond(double[] times)
+    {
+        var most = 0;
+        for (int i = 0, j = 0; j < times.Length; j++)
+        {
+            while (times[j] - times[i] > 1)
+            {
+                i++;
+            }
+
+            most = Math.Max(most, j - i + 1);
+        }
+
+        return most;
+    }
+}
