@@ -813,19 +813,31 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             return false;
         }
 
-        if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out var remaining))
+        long remaining;
+        QueuedItem item;
+        while (true)
         {
-            _permits.Keep(permit); // another worker took the item: the permit waits for the next one
-            return false;
-        }
+            if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out remaining))
+            {
+                _permits.Unused(permit); // another worker took the item: a permit is never held by an idle worker
+                return false;
+            }
 
-        var item = _queue.ReadClaimed(ticket);
-        if (item.Awaited is { } awaited && !awaited.TryClaim())
-        {
-            _permits.Keep(permit);
+            item = _queue.ReadClaimed(ticket);
+            if (item.Awaited is not { } awaited || awaited.TryClaim())
+            {
+                break;
+            }
+
             worker.CountSkipped(); // its caller cancelled it while it was queued
             AfterClaim(remaining);
-            return true;
+            if (permit is null || remaining == 0 || _pool.RetireOwed)
+            {
+                _permits.Unused(permit);
+                return true;
+            }
+
+            // The permit goes at once to the next queued item, if this worker can claim it.
         }
 
         // Busy from here, before the claim's follow-up (which may admit waiting producers into the freed slot), so a

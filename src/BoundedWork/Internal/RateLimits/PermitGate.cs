@@ -11,12 +11,14 @@ namespace BoundedWork.Internal;
 /// <para>
 /// <b>Before the claim.</b> A worker that sees work asks for a permit before it claims an item
 /// (<see cref="TryAcquire"/>), so while it waits the item stays queued: visible in the queue length, evictable by
-/// DiscardOldest, cancellable by its caller, and handed back at a shutdown deadline. A permit granted to a worker that
-/// then finds no item to start (another worker took it, or its caller cancelled it) is kept here (<see cref="Keep"/>)
-/// and handed to the next asker before the limiter is asked again, and its waiters are woken: never wasted, and never
-/// stranded with a parked worker while another waits. So every started item took exactly one permit, and no more
-/// items start than the limiter granted. The lease is disposed when the item ends, which gives a concurrency-style
-/// limiter its permit back; the kept ones are disposed when the executor completes.
+/// DiscardOldest, cancellable by its caller, and handed back at a shutdown deadline. A permit is held only while its
+/// item runs or is about to start: a worker whose claimed item was cancelled by its caller hands the permit to the next
+/// queued item it can claim at once; a worker that finds no item to start (<see cref="Unused"/>) gives a user's
+/// limiter its permit back at once (that limiter may be shared with other executors, which an idle executor must not
+/// starve) and keeps a permit of the executor's own token bucket for the next asker (nobody else draws on it, and a
+/// token given back is wasted), waking the waiters either way. So every started item took exactly one permit, and no
+/// more items start than the limiter granted. The lease is disposed when the item ends, which gives a
+/// concurrency-style limiter its permit back; the kept ones are disposed when the executor completes.
 /// </para>
 /// <para>
 /// <b>Own threads only.</b> A permit is asked for with <see cref="RateLimiter.AttemptAcquire"/>, which never queues
@@ -211,14 +213,33 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         }
     }
 
-    /// <summary>Keeps a permit that found no item to start, for the next asker, and wakes the waiters.</summary>
-    public void Keep(RateLimitLease? lease)
+    /// <summary>
+    /// Disposes of a permit whose worker found no item to start (another worker took it, or its caller cancelled it),
+    /// and wakes the waiters. A permit of the executor's own token bucket is kept for the next asker: nobody else draws
+    /// on that bucket, so keeping it holds nothing back, and disposing it would waste it. A permit of a user's limiter,
+    /// which other executors may share, is given back at once (a concurrency limiter gets it back): an idle worker never
+    /// holds one.
+    /// </summary>
+    public void Unused(RateLimitLease? lease)
     {
         if (lease is null)
         {
             return;
         }
 
+        if (_limit is { Owned: true })
+        {
+            Keep(lease);
+            return;
+        }
+
+        lease.Dispose();
+        WakeWaiters();
+    }
+
+    /// <summary>Keeps a permit of the executor's own token bucket that found no item to start, for the next asker, and wakes the waiters.</summary>
+    private void Keep(RateLimitLease lease)
+    {
         lock (_sync)
         {
             _kept.Push(lease);
