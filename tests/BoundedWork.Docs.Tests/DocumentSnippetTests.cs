@@ -22,9 +22,10 @@ public sealed class DocumentSnippetTests
     {
         ArgumentNullException.ThrowIfNull(snippet);
 
-        var errors = SnippetCompiler.Compile(snippet.Code, Documentation.DeclarationsFor(snippet.Document));
+        var errors = SnippetCompiler.Compile(snippet.Code, Documentation.DeclarationsFor(snippet.Document, snippet.Packages), snippet.Packages);
 
-        Assert.True(errors.Count == 0, $"The snippet at {snippet} does not compile:\n{string.Join("\n", errors)}\n\n{snippet.Code}");
+        var packages = snippet.Packages is null ? "every package" : string.Join(", ", snippet.Packages.Order(StringComparer.Ordinal));
+        Assert.True(errors.Count == 0, $"The snippet at {snippet} does not compile with only the packages its section names ({packages}):\n{string.Join("\n", errors)}\n\n{snippet.Code}");
     }
 
     [Fact]
@@ -58,6 +59,44 @@ public sealed class DocumentSnippetTests
     public void Document_HasItsSnippets(string document, int atLeast)
     {
         Assert.True(Documentation.SnippetsIn(document).Count >= atLeast, $"{document} has fewer than {atLeast} C# snippets: the extraction found {Documentation.SnippetsIn(document).Count}.");
+    }
+
+    /// <summary>
+    /// The README's first snippet is a console app with the core package only: it compiles against that package and the
+    /// .NET shared framework, with the part of the examples' types page that names the core package (which therefore
+    /// needs nothing from BoundedWork.Hosting), and it prints its outcome.
+    /// </summary>
+    [Fact]
+    public void CoreQuickStart_CompilesWithTheCorePackageOnly_AndPrintsTheOutcome()
+    {
+        var snippet = Documentation.SnippetsIn("README.md").First(s => s.Code.Contains("new BoundedExecutor(", StringComparison.Ordinal));
+
+        Assert.Equal(["BoundedWork"], snippet.Packages!);
+        Assert.Empty(SnippetCompiler.Compile(snippet.Code, Documentation.DeclarationsFor("README.md", snippet.Packages), snippet.Packages));
+        Assert.Contains("Console.WriteLine(", snippet.Code, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void ExampleTypes_ThePartForEveryExample_NeedsOnlyTheCorePackage()
+    {
+        var core = new HashSet<string>(["BoundedWork"]);
+        var shared = Documentation.SnippetsIn(Documentation.ExampleTypesPage).Where(s => SnippetPackages.Covers(core, s.Packages)).ToList();
+
+        Assert.Contains(shared, s => s.Code.Contains("class LegacyCrm", StringComparison.Ordinal));
+        Assert.Empty(SnippetCompiler.Compile("var crm = new LegacyCrm();", shared.Select(s => s.Code), core));
+    }
+
+    [Fact]
+    public void Compile_CoreSnippetUsingTheHostingPackage_ReportsTheMissingNamespace()
+    {
+        const string hosting = """
+            using BoundedWork.Hosting;
+
+            Console.WriteLine(typeof(IBoundedExecutorRegistry));
+            """;
+
+        Assert.Contains(SnippetCompiler.Compile(hosting, [], new HashSet<string>(["BoundedWork"])), error => error.Contains("CS0234", StringComparison.Ordinal));
+        Assert.Empty(SnippetCompiler.Compile(hosting, [], SnippetPackages.Closure(["BoundedWork.Hosting"])));
     }
 
     [Fact]

@@ -5,8 +5,11 @@ using Microsoft.CodeAnalysis.CSharp.Syntax;
 
 namespace BoundedWork.Docs.Tests;
 
-/// <summary>One fenced <c>csharp</c> block of a document.</summary>
-public sealed record DocumentSnippet(string Document, int Line, string Code)
+/// <summary>
+/// One fenced <c>csharp</c> block of a document, and the packages its section names (<see cref="Packages"/>: what a
+/// reader's project would reference to compile it; <see langword="null"/> for a section that names none: every package).
+/// </summary>
+public sealed record DocumentSnippet(string Document, int Line, string Code, IReadOnlySet<string>? Packages = null)
 {
     public override string ToString() => $"{Document}:{Line}";
 }
@@ -45,29 +48,39 @@ internal static partial class Documentation
 
     public static IReadOnlyList<DocumentSnippet> SnippetsIn(string document, string? root = null) => SnippetsInText(document, Read(document, root));
 
-    public static IReadOnlyList<DocumentSnippet> SnippetsInText(string document, string text) =>
-        [.. CSharpBlock().Matches(text.ReplaceLineEndings("\n")).Select(match => new DocumentSnippet(
+    public static IReadOnlyList<DocumentSnippet> SnippetsInText(string document, string text)
+    {
+        text = text.ReplaceLineEndings("\n");
+        return [.. CSharpBlock().Matches(text).Select(match => new DocumentSnippet(
             document,
             text.AsSpan(0, match.Index).Count('\n') + 1,
-            match.Groups["code"].Value))];
+            match.Groups["code"].Value,
+            SnippetPackages.Named(document, text[..match.Index])))];
+    }
 
     /// <summary>
     /// The type declarations a snippet of <paramref name="document"/> compiles with: the document's own declaration
     /// snippets, then those of <see cref="ExampleTypesPage"/> without the types any snippet of the document declares
     /// itself (a page may define its own <c>PaymentNotice</c>; the shared one then stays out of its way).
     /// </summary>
-    public static IReadOnlyList<string> DeclarationsFor(string document, string? root = null) =>
+    public static IReadOnlyList<string> DeclarationsFor(string document, string? root = null) => DeclarationsFor(document, packages: null, root);
+
+    /// <summary>
+    /// As <see cref="DeclarationsFor(string, string?)"/>, keeping only the declaration snippets whose own packages a
+    /// project with <paramref name="packages"/> has (all of them when <paramref name="packages"/> is <see langword="null"/>).
+    /// </summary>
+    public static IReadOnlyList<string> DeclarationsFor(string document, IReadOnlySet<string>? packages, string? root = null) =>
         DeclarationsFor(SnippetsIn(document, root), document == ExampleTypesPage || !File.Exists(Path.Combine(root ?? RepositoryRoot, ExampleTypesPage))
             ? []
-            : SnippetsIn(ExampleTypesPage, root));
+            : SnippetsIn(ExampleTypesPage, root), packages);
 
-    public static IReadOnlyList<string> DeclarationsFor(IEnumerable<DocumentSnippet> own, IEnumerable<DocumentSnippet> shared)
+    public static IReadOnlyList<string> DeclarationsFor(IEnumerable<DocumentSnippet> own, IEnumerable<DocumentSnippet> shared, IReadOnlySet<string>? packages = null)
     {
         var ownCode = own.Select(s => s.Code).ToList();
-        var ownDeclarations = ownCode.Where(code => !SnippetCompiler.IsProgram(code)).ToList();
+        var ownDeclarations = own.Where(s => !SnippetCompiler.IsProgram(s.Code) && SnippetPackages.Covers(packages, s.Packages)).Select(s => s.Code).ToList();
         var declared = ownCode.SelectMany(TypeNames).ToHashSet(StringComparer.Ordinal);
         var result = new List<string>(ownDeclarations);
-        foreach (var code in shared.Select(s => s.Code).Where(code => !SnippetCompiler.IsProgram(code)))
+        foreach (var code in shared.Where(s => SnippetPackages.Covers(packages, s.Packages)).Select(s => s.Code).Where(code => !SnippetCompiler.IsProgram(code)))
         {
             var root = CSharpSyntaxTree.ParseText(code).GetCompilationUnitRoot();
             var clashes = root.Members.OfType<BaseTypeDeclarationSyntax>().Where(t => declared.Contains(t.Identifier.Text)).Cast<MemberDeclarationSyntax>()

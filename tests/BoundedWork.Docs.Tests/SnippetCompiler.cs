@@ -7,8 +7,8 @@ namespace BoundedWork.Docs.Tests;
 
 /// <summary>
 /// Compiles documentation snippets as a reader's project would: C# latest, nullable on, the implicit usings of a plain
-/// SDK project (so a snippet shows every other using it needs), against the assemblies this test process runs on
-/// (the .NET and ASP.NET Core shared frameworks and the BoundedWork packages), with the type declarations the caller
+/// SDK project (so a snippet shows every other using it needs), against the assemblies of the packages its section
+/// names (<see cref="SnippetPackages"/>: the core package alone gets the .NET shared framework only), with the type declarations the caller
 /// passes (<see cref="Documentation.DeclarationsFor(string, string?)"/>: the same document's and the shared example
 /// types page's) and nothing else: every type an example uses is defined where the reader can see it.
 /// </summary>
@@ -26,19 +26,23 @@ internal static class SnippetCompiler
 
     private static readonly CSharpParseOptions ParseOptions = new(LanguageVersion.Latest);
 
-    private static readonly Lazy<ImmutableArray<MetadataReference>> References = new(() =>
+    private static readonly Lazy<ImmutableArray<(string Path, MetadataReference Reference)>> References = new(() =>
     [
         .. ((string)AppContext.GetData("TRUSTED_PLATFORM_ASSEMBLIES")!)
             .Split(Path.PathSeparator, StringSplitOptions.RemoveEmptyEntries)
-            .Select(path => (MetadataReference)MetadataReference.CreateFromFile(path)),
+            .Select(path => (path, (MetadataReference)MetadataReference.CreateFromFile(path))),
     ]);
 
     /// <summary>Whether a snippet is a program (top-level statements) rather than type declarations.</summary>
     public static bool IsProgram(string code) =>
         CSharpSyntaxTree.ParseText(code, ParseOptions).GetCompilationUnitRoot().Members.OfType<GlobalStatementSyntax>().Any();
 
-    /// <summary>Compiles <paramref name="snippet"/> with the declaration snippets of its document; returns the errors.</summary>
-    public static IReadOnlyList<string> Compile(string snippet, IEnumerable<string> declarationSnippets)
+    /// <summary>
+    /// Compiles <paramref name="snippet"/> with the declaration snippets of its document; returns the errors. With
+    /// <paramref name="packages"/>, only the assemblies a project referencing those packages has are referenced
+    /// (<see cref="SnippetPackages.Includes"/>): a core snippet sees neither ASP.NET Core nor the hosting package.
+    /// </summary>
+    public static IReadOnlyList<string> Compile(string snippet, IEnumerable<string> declarationSnippets, IReadOnlySet<string>? packages = null)
     {
         var trees = new List<SyntaxTree>
         {
@@ -51,7 +55,7 @@ internal static class SnippetCompiler
         var compilation = CSharpCompilation.Create(
             "Snippet",
             trees,
-            References.Value,
+            References.Value.Where(r => SnippetPackages.Includes(packages, r.Path)).Select(r => r.Reference),
             new CSharpCompilationOptions(
                 IsProgram(snippet) ? OutputKind.ConsoleApplication : OutputKind.DynamicallyLinkedLibrary,
                 nullableContextOptions: NullableContextOptions.Enable));
