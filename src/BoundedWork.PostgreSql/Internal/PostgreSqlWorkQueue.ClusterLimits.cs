@@ -125,7 +125,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                     continue;
                 }
 
-                claimed.Add(ReadClaimed(reader, reader.FieldCount - 1));
+                claimed.Add(ReadClaimed(reader, reader.FieldCount - 2));
             }
         }
         finally
