@@ -8,7 +8,8 @@ namespace BoundedWork.PostgreSql.Tests;
 
 /// <summary>
 /// A delivery is its node's own: an outcome (or a release) that a node writes again after a lost answer, or writes for
-/// a delivery it no longer holds, changes nothing another delivery holds.
+/// a delivery it no longer holds, changes nothing another delivery holds; a node renews only the leases of the
+/// deliveries it holds, so a row leased to it that it never got (a committed claim whose answer was lost) is reaped.
 /// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class DeliveryOwnershipTests(PostgresFixture postgres)
@@ -67,6 +68,57 @@ public sealed class DeliveryOwnershipTests(PostgresFixture postgres)
         Write(schema, NodeA, delivered, OutcomeKind.Dead); // the dead letter's write again, after its answer was lost
 
         Assert.Equal(StorageSql.Ready, await StateAsync(schema, id));
+    }
+
+    [Fact]
+    public async Task OrphanedLease_OfABusyNode_IsNotRenewed_IsReapedAndRuns()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        using var end = new ManualResetEventSlim();
+        var behavior = new Behavior { Handle = (notice, _) => { if (notice.Number == 1) { Assert.True(end.Wait(QueueNode.Patience)); } } };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => (o.LeaseDuration, o.PollInterval) = (TimeSpan.FromSeconds(1), TimeSpan.FromMilliseconds(50)));
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        await node.Queue.EnqueueManyAsync([new Notice(1)]);
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1").Result == 1, "the node runs its first item");
+
+        // A row leased to the node that the node never got: a claim that committed but whose answer was lost. The node
+        // stays busy with its first item, so its heartbeat runs all along.
+        var orphan = await postgres.ScalarAsync<long>($$"""
+            INSERT INTO {{schema}}.items (queue, payload, state, attempts, lease_owner, lease_until)
+            VALUES ('notices', '{"Number": 2}', 1, 1, '{{queue.NodeId}}', now() + interval '1 second') RETURNING id
+            """);
+
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Any(d => d.Id == orphan), "the orphaned item is reaped and runs");
+        Assert.DoesNotContain(behavior.Deliveries, d => d.Item.Number == 1); // the node was busy all along
+        end.Set();
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the first item ends");
+    }
+
+    [Fact]
+    public async Task ClaimThatFailsAfterReadingRows_GivesBackEveryPermit_AndTheNodeGoesOnClaiming()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => (o.LeaseDuration, o.PollInterval, o.NodeHeartbeatInterval) = (TimeSpan.FromSeconds(1), TimeSpan.FromMilliseconds(50), TimeSpan.FromMinutes(1)));
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 2);
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPermitsAllowed == 2, "the node holds its grant");
+
+        // Two items claimed by one claim: the node reads the first, and fails on the second (a time the client cannot
+        // read), after the claim committed: both rows are leased to it, neither is handed to its executor.
+        await postgres.ExecuteAsync($$"""
+            INSERT INTO {{schema}}.items (queue, payload, enqueued_at)
+            VALUES ('notices', '{"Number": 1}', now()), ('notices', '{"Number": 2}', '20000-01-01 00:00:00+00');
+            """);
+        await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1").Result == 2, "the claim took both rows");
+        await postgres.ExecuteAsync($"UPDATE {schema}.items SET enqueued_at = now()");
+
+        // The rows are reaped when their leases end, claimed again and run; the node's permits are all free again.
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items run");
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPermitsInUse == 0, "every permit is back");
+        Assert.Equal([1, 2], behavior.Deliveries.Select(d => d.Item.Number).Order());
     }
 
     /// <summary>Claims one ready item of the queue as node <paramref name="owner"/> with the claim statement, as a node's claim loop does.</summary>

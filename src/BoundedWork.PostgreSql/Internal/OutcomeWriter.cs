@@ -10,8 +10,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// one round trip carries every outcome that arrived while the previous one was in flight. A failed write is retried,
 /// the same outcomes, until it succeeds or the node stops; an outcome that is never written leaves its item claimed
 /// until the lease expires, after which it runs again (at least once). Runs on its own thread with synchronous I/O.
-/// Every posted outcome is settled exactly once, through the <c>settled</c> callback: when its batch is written, or
-/// when the writer gives up on it at a stop. Outcomes are written for the node's own deliveries only
+/// Every posted outcome is settled exactly once, through the <c>settled</c> callback (with its delivery): when its batch
+/// is written, or when the writer gives up on it at a stop. Outcomes are written for the node's own deliveries only
 /// (its lease owner and each delivery's token), so a batch written again after a lost answer changes nothing another
 /// delivery holds. The queue counts its item as held until then. When a written batch made
 /// an item claimable for other nodes, the writer wakes them through the node's notifier, after the write committed.
@@ -31,11 +31,11 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly ILogger _logger;
     private readonly StorageHealth _health;
     private readonly TimeSpan _maxDelay;
-    private readonly Action<int> _settled;
+    private readonly Action<IReadOnlyList<HeldDelivery>> _settled;
     private readonly Action _wakeOthers;
     private readonly IOutcomeHandOff? _handOff;
 
-    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, string leaseOwner, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
+    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, string leaseOwner, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<IReadOnlyList<HeldDelivery>> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
     {
         _leaseOwner = leaseOwner;
         _handOff = handOff;
@@ -66,7 +66,7 @@ internal sealed class OutcomeWriter : IDisposable
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
         {
             // The writer has stopped (the node is stopping and its executor gave up at the deadline, or it is disposed).
-            _settled(1);
+            _settled([new HeldDelivery(item.Id, item.Delivery)]);
             _logger.OutcomesLostAtStop(_queueName, 1);
         }
     }
@@ -101,7 +101,7 @@ internal sealed class OutcomeWriter : IDisposable
                     _wakeOthers();
                 }
 
-                _settled(batch.Count);
+                _settled(Settled(batch));
                 batch.Clear();
                 foreach (var item in written.NotStarted)
                 {
@@ -113,16 +113,15 @@ internal sealed class OutcomeWriter : IDisposable
         catch (OperationCanceledException) when (abandon.IsCancellationRequested)
         {
             // Given up: the batch being written and every outcome still waiting.
-            var lost = batch.Count;
-            while (_outcomes.TryTake(out _))
+            while (_outcomes.TryTake(out var outcome))
             {
-                lost++;
+                batch.Add(outcome);
             }
 
-            if (lost > 0)
+            if (batch.Count > 0)
             {
-                _settled(lost);
-                _logger.OutcomesLostAtStop(_queueName, lost);
+                _settled(Settled(batch));
+                _logger.OutcomesLostAtStop(_queueName, batch.Count);
             }
         }
     }
@@ -297,6 +296,8 @@ internal sealed class OutcomeWriter : IDisposable
         parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
 
     private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
+
+    private static HeldDelivery[] Settled(List<Outcome> outcomes) => [.. outcomes.Select(outcome => new HeldDelivery(outcome.Id, outcome.Delivery))];
 
     public void Dispose() => _outcomes.Dispose();
 

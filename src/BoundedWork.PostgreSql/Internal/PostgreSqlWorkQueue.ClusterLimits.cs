@@ -86,6 +86,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         double oldestHeldByKey = 0;
         var perKey = _permits.PerKey;
         var keyed = take.Count > 0 && perKey > 1;
+        var read = false;
         try
         {
             using var connection = _dataSource.OpenConnection();
@@ -127,10 +128,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
                 claimed.Add(ReadClaimed(reader, reader.FieldCount - 2));
             }
+
+            read = true;
         }
         finally
         {
-            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count));
+            // A claim that failed after reading some rows hands none of them to the executor: every permit goes back.
+            // (If it committed, those rows are leased to this node but not held: not renewed, they are reaped.)
+            _permits.Return(take.Count - (read ? Math.Min(claimed.Count, take.Count) : 0));
             _permits.ReserveSlotsDone(room);
         }
 

@@ -99,10 +99,15 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>The writer wrote (or, at a stop, gave up on) <paramref name="count"/> outcomes: those items are no longer held, and the claim loop may take more.</summary>
-    private void OnOutcomesSettled(int count)
+    /// <summary>The writer wrote (or, at a stop, gave up on) the outcomes of <paramref name="settled"/>: those items are no longer held (nor their leases renewed), and the claim loop may take more.</summary>
+    private void OnOutcomesSettled(IReadOnlyList<HeldDelivery> settled)
     {
-        Interlocked.Add(ref _held, -count);
+        foreach (var delivery in settled)
+        {
+            _leases.TryRemove(new KeyValuePair<long, long>(delivery.Id, delivery.Delivery));
+        }
+
+        Interlocked.Add(ref _held, -settled.Count);
         _wake.Set();
     }
 

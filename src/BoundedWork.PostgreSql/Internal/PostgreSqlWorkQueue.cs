@@ -75,6 +75,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     /// <summary>The deliveries this node holds whose outcome is not posted yet, by item id: where a cancellation request finds its item.</summary>
     private readonly System.Collections.Concurrent.ConcurrentDictionary<long, StoredItem> _deliveries = new();
+
+    /// <summary>
+    /// The deliveries this node holds, by item id: their delivery tokens. Added when a claimed row is held, removed when
+    /// its outcome is written (or given up at a stop). The heartbeat renews these leases and no others.
+    /// </summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, long> _leases = new();
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
     /// <summary>

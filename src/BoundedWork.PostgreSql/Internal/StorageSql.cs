@@ -14,7 +14,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// retries an item has left are counted from <c>attempt_base</c> (the attempts it had when a dead letter was requeued;
 /// zero otherwise), so a requeued item gets the queue's retries again while its attempt numbers go on. <c>delivery</c>
 /// is the token of the row's last claim: every claim sets a new one (and a requeue of a dead letter), nothing takes it
-/// back. A node finishes a delivery only while it is still its own (<c>id</c> and <c>delivery</c> match and
+/// back. A node finishes or renews a delivery only while it is still its own (<c>id</c> and <c>delivery</c> match and
 /// the row is running with the node as <c>lease_owner</c>, or, for a final outcome or a retry, ready again after the
 /// reaper took its expired lease back), so an outcome written again after a lost answer, or by a node whose item was
 /// claimed again, cannot touch the newer delivery.
@@ -176,7 +176,7 @@ internal sealed class StorageSql
             // Version 6: the delivery token. Every claim sets it to a new value (one more than the row's last), and
             // nothing else does but a requeue of a dead letter, so (id, delivery) names one claim of an item, which
             // attempts cannot (a release takes its attempt back, and the next claim has the same number). The outcome
-            // statements match it with the lease owner. A constant default: no rewrite.
+            // statements and the heartbeat match it with the lease owner. A constant default: no rewrite.
             $"""
             ALTER TABLE {Items} ADD COLUMN delivery bigint NOT NULL DEFAULT 0;
             """,
@@ -291,12 +291,16 @@ internal sealed class StorageSql
                    coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::text, NULL::bigint
             """;
 
-        // Renews this node's leases, and returns those of its items someone asked to cancel (the listener normally
-        // hears of them at once; this catches a notification missed while it reconnected).
+        // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
+        // its items someone asked to cancel (the listener normally hears of them at once; this catches a notification
+        // missed while it reconnected). Only the deliveries it holds: a row leased to it by a claim or outcome whose
+        // answer it never got (an orphan) is not renewed, and the reaper returns it to ready once its lease expires.
         Heartbeat = $"""
             WITH renewed AS (
-                UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2
-                RETURNING id, cancel_requested_at)
+                UPDATE {Items} i SET lease_until = now() + $3
+                WHERE i.id = ANY($4::bigint[]) AND i.queue = $1 AND i.state = 1 AND i.lease_owner = $2
+                  AND i.delivery = ($5::bigint[])[array_position($4::bigint[], i.id)]
+                RETURNING i.id, i.cancel_requested_at)
             SELECT id FROM renewed WHERE cancel_requested_at IS NOT NULL
             """;
 

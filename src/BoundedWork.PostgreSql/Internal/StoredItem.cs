@@ -111,6 +111,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     public override string ToString() => $"stored item {Id} (delivery {Attempts})";
 }
 
+/// <summary>A delivery held by a node: its row's id and the delivery token its claim set (see <see cref="StoredItem.Delivery"/>).</summary>
+internal readonly record struct HeldDelivery(long Id, long Delivery);
+
 /// <summary>The queue that claimed a <see cref="StoredItem"/>.</summary>
 internal interface IStoredItemOwner
 {
