@@ -175,8 +175,8 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         var handOff = new RecordingHandOff();
         var settled = 0;
         await using var dataSource = NpgsqlDataSource.Create(postgres.ConnectionString);
-        using var writer = new OutcomeWriter(dataSource, sql, "notices", deleteCompleted: false, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance,
-            new StorageHealth(() => { }), TimeSpan.FromSeconds(1), count => settled += count, () => { }, handOff);
+        using var writer = new OutcomeWriter(dataSource, sql, "notices", "a node", deleteCompleted: false, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance,
+            new StorageHealth(() => { }), TimeSpan.FromSeconds(1), written => settled += written.Count, () => { }, handOff);
         var owner = new NoOwner();
         StoredItem Keyed(long id, string? key) => new(owner, id, "{}", 1, 0, DateTimeOffset.UtcNow, key is not null, null, null, key);
 
@@ -187,8 +187,8 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         writer.Run(CancellationToken.None);
         Assert.Empty(handOff.Asked);
 
-        using var second = new OutcomeWriter(dataSource, sql, "notices", deleteCompleted: false, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance,
-            new StorageHealth(() => { }), TimeSpan.FromSeconds(1), count => settled += count, () => { }, handOff);
+        using var second = new OutcomeWriter(dataSource, sql, "notices", "a node", deleteCompleted: false, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance,
+            new StorageHealth(() => { }), TimeSpan.FromSeconds(1), written => settled += written.Count, () => { }, handOff);
         second.Post(Keyed(4, "a"), OutcomeKind.Retry, TimeSpan.FromSeconds(1), "failed");
         second.Post(Keyed(5, "c"), OutcomeKind.Completed);
         second.Post(Keyed(6, "d"), OutcomeKind.Dead, error: "dead");

@@ -152,10 +152,10 @@ internal sealed class KeyedClaimSql
                     SELECT 1 FROM chosen c
                     WHERE c.ordering_key = l.ordering_key AND c.id < l.id AND c.id NOT IN (SELECT id FROM locked))),
             claimed AS (
-                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key)
+                          i.traceparent, i.tracestate, i.ordering_key, i.delivery)
             """;
 
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
@@ -213,14 +213,14 @@ internal sealed class KeyedClaimSql
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait, ordering_key FROM claimed
+                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait, ordering_key, delivery FROM claimed
             UNION ALL
             SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
                    extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
                        SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
-                   NULL::text
+                   NULL::text, NULL::bigint
             """;
 
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
@@ -241,7 +241,7 @@ internal sealed class KeyedClaimSql
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
-                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved, c.delivery
             FROM claimed c
             """;
     }
@@ -251,14 +251,16 @@ internal sealed class KeyedClaimSql
     /// outcome statement: the <see cref="ClaimPerKey"/> rule over the keys <c>$6</c> (text[]) only. $1 queue, $2 at most
     /// how many, $3 node, $4 lease, $5 the bound (M, or M + 1 when it may take reserves), $6 the keys, $7 M, $8 the keys
     /// it may take a reserve for (text[]; an item whose count is M). Returns the claimed rows in the columns of
-    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool), no last row.
+    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool) and the delivery
+    /// token (10), no last row.
     /// </summary>
     public string HandOff { get; }
 
     /// <summary>
     /// Gets the claim of a queue with <c>max_running_per_key</c> above one: $1 queue, $2 how many the node wants, $3 node
     /// (the lease owner), $4 lease, $5 M. One statement in its own (implicit) transaction, no settings lock. Returns the
-    /// claimed rows in the columns of <see cref="StorageSql.Claim"/>, then one last row with a null id: promotions
+    /// claimed rows in the columns of <see cref="StorageSql.Claim"/> (the ordering key, then the delivery token, last),
+    /// then one last row with a null id: promotions
     /// (ordinal 2, int), seconds until the next scheduled item (8, null: none), ready items left behind (9, bigint) and
     /// how long the oldest of them has waited since due (10, seconds).
     /// </summary>

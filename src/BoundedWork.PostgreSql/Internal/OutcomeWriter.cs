@@ -10,8 +10,10 @@ namespace BoundedWork.PostgreSql.Internal;
 /// one round trip carries every outcome that arrived while the previous one was in flight. A failed write is retried,
 /// the same outcomes, until it succeeds or the node stops; an outcome that is never written leaves its item claimed
 /// until the lease expires, after which it runs again (at least once). Runs on its own thread with synchronous I/O.
-/// Every posted outcome is settled exactly once, through the <c>settled</c> callback: when its batch is written, or
-/// when the writer gives up on it at a stop. The queue counts its item as held until then. When a written batch made
+/// Every posted outcome is settled exactly once, through the <c>settled</c> callback (with its delivery): when its batch
+/// is written, or when the writer gives up on it at a stop. Outcomes are written for the node's own deliveries only
+/// (its lease owner and each delivery's token), so a batch written again after a lost answer changes nothing another
+/// delivery holds. The queue counts its item as held until then. When a written batch made
 /// an item claimable for other nodes, the writer wakes them through the node's notifier, after the write committed.
 /// Under a per-key limit above one, a batch with final outcomes of keyed items also claims the next items of those keys
 /// in its own transaction (<see cref="IOutcomeHandOff"/>); the node starts them after the commit.
@@ -24,16 +26,18 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly NpgsqlDataSource _dataSource;
     private readonly StorageSql _sql;
     private readonly string _queueName;
+    private readonly string _leaseOwner;
     private readonly bool _deleteCompleted;
     private readonly ILogger _logger;
     private readonly StorageHealth _health;
     private readonly TimeSpan _maxDelay;
-    private readonly Action<int> _settled;
+    private readonly Action<IReadOnlyList<HeldDelivery>> _settled;
     private readonly Action _wakeOthers;
     private readonly IOutcomeHandOff? _handOff;
 
-    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<int> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
+    public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, string leaseOwner, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<IReadOnlyList<HeldDelivery>> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
     {
+        _leaseOwner = leaseOwner;
         _handOff = handOff;
         _wakeOthers = wakeOthers;
         _dataSource = dataSource;
@@ -57,12 +61,12 @@ internal sealed class OutcomeWriter : IDisposable
             // see ClusterPermits.)
             // A final outcome of a keyed item frees a place of its key: the hand-off may fill it (its Key is set).
             var final = item.IsOrdered && kind is OutcomeKind.Completed or OutcomeKind.Dead or OutcomeKind.Cancelled;
-            _outcomes.Add(new Outcome(kind, item.Id, item.Attempts, retryDelay.TotalMilliseconds, error, kind == OutcomeKind.Released || final, final ? item.OrderingKey : null));
+            _outcomes.Add(new Outcome(kind, item.Id, item.Delivery, retryDelay.TotalMilliseconds, error, kind == OutcomeKind.Released || final, final ? item.OrderingKey : null));
         }
         catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
         {
             // The writer has stopped (the node is stopping and its executor gave up at the deadline, or it is disposed).
-            _settled(1);
+            _settled([new HeldDelivery(item.Id, item.Delivery)]);
             _logger.OutcomesLostAtStop(_queueName, 1);
         }
     }
@@ -97,28 +101,27 @@ internal sealed class OutcomeWriter : IDisposable
                     _wakeOthers();
                 }
 
-                _settled(batch.Count);
+                _settled(Settled(batch));
                 batch.Clear();
                 foreach (var item in written.NotStarted)
                 {
                     // Handed off after the node began to stop: held, never started; released by the next write.
-                    batch.Add(new Outcome(OutcomeKind.Released, item.Id, item.Attempts, 0, null, WakesOthers: true, Key: null));
+                    batch.Add(new Outcome(OutcomeKind.Released, item.Id, item.Delivery, 0, null, WakesOthers: true, Key: null));
                 }
             }
         }
         catch (OperationCanceledException) when (abandon.IsCancellationRequested)
         {
             // Given up: the batch being written and every outcome still waiting.
-            var lost = batch.Count;
-            while (_outcomes.TryTake(out _))
+            while (_outcomes.TryTake(out var outcome))
             {
-                lost++;
+                batch.Add(outcome);
             }
 
-            if (lost > 0)
+            if (batch.Count > 0)
             {
-                _settled(lost);
-                _logger.OutcomesLostAtStop(_queueName, lost);
+                _settled(Settled(batch));
+                _logger.OutcomesLostAtStop(_queueName, batch.Count);
             }
         }
     }
@@ -180,6 +183,7 @@ internal sealed class OutcomeWriter : IDisposable
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection))
         {
+            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
             // The parameters of each kind present, in the statement's order (see StorageSql.WriteOutcomes).
             for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
             {
@@ -216,6 +220,7 @@ internal sealed class OutcomeWriter : IDisposable
             using var transaction = connection.BeginTransaction();
             using (var write = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection, transaction))
             {
+                write.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
                 for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
                 {
                     if ((kinds & (1 << (int)kind)) != 0)
@@ -284,7 +289,7 @@ internal sealed class OutcomeWriter : IDisposable
     private static void AddIds(NpgsqlParameterCollection parameters, List<Outcome> outcomes)
     {
         parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Id)] });
-        parameters.Add(new NpgsqlParameter<int[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Integer, TypedValue = [.. outcomes.Select(outcome => outcome.Attempts)] });
+        parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Delivery)] });
     }
 
     private static void AddErrors(NpgsqlParameterCollection parameters, List<Outcome> outcomes) =>
@@ -292,10 +297,12 @@ internal sealed class OutcomeWriter : IDisposable
 
     private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 
+    private static HeldDelivery[] Settled(List<Outcome> outcomes) => [.. outcomes.Select(outcome => new HeldDelivery(outcome.Id, outcome.Delivery))];
+
     public void Dispose() => _outcomes.Dispose();
 
     /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys).</summary>
-    private readonly record struct Outcome(OutcomeKind Kind, long Id, int Attempts, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key);
+    private readonly record struct Outcome(OutcomeKind Kind, long Id, long Delivery, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key);
 
     /// <summary>A written batch: whether to wake the other nodes, and the items handed off that the node did not start (to release).</summary>
     private readonly record struct Written(bool WakeOthers, List<StoredItem> NotStarted);

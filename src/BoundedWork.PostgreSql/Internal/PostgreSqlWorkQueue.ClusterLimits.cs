@@ -128,19 +128,17 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                     continue;
                 }
 
-                claimed.Add(ReadClaimed(reader, reader.FieldCount - 1));
+                claimed.Add(ReadClaimed(reader, reader.FieldCount - 2));
             }
 
             read = true;
         }
         finally
         {
-            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count), take.Pledged);
-            if (!read)
-            {
-                _permits.Unpledge(take.Pledged ? Math.Min(claimed.Count, take.Count) : 0); // no item read here will start
-            }
-
+            // A claim that failed after reading some rows hands none of them to the executor: every permit (and every
+            // token promised with them) goes back. (If it committed, those rows are leased to this node but not held:
+            // not renewed, they are reaped.)
+            _permits.Return(take.Count - (read ? Math.Min(claimed.Count, take.Count) : 0), take.Pledged);
             _permits.ReserveSlotsDone(room);
         }
 

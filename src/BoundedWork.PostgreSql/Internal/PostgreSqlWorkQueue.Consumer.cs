@@ -107,10 +107,15 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>The writer wrote (or, at a stop, gave up on) <paramref name="count"/> outcomes: those items are no longer held, and the claim loop may take more.</summary>
-    private void OnOutcomesSettled(int count)
+    /// <summary>The writer wrote (or, at a stop, gave up on) the outcomes of <paramref name="settled"/>: those items are no longer held (nor their leases renewed), and the claim loop may take more.</summary>
+    private void OnOutcomesSettled(IReadOnlyList<HeldDelivery> settled)
     {
-        Interlocked.Add(ref _held, -count);
+        foreach (var delivery in settled)
+        {
+            _leases.TryRemove(new KeyValuePair<long, long>(delivery.Id, delivery.Delivery));
+        }
+
+        Interlocked.Add(ref _held, -settled.Count);
         _wake.Set();
     }
 
@@ -209,10 +214,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
     }
 
-    /// <summary>Reads a claimed row; <paramref name="keyColumn"/> is the ordinal of its <c>ordering_key</c> (the last column of every claim statement).</summary>
+    /// <summary>Reads a claimed row; <paramref name="keyColumn"/> is the ordinal of its <c>ordering_key</c>, and its delivery token is the last column of every claim statement.</summary>
     private StoredItem ReadClaimed(NpgsqlDataReader reader, int keyColumn) =>
         new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
-            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn));
+            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn),
+            reader.GetInt64(reader.FieldCount - 1));
 
     /// <summary>Hands claimed (committed) deliveries to the executor, in id order.</summary>
     private void Submit(List<StoredItem> claimed)

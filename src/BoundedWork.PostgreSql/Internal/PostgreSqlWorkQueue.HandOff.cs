@@ -139,6 +139,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             EndKeyReservePlan();
             _permits.Return(claimed.Count, plan.TokensPledged);
             Interlocked.Add(ref _held, claimed.Count);
+            foreach (var item in claimed)
+            {
+                _leases[item.Id] = item.Delivery;
+            }
+
             ReturnRoom(plan.Count);
             return claimed;
         }

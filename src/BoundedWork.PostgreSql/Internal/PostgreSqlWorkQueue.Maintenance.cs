@@ -18,7 +18,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             try
             {
-                if (Volatile.Read(ref _held) > 0)
+                if (!_leases.IsEmpty)
                 {
                     RenewLeases();
                 }
@@ -43,11 +43,14 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     /// <summary>
-    /// Renews this node's leases; the items among them that someone asked to cancel (a notification this node's
-    /// listener missed while it reconnected) get their cancellation now.
+    /// Renews the leases of the deliveries this node holds (by id and delivery token: a row leased to this node that it
+    /// does not hold, left by a claim or an outcome whose answer was lost, is left to expire and be reaped); the items
+    /// among them that someone asked to cancel (a notification this node's listener missed while it reconnected) get
+    /// their cancellation now.
     /// </summary>
     private void RenewLeases()
     {
+        var held = _leases.ToArray();
         List<long>? cancelled = null;
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.Heartbeat, connection))
@@ -55,6 +58,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
             command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
             command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
+            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Key)] });
+            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Value)] });
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {

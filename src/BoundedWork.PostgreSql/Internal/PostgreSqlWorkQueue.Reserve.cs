@@ -13,6 +13,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private void Hold(StoredItem item)
     {
         Interlocked.Increment(ref _held);
+        _leases[item.Id] = item.Delivery;
         _deliveries[item.Id] = item;
         CountKeyActive(item);
     }

@@ -75,6 +75,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     /// <summary>The deliveries this node holds whose outcome is not posted yet, by item id: where a cancellation request finds its item.</summary>
     private readonly System.Collections.Concurrent.ConcurrentDictionary<long, StoredItem> _deliveries = new();
+
+    /// <summary>
+    /// The deliveries this node holds, by item id: their delivery tokens. Added when a claimed row is held, removed when
+    /// its outcome is written (or given up at a stop). The heartbeat renews these leases and no others.
+    /// </summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, long> _leases = new();
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
     /// <summary>
@@ -108,7 +114,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _permits = new ClusterPermits(options.TimeProvider);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
-        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
     }
 
     public string Name { get; }

@@ -12,9 +12,12 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </list>
 /// <c>attempts</c> counts deliveries: a claim adds one, a delivery handed back unrun (shutdown) takes it back. The
 /// retries an item has left are counted from <c>attempt_base</c> (the attempts it had when a dead letter was requeued;
-/// zero otherwise), so a requeued item gets the queue's retries again while its attempt numbers go on. A node finishes
-/// a delivery only while no later delivery exists (<c>id</c> and <c>attempts</c> match, state running, or ready again
-/// after its lease expired), so a node whose item was claimed again cannot overwrite the newer delivery's outcome.
+/// zero otherwise), so a requeued item gets the queue's retries again while its attempt numbers go on. <c>delivery</c>
+/// is the token of the row's last claim: every claim sets a new one (and a requeue of a dead letter), nothing takes it
+/// back. A node finishes or renews a delivery only while it is still its own (<c>id</c> and <c>delivery</c> match and
+/// the row is running with the node as <c>lease_owner</c>, or, for a final outcome or a retry, ready again after the
+/// reaper took its expired lease back), so an outcome written again after a lost answer, or by a node whose item was
+/// claimed again, cannot touch the newer delivery.
 /// <c>idempotency_key</c>, when a producer gave one, is unique per queue among the rows that exist: a second enqueue
 /// with the key stores nothing until cleanup deletes the first row. <c>traceparent</c> and <c>tracestate</c> are the
 /// producer's W3C trace context at enqueue; nothing changes them afterwards.
@@ -181,6 +184,14 @@ internal sealed class StorageSql
                 ADD COLUMN granted_rate double precision NOT NULL DEFAULT 0,
                 ADD COLUMN granted_burst integer NOT NULL DEFAULT 0;
             """ + KeyedClaimSql.Migration(Items),
+
+            // Version 6: the delivery token. Every claim sets it to a new value (one more than the row's last), and
+            // nothing else does but a requeue of a dead letter, so (id, delivery) names one claim of an item, which
+            // attempts cannot (a release takes its attempt back, and the next claim has the same number). The outcome
+            // statements and the heartbeat match it with the lease owner. A constant default: no rewrite.
+            $"""
+            ALTER TABLE {Items} ADD COLUMN delivery bigint NOT NULL DEFAULT 0;
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
@@ -263,7 +274,7 @@ internal sealed class StorageSql
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
         // meanwhile). Nothing is claimed unless the queue's settings version is still $5, the one the node's cluster
         // permits were granted under (one probe of the settings' primary key per statement): a change of the limits
-        // binds every claim that starts after it committed. The claimed rows come back, then one last row with a null
+        // binds every claim that starts after it committed. The claimed rows come back (their key and delivery token last), then one last row with a null
         // id: how many scheduled items became ready, the seconds until the next scheduled item is due (null if none),
         // the settings version, and, of the first $6 ready items in claim order (the node's idle capacity that its
         // permits held back; zero: not counted), how many this claim did not take and how long the oldest of them has
@@ -293,10 +304,10 @@ internal sealed class StorageSql
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
             claimed AS (
-                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, lease_owner = $3, lease_until = now() + $4
+                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM next))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key),
+                          i.traceparent, i.tracestate, i.ordering_key, i.delivery),
             peek AS (
                 SELECT p.id, p.run_at FROM {Items} p
                 WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -304,20 +315,24 @@ internal sealed class StorageSql
                 LIMIT $6),
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, ordering_key FROM claimed
+                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, ordering_key, delivery FROM claimed
             UNION ALL
             SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::text
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::text, NULL::bigint
             """;
 
-        // Renews this node's leases, and returns those of its items someone asked to cancel (the listener normally
-        // hears of them at once; this catches a notification missed while it reconnected).
+        // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
+        // its items someone asked to cancel (the listener normally hears of them at once; this catches a notification
+        // missed while it reconnected). Only the deliveries it holds: a row leased to it by a claim or outcome whose
+        // answer it never got (an orphan) is not renewed, and the reaper returns it to ready once its lease expires.
         Heartbeat = $"""
             WITH renewed AS (
-                UPDATE {Items} SET lease_until = now() + $3 WHERE queue = $1 AND state = 1 AND lease_owner = $2
-                RETURNING id, cancel_requested_at)
+                UPDATE {Items} i SET lease_until = now() + $3
+                WHERE i.id = ANY($4::bigint[]) AND i.queue = $1 AND i.state = 1 AND i.lease_owner = $2
+                  AND i.delivery = ($5::bigint[])[array_position($4::bigint[], i.id)]
+                RETURNING i.id, i.cancel_requested_at)
             SELECT id FROM renewed WHERE cancel_requested_at IS NOT NULL
             """;
 
@@ -404,7 +419,8 @@ internal sealed class StorageSql
             FROM {Items} WHERE queue = $1 AND id = $2 AND state = 3
             """;
 
-        // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far), keeping id,
+        // Requeue: ready now, as new deliveries (the retries left are counted from the attempts so far; a new delivery
+        // token, so an outcome of the delivery that made it a dead letter, written again, does not land), keeping id,
         // payload, priority, key and trace context; then one wake-up ($5) for every node. A keyed dead letter becomes
         // unfinished again with its old id, older than items of its key that a claim running now may be taking without
         // seeing it: so the first M (max_running_per_key; M + 1 when M is above one, the bound of the hand-off's per-key
@@ -415,7 +431,7 @@ internal sealed class StorageSql
         // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again.
         RequeueDeadLetters = $"""
             WITH requeued AS (
-                UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, finished_at = NULL,
+                UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, delivery = delivery + 1, finished_at = NULL,
                     lease_owner = NULL, lease_until = NULL, cancel_requested_at = NULL
                 WHERE {Selected}
                 RETURNING id, ordering_key),
@@ -524,13 +540,15 @@ internal sealed class StorageSql
     /// <summary>
     /// The statement that writes a batch of outcomes: one part for each kind of outcome the batch has (the kinds in
     /// <paramref name="kinds"/>, bit <c>1 &lt;&lt; (int)kind</c>), in one statement (one round trip, one transaction),
-    /// returning how many outcomes landed. Each part takes the ids and attempts of its deliveries (an outcome lands
-    /// only on its own delivery: the row's attempts match and no later claim exists; a completion, retry, dead letter
-    /// or cancellation also lands on a row whose lease expired and which went back to ready without being claimed
-    /// again). A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
+    /// returning how many outcomes landed. <c>$1</c> is the node's lease owner; each part takes the ids and delivery
+    /// tokens of its deliveries (an outcome lands only on its own delivery: the row's token matches, so no later claim
+    /// exists, and the row is running under the node's lease; a completion, retry, dead letter or cancellation also
+    /// lands on a row whose lease expired and which went back to ready without being claimed again). Written again
+    /// (the writer retries a batch whose answer was lost, committed or not), it changes nothing another delivery holds.
+    /// A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
     /// release or a retry of an item whose cancellation was asked meanwhile cancels it instead. With
     /// <paramref name="deleteCompleted"/> completed rows are deleted. Parameters: each present kind's arrays in the
-    /// order of <see cref="OutcomeKind"/>: ids and attempts, then delays (ms) and errors for retries, errors for dead
+    /// order of <see cref="OutcomeKind"/>: ids and delivery tokens, then delays (ms) and errors for retries, errors for dead
     /// letters and cancellations. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
     /// and these writes must go on while the pool is starved. Made once per combination and kept.
     /// </summary>
@@ -543,38 +561,45 @@ internal sealed class StorageSql
     private string BuildOutcomes(int kinds, bool deleteCompleted)
     {
         var parts = new List<(string Name, string Sql)>();
-        var next = 1;
+        var next = 2; // $1 is the node's lease owner
         string P(string type) => $"${next++}::{type}";
         bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
 
         // The rows of a part are those whose id is in its id array (the primary key, whatever the statistics: see
-        // PlanShapes); each row's own values (attempts, delay, error) are read at the position of its id.
+        // PlanShapes); each row's own values (delivery token, delay, error) are read at the position of its id.
         static string At(string array, string ids) => $"({array})[array_position({ids}, i.id)]";
-        static string Mine(string ids, string attempts, string states) => $"i.id = ANY({ids}) AND i.state IN ({states}) AND i.attempts = {At(attempts, ids)}";
+        // A delivery is the node's own while the row holds its token (no claim since) and is leased to the node; a
+        // completion, retry, dead letter or cancellation also lands while the row is ready after the reaper took the
+        // lease back (and no one claimed it since). Once written, a part matches its row no more (another state, or
+        // another token), except a retry due at once, which, written again, writes the same values: a batch written
+        // again after a lost answer changes nothing another delivery holds.
+        static string Mine(string ids, string deliveries, bool reaped) =>
+            $"i.id = ANY({ids}) AND i.delivery = {At(deliveries, ids)} AND (i.state = 1 AND i.lease_owner = $1::text"
+            + (reaped ? " OR i.state = 0 AND i.lease_owner IS NULL)" : ")");
         if (Has(OutcomeKind.Completed))
         {
-            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
             parts.Add(("done", deleteCompleted
-                ? $"DELETE FROM {Items} i WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"
-                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, attempts, "0, 1")} RETURNING 1"));
+                ? $"DELETE FROM {Items} i WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"
+                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"));
         }
 
         if (Has(OutcomeKind.Released))
         {
-            var (ids, attempts) = (P("bigint[]"), P("integer[]"));
+            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
             parts.Add(("released", $"""
                 UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
                     attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
                     finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
                     last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
-                WHERE {Mine(ids, attempts, "1")}
+                WHERE {Mine(ids, deliveries, reaped: false)}
                 RETURNING 1
                 """));
         }
 
         if (Has(OutcomeKind.Retry))
         {
-            var (ids, attempts, delays, errors) = (P("bigint[]"), P("integer[]"), P("double precision[]"), P("text[]"));
+            var (ids, deliveries, delays, errors) = (P("bigint[]"), P("bigint[]"), P("double precision[]"), P("text[]"));
             var delay = At(delays, ids);
             parts.Add(("retried", $"""
                 UPDATE {Items} i SET
@@ -582,7 +607,7 @@ internal sealed class StorageSql
                     run_at = now() + {delay} * interval '1 millisecond', last_error = {At(errors, ids)},
                     finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
                     lease_owner = NULL, lease_until = NULL
-                WHERE {Mine(ids, attempts, "0, 1")}
+                WHERE {Mine(ids, deliveries, reaped: true)}
                 RETURNING 1
                 """));
         }
@@ -591,10 +616,10 @@ internal sealed class StorageSql
         {
             if (Has(kind))
             {
-                var (ids, attempts, errors) = (P("bigint[]"), P("integer[]"), P("text[]"));
+                var (ids, deliveries, errors) = (P("bigint[]"), P("bigint[]"), P("text[]"));
                 parts.Add((name, $"""
                     UPDATE {Items} i SET state = {state}, finished_at = now(), last_error = {At(errors, ids)}, lease_owner = NULL, lease_until = NULL
-                    WHERE {Mine(ids, attempts, "0, 1")}
+                    WHERE {Mine(ids, deliveries, reaped: true)}
                     RETURNING 1
                     """));
             }

@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1001:Types that own disposable fields should be disposable",
     Justification = "The token source has no timer and its wait handle is never read, so it holds nothing to release; a cancellation may arrive after the delivery ended, which disposing would turn into an ObjectDisposedException.")]
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState, string? orderingKey = null) : IWorkQueueDelivery
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState, string? orderingKey = null, long delivery = 0) : IWorkQueueDelivery
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -49,6 +49,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
     public int Attempts { get; } = attempts;
+
+    /// <summary>Gets the delivery's token: the row's <c>delivery</c> set by this claim; only this delivery's outcome and lease renewals touch the row.</summary>
+    public long Delivery { get; } = delivery;
 
     /// <summary>Gets the row's attempts when it was last requeued from the dead letters (zero if never): the retries left are counted from there.</summary>
     public int AttemptBase { get; } = attemptBase;
@@ -113,6 +116,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     public override string ToString() => $"stored item {Id} (delivery {Attempts})";
 }
+
+/// <summary>A delivery held by a node: its row's id and the delivery token its claim set (see <see cref="StoredItem.Delivery"/>).</summary>
+internal readonly record struct HeldDelivery(long Id, long Delivery);
 
 /// <summary>The queue that claimed a <see cref="StoredItem"/>.</summary>
 internal interface IStoredItemOwner
