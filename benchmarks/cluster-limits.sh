@@ -14,7 +14,7 @@
 #
 # Options (the driver's): --quick, --cluster-items N, --cluster-rounds R, --cluster-consumers 1,2,4, --cluster-workers W,
 # --cluster-claims-per-worker C, --cluster-keys K, --binding-consumers P, --binding-workers W, --handler-ms MS,
-# --max-running N, --rate R, --binding-keys K, --max-running-per-key M, --binding-seconds S, --binding-warmup S,
+# --max-running N, --rate R, --burst B, --binding-keys K, --max-running-per-key M, --binding-seconds S, --binding-warmup S,
 # --fsync on|off, --strict; the script's own: --out DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."

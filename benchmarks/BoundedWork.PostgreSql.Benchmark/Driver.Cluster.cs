@@ -65,7 +65,7 @@ internal sealed partial class Driver
         }
 
         _binding.Add(await BindingAsync("global concurrency", "cluster_bind_running", new(c.MaxRunning, 1, null), keys: 0));
-        _binding.Add(await BindingAsync("rate", "cluster_bind_rate", new(null, 1, c.Rate), keys: 0));
+        _binding.Add(await BindingAsync("rate", "cluster_bind_rate", new(null, 1, c.Rate, c.Burst > 0 ? c.Burst : null), keys: 0));
         _binding.Add(await BindingAsync("per key", "cluster_bind_key", new(null, c.MaxRunningPerKey, null), keys: c.BindingKeys));
     }
 
@@ -327,7 +327,7 @@ internal sealed partial class Driver
         if (limits.StartsPerSecond is { } rate)
         {
             // A token bucket of R per second and B tokens allows at most R x T + B starts in any T seconds.
-            var burst = Math.Max(1, (int)Math.Ceiling(rate));
+            var burst = limits.StartBurst ?? Math.Max(1, (int)Math.Ceiling(rate));
             var bound = rate + burst;
             var windowBound = (rate * windowSeconds) + burst;
             if (mostInOneSecond > bound)
@@ -391,7 +391,9 @@ internal sealed partial class Driver
 
         if (limits.StartsPerSecond is { } r)
         {
-            parts.Add($"starts_per_second {Format(r, "0.##")} (burst default {Math.Max(1, (int)Math.Ceiling(r))})");
+            parts.Add(limits.StartBurst is { } b
+                ? $"starts_per_second {Format(r, "0.##")} (burst {b})"
+                : $"starts_per_second {Format(r, "0.##")} (burst default {Math.Max(1, (int)Math.Ceiling(r))})");
         }
 
         if (keys > 0)
@@ -443,15 +445,16 @@ internal sealed partial class Driver
         limits ??= new Limits(null, 1, null);
         await using var command = Database.CreateCommand($"""
               {DriverTag}INSERT INTO {schema}.queue_settings AS s (queue, max_running, max_running_per_key, starts_per_second, start_burst, tokens, tokens_at, version, updated_at, updated_by)
-              VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 1, now(), 'cluster-limits benchmark')
+              VALUES ($1, $2, $3, $4, $5, NULL, NULL, 1, now(), 'cluster-limits benchmark')
               ON CONFLICT (queue) DO UPDATE SET max_running = EXCLUDED.max_running, max_running_per_key = EXCLUDED.max_running_per_key,
-                  starts_per_second = EXCLUDED.starts_per_second, start_burst = NULL, tokens = NULL, tokens_at = NULL,
+                  starts_per_second = EXCLUDED.starts_per_second, start_burst = EXCLUDED.start_burst, tokens = NULL, tokens_at = NULL,
                   version = s.version + 1, updated_at = now(), updated_by = EXCLUDED.updated_by
               """);
         command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = ConsumerNode.QueueName });
         command.Parameters.Add(new NpgsqlParameter<int?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Integer, TypedValue = limits.MaxRunning });
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = limits.MaxRunningPerKey });
         command.Parameters.Add(new NpgsqlParameter<double?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Double, TypedValue = limits.StartsPerSecond });
+        command.Parameters.Add(new NpgsqlParameter<int?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Integer, TypedValue = limits.StartBurst });
 
         await command.ExecuteNonQueryAsync(_cancellation);
     }
@@ -662,7 +665,7 @@ internal sealed partial class Driver
     }
 
     /// <summary>A queue's cluster limits as the row stores them (null: not set).</summary>
-    private sealed record Limits(int? MaxRunning, int MaxRunningPerKey, double? StartsPerSecond);
+    private sealed record Limits(int? MaxRunning, int MaxRunningPerKey, double? StartsPerSecond, int? StartBurst = null);
 
     private sealed record OverheadCase(string Name, string Row, bool Keyed, string Baseline, Limits? Limits);
 

@@ -145,6 +145,9 @@ internal sealed class ClusterSettings
     /// <summary>Gets the keys of the per-key binding run.</summary>
     public int BindingKeys { get; private init; }
 
+    /// <summary>Gets the start burst of the rate's binding run (start_burst; 0: the default, one second's worth).</summary>
+    public int Burst { get; private init; }
+
     /// <summary>Gets the per-key limit of the per-key binding run (max_running_per_key).</summary>
     public int MaxRunningPerKey { get; private init; }
 
@@ -179,6 +182,7 @@ internal sealed class ClusterSettings
         HandlerMilliseconds = arguments.Int("handler-ms", 20, 1, 10_000),
         MaxRunning = arguments.Int("max-running", 6, 1, 10_000),
         Rate = arguments.Double("rate", 200, 0.1, 100_000),
+        Burst = arguments.Int("burst", 0, 0, 1_000_000),
         BindingKeys = arguments.Int("binding-keys", 3, 1, 1000),
         MaxRunningPerKey = arguments.Int("max-running-per-key", 2, 1, 1000),
         BindingSeconds = arguments.Double("binding-seconds", quick ? 2 : 10, 0.5, 3600),

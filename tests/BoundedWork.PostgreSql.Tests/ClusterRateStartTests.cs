@@ -89,6 +89,34 @@ public sealed class ClusterRateStartTests(PostgresFixture postgres, ITestOutputH
         Assert.True(MostInOneSecond(times) <= Burst + Rate, $"{MostInOneSecond(times)} handlers started within one second; the rate allows {Burst} + {Rate}.");
     }
 
+    [Fact]
+    public async Task StartsPerSecond_BurstOfOne_StandingBacklog_TheNodeWakesForEachToken_NotAtItsNextPoll()
+    {
+        // A burst of 1 under the default poll interval (1 s): a node that spent its burst and then waited for its next
+        // poll started one handler a second, 5% of the rate. The bound here is generous (a third of the rate: 40
+        // starts in 6 s where the rate allows them in 2 s), so that only a node that waits for its polls can miss it,
+        // not a busy machine delaying each of 40 claims by a hundred milliseconds.
+        const double Rate = 20;
+        const int Items = 41;
+        var starts = new ConcurrentQueue<long>();
+        var schema = await postgres.NewSchemaAsync();
+        var behavior = new Behavior { Handle = (_, _) => starts.Enqueue(Stopwatch.GetTimestamp()) };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => o.PollInterval = TimeSpan.FromSeconds(1),
+            executor: o => o.WorkerCount = 4);
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: Rate, burst: 1);
+        await DurableQueueTests.WaitAsync(() => queue.IsClusterLimited, "the node holds its rate share");
+        await node.Queue.EnqueueManyAsync(Enumerable.Range(0, Items).Select(i => new Notice(i)));
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == Items, "every item ran");
+
+        var times = starts.Select(t => (double)t / Stopwatch.Frequency).Order().ToArray();
+        var took = times[^1] - times[0];
+        output.WriteLine($"{Items - 1} starts after the first took {took:0.000} s: {(Items - 1) / took:0.0} a second against a rate of {Rate}");
+        Assert.True(took < (Items - 1) / Rate * 3, $"{Items - 1} starts after the first took {took:0.000} s: {(Items - 1) / took:0.0} a second against a rate of {Rate}.");
+        Assert.True(MostInOneSecond(times) <= 1 + Rate, $"{MostInOneSecond(times)} handlers started within one second; the rate allows 1 + {Rate}.");
+    }
+
     private static int MostInOneSecond(double[] times)
     {
         var most = 0;

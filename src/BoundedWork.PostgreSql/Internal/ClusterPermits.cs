@@ -265,15 +265,18 @@ internal sealed partial class ClusterPermits(TimeProvider time)
                 count = Math.Min(count, Math.Max(allowed - _inUse, 0));
             }
 
+            var rateBound = false;
             if (_rated)
             {
                 // Promised, not spent: each item spends its token when its handler starts (Starting).
-                count = (int)Math.Min(count, Math.Max(Math.Floor(_bucket.Tokens) - _pledged, 0));
+                var tokens = (int)Math.Min(count, Math.Max(Math.Floor(_bucket.Tokens) - _pledged, 0));
+                rateBound = tokens < count;
+                count = tokens;
                 _pledged += count;
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Pledged = _rated };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Pledged = _rated, RateBound = rateBound };
         }
     }
 
@@ -512,4 +515,7 @@ internal readonly record struct PermitTake(int Count, long Version, bool Bound, 
 {
     /// <summary>Gets a value indicating whether each permit came with a token promised under a start rate, spent when its item starts.</summary>
     public bool Pledged { get; init; }
+
+    /// <summary>Gets a value indicating whether the tokens (not the permits) cut the take short: the next token is worth waking for.</summary>
+    public bool RateBound { get; init; }
 }

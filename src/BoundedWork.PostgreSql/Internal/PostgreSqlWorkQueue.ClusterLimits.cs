@@ -66,8 +66,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     private ClaimResult ClaimUnderPermits(int wanted)
     {
         // Under a start rate, no more than the idle workers: every item claimed starts at once, and spends its token then.
-        wanted = _permits.StartRoom(wanted, Executor.Settings.WorkerCount);
-        var take = _permits.Take(wanted);
+        var take = _permits.Take(_permits.StartRoom(wanted, Executor.Settings.WorkerCount));
         if (take.LapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
@@ -198,9 +197,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 _settingsChanged.Set(); // short of permits: ask for more now, not at the next heartbeat
             }
 
-            if (_permits.TimeToNextToken() is { } token && token > TimeSpan.Zero && (nextDue is null || token < nextDue))
+            // Under a start rate, wake when the next token is due (rounded up to the wait's millisecond, so as not to wake
+            // just before it), not at the next poll; a token that came while the statement ran is claimed at once.
+            if (take.RateBound && _permits.TimeToNextToken() is { } token && (nextDue is null || token < nextDue))
             {
-                nextDue = token;
+                nextDue = TimeSpan.FromMilliseconds(Math.Ceiling(token.TotalMilliseconds));
             }
         }
 
