@@ -21,7 +21,7 @@ public sealed record WorkerCountDecision
 
     /// <summary>
     /// Gets the rule that fired: <c>Grow</c>, <c>GrowthDidNotPay</c>, <c>GrowthPaidPartly</c>, <c>Saturated</c>,
-    /// <c>Failures</c>, <c>RetireIdle</c>, <c>ProbeDown</c>, <c>ProbeDownCost</c>, <c>Bounds</c>, <c>Unpinned</c>, or
+    /// <c>Failures</c>, <c>StarvingQueue</c>, <c>RetireIdle</c>, <c>ProbeDown</c>, <c>ProbeDownCost</c>, <c>Bounds</c>, <c>Unpinned</c>, or
     /// <c>Pinned</c> for an operator's pin (see the adaptive workers guide for each rule).
     /// </summary>
     public required string Rule { get; init; }

@@ -34,10 +34,18 @@ namespace BoundedWork.Internal.Adaptive;
 /// (<see cref="AdaptiveParameters.ProbeStep"/>) may try again, and each probe that does not pay doubles the hold. A
 /// back-off for saturation is judged too: if the run time did not come down, the dependency itself became slower,
 /// and its new run time becomes the baseline.</description></item>
+/// <item><description><b>Starving queue.</b> Whatever holds the count (a back-off, a ceiling, a run time above the
+/// baseline), a queue that has stood for <see cref="AdaptiveParameters.StarvingQueueProbeAfter"/> and grown meanwhile
+/// gets one worker more; the step is judged on the queue, not on the run time: it pays if the queue stops standing or
+/// growing, or throughput rises by the usual payoff (then a run time above the baseline becomes the baseline: more
+/// workers served more at it). One that does not pay is reverted and doubles the wait for the next.</description></item>
 /// <item><description><b>Saturation.</b> When the smoothed run time climbs past
 /// <see cref="AdaptiveParameters.BackoffTolerance"/> above the baseline, remove workers in proportion to the ratio of
 /// the two (the gradient, bounded: never above 1, never below 1 - <see cref="AdaptiveParameters.MaxDecrease"/>), and
-/// put a ceiling there.</description></item>
+/// put a ceiling there; but while the workers had slack, never below the workers the arrivals need (arrivals per
+/// second times the run time, the busy workers' mean, plus a tenth): a back-off there relieves nothing (the run time
+/// may be up for reasons more workers do not worsen, such as a neighbour's CPU burst) and only builds a
+/// queue.</description></item>
 /// <item><description><b>Growth.</b> When the queue is standing (its shortest wait over the interval is at least
 /// <see cref="AdaptiveParameters.QueueWaitTarget"/>: CoDel's signal, which a momentary burst does not raise), the run
 /// time is within <see cref="AdaptiveParameters.GrowthTolerance"/> of the baseline, the count is below the maximum
@@ -76,6 +84,13 @@ internal sealed class AdaptiveController
     private const double NoiseStandardErrors = 2;
     private const double MaxRequiredItems = 1_000_000;
 
+    // The arrivals' demand (arrivals per second times run time) binds a back-off only while the workers had this much
+    // slack: busy all the time, the arrivals may be paced by the workers themselves (producers waiting for room).
+    private const double DemandSlack = 0.95;
+
+    // The headroom above the demand a back-off keeps: the count never goes below ceil(demand x this).
+    private const double DemandHeadroom = 1.1;
+
     private readonly AdaptiveParameters _parameters;
     private readonly TimeProvider _time;
     private readonly Lock _lock = new();
@@ -97,6 +112,9 @@ internal sealed class AdaptiveController
     private int? _pin;
     private long _pinUntil;
     private bool _unpinned;
+    private double _standingSeconds;
+    private int _standingFromLength;
+    private TimeSpan _starvingProbeAfter;
 
     /// <summary>Initializes a new instance of the <see cref="AdaptiveController"/> class.</summary>
     /// <param name="parameters">The tuning; see <see cref="AdaptiveParameters"/> for each default.</param>
@@ -115,11 +133,13 @@ internal sealed class AdaptiveController
         _parameters = parameters;
         _time = time;
         _baseline = new RunTimeBaseline(parameters.BaselineRiseTime);
+        _starvingProbeAfter = parameters.StarvingQueueProbeAfter;
     }
 
     private enum StepKind
     {
         Grow,
+        StarvingProbe,
         ProbeDown,
         Backoff,
         FailureBackoff,
@@ -312,6 +332,20 @@ internal sealed class AdaptiveController
 
         _lastQueueLength = _previousQueueLength;
         _previousQueueLength = sample.QueueLength;
+        if (standing)
+        {
+            if (_standingSeconds == 0)
+            {
+                _standingFromLength = sample.QueueLength;
+            }
+
+            _standingSeconds += seconds;
+        }
+        else
+        {
+            _standingSeconds = 0;
+            _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
+        }
         if (!standing && sample.IdleWorkers > 0)
         {
             _idleMin = _idleSeconds == 0 ? sample.IdleWorkers : Math.Min(_idleMin, sample.IdleWorkers);
@@ -391,6 +425,14 @@ internal sealed class AdaptiveController
             return verdict;
         }
 
+        if (IsStarving(sample) && count < max)
+        {
+            // Whatever holds the count (a back-off, a ceiling, a run time above the baseline), a queue that keeps
+            // growing is never left alone for long: one worker more, judged on whether it serves the queue.
+            _standingSeconds = 0;
+            return new Plan(AdaptiveRule.StarvingQueue, count + 1, new Step(StepKind.StarvingProbe, count, count + 1, _dwell.Throughput, 0, true));
+        }
+
         var trusted = IsTrusted(sample);
         if (trusted && _baseline.Seconds is { } baseline && _smoothedRunTime > baseline * (1 + _parameters.BackoffTolerance))
         {
@@ -400,9 +442,10 @@ internal sealed class AdaptiveController
             }
 
             // Fewer workers lower the dependency's load only if the workers were busy: a count above the busiest
-            // moment of the interval is cut by idle retirement, not by a back-off.
-            var backoff = Decrease(AdaptiveRule.Saturated, count, min, baseline * (1 + _parameters.GrowthTolerance) / _smoothedRunTime.Value, sample, now);
-            if (backoff.Target < sample.MaxBusyWorkers)
+            // moment of the interval is cut by idle retirement, not by a back-off. And never below the workers the
+            // arrivals need: a back-off there cannot relieve anything and only builds a queue.
+            var backoff = Decrease(AdaptiveRule.Saturated, count, Math.Max(min, DemandFloor(sample, signals)), baseline * (1 + _parameters.GrowthTolerance) / _smoothedRunTime.Value, sample, now);
+            if (backoff.Target < count && backoff.Target < sample.MaxBusyWorkers)
             {
                 return backoff;
             }
@@ -552,6 +595,35 @@ internal sealed class AdaptiveController
                     SetCeiling(step.From, now, doubled: step.IsProbe && _ceiling.Count == step.From);
                 }
 
+                return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
+            }
+
+            case StepKind.StarvingProbe:
+            {
+                if (!_dwell.SawNoStandingQueue && !HasEvidence((step.To - step.From) / (double)step.From))
+                {
+                    return new Plan(AdaptiveRule.Measuring, count);
+                }
+
+                // Judged on the queue, not on the run time (which may be high for reasons more workers do not worsen,
+                // such as a neighbour's CPU burst): it paid if the queue stopped standing or growing, or if throughput
+                // rose by the usual payoff.
+                _step = null;
+                var gain = step.ThroughputBefore > 0 ? (_dwell.Throughput / step.ThroughputBefore) - 1 : 0;
+                if (_dwell.SawNoStandingQueue || _dwell.Completed >= _dwell.Arrivals || gain >= _parameters.PayoffFraction * (step.To - step.From) / step.From)
+                {
+                    _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
+                    if (_smoothedRunTime is { } runTime && _baseline.Seconds is { } baseline && runTime > baseline * (1 + _parameters.GrowthTolerance))
+                    {
+                        // More workers served more at this run time: it is not this executor saturating its dependency.
+                        _baseline.Reset(runTime);
+                    }
+
+                    Settle(step.To);
+                    return null;
+                }
+
+                _starvingProbeAfter = TimeSpan.FromTicks(Math.Min(_starvingProbeAfter.Ticks * 2, _parameters.MaxProbeHoldTime.Ticks));
                 return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
             }
 
@@ -711,6 +783,27 @@ internal sealed class AdaptiveController
         _ceiling = default;
     }
 
+    /// <summary>
+    /// Whether the queue has stood for the starving-queue probe time (doubled after each such probe that did not pay)
+    /// and grown meanwhile.
+    /// </summary>
+    private bool IsStarving(in AdaptiveSample sample) =>
+        IsStanding(sample) && _standingSeconds >= _starvingProbeAfter.TotalSeconds && sample.QueueLength > _standingFromLength;
+
+    /// <summary>
+    /// The fewest workers a back-off may leave: the arrivals per second times the run time (the busy workers' mean when
+    /// the executor keeps up), with headroom, while the workers had slack; 0 when they were busy throughout (the
+    /// arrivals may then be paced by the workers, and say nothing about the need).
+    /// </summary>
+    private static int DemandFloor(in AdaptiveSample sample, in AdaptiveSignals signals)
+    {
+        var runTime = Math.Max(sample.RunTime?.TotalSeconds ?? 0, signals.SmoothedRunTime?.TotalSeconds ?? 0);
+        var demand = signals.ArrivalsPerSecond * runTime;
+        return demand > 0 && demand < sample.WorkerCount * DemandSlack
+            ? (int)Math.Min(sample.WorkerCount, Math.Ceiling(demand * DemandHeadroom))
+            : 0;
+    }
+
     private bool IsStanding(in AdaptiveSample sample) =>
         sample.QueueLength > 0 && sample.MinQueueWait >= _parameters.QueueWaitTarget;
 
@@ -763,6 +856,7 @@ internal sealed class AdaptiveController
         public bool SawNoStandingQueue;
         public long Troubled;
         public long SlowItems;
+        public long Arrivals;
 
         /// <summary>Gets the share of the items seen that failed or were reported slow.</summary>
         public readonly double FailureShare => Finished + SlowItems > 0 ? Math.Min(1, Troubled / (double)(Finished + SlowItems)) : 0;
@@ -782,6 +876,7 @@ internal sealed class AdaptiveController
             SlowItems += sample.SlowItems;
             BusySeconds += (sample.RunTime?.TotalSeconds ?? 0) * sample.Completed;
             Completed += sample.Completed;
+            Arrivals += sample.Arrivals;
             if (standing)
             {
                 StandingSeconds += seconds;

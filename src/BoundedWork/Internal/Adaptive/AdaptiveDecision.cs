@@ -53,6 +53,12 @@ internal enum AdaptiveRule
     /// <summary>A standing queue, but the workers in force drain it within the drain time and it is shrinking.</summary>
     Draining,
 
+    /// <summary>
+    /// A standing queue grew for the probe time while the count was held (after a back-off, at a ceiling, or with the
+    /// run time above its baseline): one worker added, kept if the queue stops growing or throughput rises.
+    /// </summary>
+    StarvingQueue,
+
     /// <summary>Saturated or failing, but the count is at the minimum.</summary>
     AtMinimum,
 

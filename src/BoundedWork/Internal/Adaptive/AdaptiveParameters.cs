@@ -90,6 +90,14 @@ internal sealed record AdaptiveParameters
     /// <value>Defaults to 10 s.</value>
     public TimeSpan MaxEvaluationTime { get; init; } = TimeSpan.FromSeconds(10);
 
+    /// <summary>
+    /// Gets how long a standing queue may grow while the count is held (by a back-off, a ceiling or a run time above its
+    /// baseline) before one worker is added anyway; each such probe that does not pay doubles it, up to
+    /// <see cref="MaxProbeHoldTime"/>.
+    /// </summary>
+    /// <value>Defaults to 5 s.</value>
+    public TimeSpan StarvingQueueProbeAfter { get; init; } = TimeSpan.FromSeconds(5);
+
     /// <summary>Gets how long workers must have stayed idle, with no standing queue, before any of them is retired.</summary>
     /// <value>Defaults to 30 s.</value>
     public TimeSpan IdleRetireAfter { get; init; } = TimeSpan.FromSeconds(30);
@@ -136,6 +144,7 @@ internal sealed record AdaptiveParameters
         foreach (var (name, value) in ((string, TimeSpan)[])[
             (nameof(Interval), Interval), (nameof(QueueWaitTarget), QueueWaitTarget), (nameof(DrainTime), DrainTime),
             (nameof(ProbeHoldTime), ProbeHoldTime), (nameof(MaxEvaluationTime), MaxEvaluationTime),
+            (nameof(StarvingQueueProbeAfter), StarvingQueueProbeAfter),
             (nameof(IdleRetireAfter), IdleRetireAfter), (nameof(BaselineRiseTime), BaselineRiseTime),
             (nameof(FailureMemory), FailureMemory)])
         {
