@@ -13,11 +13,28 @@ internal static class HandlerInvoker<T, THandler>
     /// </summary>
     public static readonly Action<IServiceProvider, T, CancellationToken> Instance =
         typeof(IBlockingWorkHandler<T>).IsAssignableFrom(typeof(THandler))
-            ? static (services, item, cancellationToken) => ((IBlockingWorkHandler<T>)services.GetRequiredService<THandler>()).Handle(item, cancellationToken)
+            ? static (services, item, cancellationToken) => ((IBlockingWorkHandler<T>)Resolve(services)).Handle(item, cancellationToken)
             : static (services, item, cancellationToken) =>
                 // A dedicated worker, not a ThreadPool thread, waits here; meanwhile it makes the submissions the
                 // handler's flow makes to its own full queue (see HandlerWait).
-                HandlerWait.Run((IWorkHandler<T>)services.GetRequiredService<THandler>(), item, cancellationToken);
+                HandlerWait.Run((IWorkHandler<T>)Resolve(services), item, cancellationToken);
+
+    /// <summary>
+    /// The handler from the attempt's scope; a service the container cannot find (the handler's own dependency, most
+    /// often) is a <see cref="HandlerUnavailableException"/> naming it. Exceptions of the handler's constructor stay
+    /// as they are: a failure of the attempt, retried as usual.
+    /// </summary>
+    private static THandler Resolve(IServiceProvider services)
+    {
+        try
+        {
+            return services.GetRequiredService<THandler>();
+        }
+        catch (InvalidOperationException ex) when (HandlerUnavailableException.IsMissingService(ex, out var missing))
+        {
+            throw new HandlerUnavailableException(typeof(THandler), missing, ex);
+        }
+    }
 
     public static bool IsHandler => typeof(IBlockingWorkHandler<T>).IsAssignableFrom(typeof(THandler))
         || typeof(IWorkHandler<T>).IsAssignableFrom(typeof(THandler));

@@ -47,6 +47,11 @@ internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, i
 
             handle(scope.ServiceProvider, item, cancellationToken);
         }
+        catch (HandlerUnavailableException ex)
+        {
+            failure = ex;
+            diagnostics?.HandlerUnavailable(attempt, ex);
+        }
         catch (Exception ex)
         {
             failure = ex;

@@ -16,6 +16,7 @@ internal sealed class WorkQueueDiagnostics
 
     private readonly ILogger _logger;
     private readonly Counter<long> _scopeDisposeFailures;
+    private readonly Counter<long> _handlerUnavailable;
 
     public WorkQueueDiagnostics(IServiceProvider services)
     {
@@ -23,6 +24,15 @@ internal sealed class WorkQueueDiagnostics
         var meter = services.GetService<IMeterFactory>()?.Create(BoundedWorkDiagnostics.MeterName) ?? new Meter(BoundedWorkDiagnostics.MeterName);
         _scopeDisposeFailures = meter.CreateCounter<long>(
             "boundedwork.workqueue.scope.dispose_failures", "{error}", "Attempts of typed work queues whose dependency-injection scope failed to dispose.");
+        _handlerUnavailable = meter.CreateCounter<long>(
+            "boundedwork.workqueue.handler_unavailable", "{item}", "Items of typed work queues whose handler could not be constructed (a service it needs is not registered).");
+    }
+
+    /// <summary>An item's handler could not be constructed: a configuration error; the item becomes a dead letter without retries.</summary>
+    public void HandlerUnavailable(in WorkItemAttempt attempt, HandlerUnavailableException exception)
+    {
+        _handlerUnavailable.Add(1, new KeyValuePair<string, object?>(QueueTag, attempt.QueueName));
+        _logger.HandlerUnavailable(attempt.QueueName, exception.Handler.Name, exception.MissingService, attempt.ItemId, exception);
     }
 
     /// <summary>An attempt's scope failed to dispose after its handler ran; the attempt's outcome stands.</summary>

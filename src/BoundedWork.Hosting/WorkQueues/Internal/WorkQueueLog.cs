@@ -41,4 +41,8 @@ internal static partial class WorkQueueLog
     [LoggerMessage(EventId = 107, EventName = "DeadLetterNotRedelivered", Level = LogLevel.Error,
         Message = "Work queue '{QueueName}' refused or dropped an item inside one of its own dead-letter handlers ({Reason}, rejection {RejectionReason}, {Attempts} attempts); it is not handed to the dead-letter handlers again, which could repeat for ever: {Item}")]
     public static partial void DeadLetterNotRedelivered(this ILogger logger, string queueName, DeadLetterReason reason, RejectionReason? rejectionReason, int attempts, object? item, Exception? exception);
+
+    [LoggerMessage(EventId = 108, EventName = "HandlerUnavailable", Level = LogLevel.Error,
+        Message = "Work queue '{QueueName}': its handler {Handler} cannot be constructed because the service {MissingService} is not registered. A configuration error: item {ItemId} becomes a dead letter without retries; register {MissingService} and restart.")]
+    public static partial void HandlerUnavailable(this ILogger logger, string queueName, string handler, string missingService, long itemId, Exception exception);
 }

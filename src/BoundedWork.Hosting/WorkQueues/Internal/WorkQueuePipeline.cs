@@ -41,6 +41,8 @@ internal static class WorkQueuePipeline
                 MaxDelay = options.MaxRetryDelay,
                 BackoffType = DelayBackoffType.Exponential,
                 UseJitter = true,
+                // A handler that cannot be constructed fails every attempt the same way: a dead letter at once.
+                ShouldHandle = new PredicateBuilder().Handle<Exception>(static e => e is not OperationCanceledException and not HandlerUnavailableException),
             });
         }
 

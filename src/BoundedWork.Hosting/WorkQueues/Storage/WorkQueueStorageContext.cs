@@ -93,7 +93,9 @@ public sealed class WorkQueueStorageContext<T>
             return new StoredOutcome(StoredOutcomeKind.Cancelled, TimeSpan.Zero, failure);
         }
 
-        if (delivery.Attempt - delivery.AttemptBase < MaxDeliveries)
+        // A handler that cannot be constructed fails every delivery the same way: stored as a dead letter at once, to
+        // requeue once the application registers the missing service.
+        if (failure is not HandlerUnavailableException && delivery.Attempt - delivery.AttemptBase < MaxDeliveries)
         {
             return new StoredOutcome(StoredOutcomeKind.Retry, GetRetryDelay(delivery.Attempt), failure);
         }
