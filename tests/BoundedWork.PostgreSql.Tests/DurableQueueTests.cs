@@ -355,6 +355,25 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task DatabaseAtSchemaVersion5_IsUpgradedOnStart_AnOldNodesExpiredClaimIsReaped_RunsAndItsOutcomeLands()
+    {
+        var (schema, sql) = await SchemaAtVersionAsync(5);
+        await postgres.ExecuteAsync($$"""
+            INSERT INTO {{sql.Items}} (queue, payload, state, attempts, lease_owner, lease_until)
+                VALUES ('notices', '{"Number": 1}', 1, 1, 'an old node', now() - interval '1 second');
+            INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 2}');
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
+
+        Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items are handled");
+        await WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = {StorageSql.Completed}").Result == 2, "both outcomes are written");
+        Assert.Equal("2 1, 1 1", await postgres.ScalarAsync<string>($"SELECT string_agg(attempts || ' ' || delivery, ', ' ORDER BY id) FROM {schema}.items"));
+    }
+
+    [Fact]
     public async Task SchemaNewerThanThePackage_FailsTheStart_NamingBothVersions()
     {
         var schema = "m_" + Guid.NewGuid().ToString("N")[..12];

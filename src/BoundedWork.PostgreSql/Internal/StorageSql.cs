@@ -274,13 +274,13 @@ internal sealed class StorageSql
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
         // meanwhile). Nothing is claimed unless the queue's settings version is still $5, the one the node's cluster
         // permits were granted under (one probe of the settings' primary key per statement): a change of the limits
-        // binds every claim that starts after it committed. The claimed rows come back (their key and delivery token last), then one last row with a null
-        // id: how many scheduled items became ready, the seconds until the next scheduled item is due (null if none),
-        // the settings version, and, of the first $6 ready items in claim order (the node's idle capacity that its
-        // permits held back; zero: not counted), how many this claim did not take and how long the oldest of them has
-        // waited since it became due. Written for plans that stay good whatever the statistics (see PlanShapes): rows
-        // are updated by id = ANY(ARRAY(...)), and the key checks stay index probes per candidate (OFFSET 0 keeps
-        // PostgreSQL from turning them into joins).
+        // binds every claim that starts after it committed. The claimed rows come back (their key and delivery token
+        // last), then one last row with a null id: how many scheduled items became ready, the seconds until the next
+        // scheduled item is due (null if none), the settings version, and, of the first $6 ready items in claim order
+        // (the node's idle capacity that its permits held back; zero: not counted), how many this claim did not take
+        // and how long the oldest of them has waited since it became due. Written for plans that stay good whatever
+        // the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay index
+        // probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
         Claim = $"""
             WITH promoted AS (
                 UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
