@@ -120,8 +120,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>Gets this node's id: the lease owner of the rows it claims (machine, process id, and a random suffix).</summary>
     public string NodeId { get; }
 
-    /// <summary>Gets the node's name in the queue's cluster view: <see cref="PostgreSqlWorkQueueOptions{T}.NodeName"/>, or <c>{host}:{process id}</c>.</summary>
-    internal string NodeName => _options.NodeName ?? $"{Environment.MachineName}:{Environment.ProcessId}";
+    /// <summary>
+    /// Gets the node's name in the queue's cluster view: <see cref="PostgreSqlWorkQueueOptions{T}.NodeName"/>, or its
+    /// <see cref="NodeId"/> (<c>{host}:{process id}:{random suffix}</c>: host and process id alone repeat between
+    /// containers on one host network, each its process 1, and between two consumers of the queue in one process).
+    /// </summary>
+    internal string NodeName => _options.NodeName ?? NodeId;
 
     public WorkQueueStorageStatistics Statistics
     {
