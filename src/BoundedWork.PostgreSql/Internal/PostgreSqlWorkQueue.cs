@@ -26,6 +26,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
 
+    /// <summary>The longest ordering key, in characters: at most 1,536 bytes in UTF-8, within what a B-tree index entry takes (about 2,700 bytes).</summary>
+    private const int MaxOrderingKeyLength = 512;
+
+    /// <summary>The earliest time to run at the row stores (<see cref="StoredRunAt"/>).</summary>
+    private static readonly DateTimeOffset EarliestRunAt = DateTimeOffset.MinValue.AddTicks(TimeSpan.TicksPerMicrosecond);
+
     /// <summary>How many times a keyed enqueue runs its statement when another transaction commits or deletes the row that holds its key meanwhile.</summary>
     private const int MaxIdempotentInserts = 3;
 
