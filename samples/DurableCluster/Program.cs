@@ -6,7 +6,7 @@
 //
 // Options (any configuration source: the command line, ConnectionStrings__durable in the environment, ...):
 //   --port N                  the loopback port (0: a free one); the node prints "LISTENING http://127.0.0.1:N"
-//   --node NAME               the node's name in the cluster (default: {host}:{process id})
+//   --node NAME               the node's name in the cluster (default: {host}:{process id}:{random})
 //   --DownstreamMs 200        how long the slow downstream call blocks each item's worker
 //   --Workers 4               this node's worker count (until the fleet-wide WorkersPerNode says otherwise)
 //   --LeaseSeconds 10         how long a dead node's items wait before they run elsewhere

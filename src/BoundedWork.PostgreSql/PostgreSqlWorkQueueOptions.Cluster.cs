@@ -8,10 +8,13 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
 
     /// <summary>
     /// Gets or sets the node's name in the queue's cluster view (<c>IWorkQueueCluster.GetClusterAsync</c>), unique
-    /// among the nodes consuming the queue. Set it when one process runs several consumers of the same queue, or to
-    /// give nodes stable names (a pod's name).
+    /// among the nodes consuming the queue. Set it to give nodes stable names (a pod's name).
     /// </summary>
-    /// <value>Defaults to <see langword="null"/>: <c>{host}:{process id}</c>. 1 to 200 characters, without control characters.</value>
+    /// <value>
+    /// Defaults to <see langword="null"/>: <c>{host}:{process id}:{8 random hex digits}</c>, the node's lease owner,
+    /// new at every start (host and process id alone repeat between containers on one host network). 1 to 200
+    /// characters, without control characters.
+    /// </value>
     public string? NodeName { get; set; }
 
     /// <summary>

@@ -127,8 +127,15 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ValidateIdempotencyKey(key);
         }
 
-        return new StoredFields((short)options.Priority, options.RunAt, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
+        return new StoredFields((short)options.Priority, options.RunAt is { } runAt ? StoredRunAt(runAt) : null, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
     }
+
+    /// <summary>
+    /// A time to run at as the row stores it: a time already past runs now, and ranks by its time, so any time is
+    /// kept, except that the earliest (<see cref="DateTimeOffset.MinValue"/>, the default) is stored one microsecond
+    /// later: Npgsql writes it as <c>-infinity</c>, a time no statement can count a wait from.
+    /// </summary>
+    private static DateTimeOffset StoredRunAt(DateTimeOffset runAt) => runAt.UtcTicks < EarliestRunAt.UtcTicks ? EarliestRunAt : runAt;
 
     private StoredFields ManyFieldsOf(EnqueueOptions options)
     {
@@ -331,21 +338,27 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private static void ValidateIdempotencyKey(string idempotencyKey)
     {
         ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
-        if (idempotencyKey.Length > MaxIdempotencyKeyLength)
+        ValidateKey(idempotencyKey, "idempotency key", MaxIdempotencyKeyLength, nameof(idempotencyKey));
+    }
+
+    /// <summary>Throws unless PostgreSQL can store and index <paramref name="key"/>: short enough for a B-tree entry, no NUL, valid Unicode.</summary>
+    private static void ValidateKey(string key, string what, int maxLength, string parameter)
+    {
+        if (key.Length > maxLength)
         {
-            throw new ArgumentException($"The idempotency key must be at most {MaxIdempotencyKeyLength} characters (was {idempotencyKey.Length}).", nameof(idempotencyKey));
+            throw new ArgumentException($"The {what} must be at most {maxLength} characters (was {key.Length}).", parameter);
         }
 
-        if (idempotencyKey.Contains('\0', StringComparison.Ordinal))
+        if (key.Contains('\0', StringComparison.Ordinal))
         {
-            throw new ArgumentException("The idempotency key must not contain a NUL character (PostgreSQL text cannot store it).", nameof(idempotencyKey));
+            throw new ArgumentException($"The {what} must not contain a NUL character (PostgreSQL text cannot store it).", parameter);
         }
 
-        for (var index = 0; index < idempotencyKey.Length;)
+        for (var index = 0; index < key.Length;)
         {
-            if (Rune.DecodeFromUtf16(idempotencyKey.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
+            if (Rune.DecodeFromUtf16(key.AsSpan(index), out _, out var consumed) != OperationStatus.Done)
             {
-                throw new ArgumentException($"The idempotency key must be valid Unicode text (a lone surrogate at index {index}).", nameof(idempotencyKey));
+                throw new ArgumentException($"The {what} must be valid Unicode text (a lone surrogate at index {index}).", parameter);
             }
 
             index += consumed;
@@ -378,8 +391,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.TraceStateString });
     }
 
-    private string? OrderingKeyOf(T item) =>
-        _queueOptions.OrderingKey?.Invoke(item) is { } orderingKey ? Convert.ToString(orderingKey, System.Globalization.CultureInfo.InvariantCulture) : null;
+    /// <summary>The item's ordering key as stored (see <see cref="ValidateKey"/>; the empty string is a key like any other).</summary>
+    private string? OrderingKeyOf(T item)
+    {
+        if (_queueOptions.OrderingKey?.Invoke(item) is not { } value || Convert.ToString(value, System.Globalization.CultureInfo.InvariantCulture) is not { } orderingKey)
+        {
+            return null;
+        }
+
+        ValidateKey(orderingKey, "ordering key (WorkQueueOptions.OrderingKey)", MaxOrderingKeyLength, nameof(item));
+        return orderingKey;
+    }
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
 

@@ -26,6 +26,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
 
+    /// <summary>The longest ordering key, in characters: at most 1,536 bytes in UTF-8, within what a B-tree index entry takes (about 2,700 bytes).</summary>
+    private const int MaxOrderingKeyLength = 512;
+
+    /// <summary>The earliest time to run at the row stores (<see cref="StoredRunAt"/>).</summary>
+    private static readonly DateTimeOffset EarliestRunAt = DateTimeOffset.MinValue.AddTicks(TimeSpan.TicksPerMicrosecond);
+
     /// <summary>How many times a keyed enqueue runs its statement when another transaction commits or deletes the row that holds its key meanwhile.</summary>
     private const int MaxIdempotentInserts = 3;
 
@@ -126,8 +132,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>Gets this node's id: the lease owner of the rows it claims (machine, process id, and a random suffix).</summary>
     public string NodeId { get; }
 
-    /// <summary>Gets the node's name in the queue's cluster view: <see cref="PostgreSqlWorkQueueOptions{T}.NodeName"/>, or <c>{host}:{process id}</c>.</summary>
-    internal string NodeName => _options.NodeName ?? $"{Environment.MachineName}:{Environment.ProcessId}";
+    /// <summary>
+    /// Gets the node's name in the queue's cluster view: <see cref="PostgreSqlWorkQueueOptions{T}.NodeName"/>, or its
+    /// <see cref="NodeId"/> (<c>{host}:{process id}:{random suffix}</c>: host and process id alone repeat between
+    /// containers on one host network, each its process 1, and between two consumers of the queue in one process).
+    /// </summary>
+    internal string NodeName => _options.NodeName ?? NodeId;
 
     public WorkQueueStorageStatistics Statistics
     {

@@ -27,7 +27,7 @@ public sealed record EnqueueOptions
 
     /// <summary>
     /// Gets the time the item may run at, compared with the storage's clock (for PostgreSQL, the database server's); a time already past runs now
-    /// (and ranks before the items of its priority that became due after it). Not with <see cref="Delay"/>.
+    /// (and ranks before the items of its priority that became due after it), <c>default(DateTimeOffset)</c> included. Not with <see cref="Delay"/>.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: now. At most 365 days ahead of this machine's clock.</value>
     public DateTimeOffset? RunAt { get; init; }
