@@ -346,6 +346,7 @@ internal sealed class AdaptiveController
             _standingSeconds = 0;
             _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
         }
+
         if (!standing && sample.IdleWorkers > 0)
         {
             _idleMin = _idleSeconds == 0 ? sample.IdleWorkers : Math.Min(_idleMin, sample.IdleWorkers);

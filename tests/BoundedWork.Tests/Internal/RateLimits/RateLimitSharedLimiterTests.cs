@@ -76,7 +76,7 @@ public sealed class RateLimitSharedLimiterTests
             b.Value.Execute(() =>
             {
                 bothStarted.Signal();
-                releaseB.Wait(TestKit.Safety);
+                releaseB.Wait(TestKit.Safety * 2); // outlasts the assertion's wait: an item ending would free its permit
             });
         }
 
