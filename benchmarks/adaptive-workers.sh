@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The adaptive-workers benchmark: the payment-callback sample in front of a dependency of limited capacity (K
 # connections: flat run time up to K concurrent calls, then growing with concurrency; K unknown to the executor), in
-# three scenarios, each against fixed at the minimum, fixed at the maximum, a sweep of fixed counts (the oracle is the
+# four scenarios, each against fixed at the minimum, fixed at the maximum, a sweep of fixed counts (the oracle is the
 # best of them), the naive ThreadPool endpoint, and the adaptive mode. The seed scenario also replays the manual fix
 # (an operator resizing to 16 workers through the admin API).
 #   1. seed:       2 workers under 90% of what 8 do (1-5 ms side effects), K = 32
 #   2. saturating: K = 12 at 5-15 ms, thrashing a little past the knee, 130% of K's capacity offered; 2 to 64 workers
 #   3. bursts:     2,000/s on and 200/s off every 30 s, the dependency slowing to twice its delay and back
+#   4. cpu-burst:  CPU-bound side effects (about 0.8 ms of hashing) at 1,200/s, a rate 2 workers sustain on 2 vCPUs,
+#                  with a neighbour's CPU burst (two spinning threads) in the middle half; 1 to 64 workers
 # First it runs the same scenarios in simulation (deterministic; benchmarks/BoundedWork.AdaptiveSimulation).
 #
 #   benchmarks/adaptive-workers.sh            full run (about 40 minutes)
 #   benchmarks/adaptive-workers.sh --quick    every step, a few seconds each: checks the harness, measures nothing
 #   benchmarks/adaptive-workers.sh --report-only --out DIR    the table and plots again from DIR's raw results
-#   options: --out DIR (default benchmarks/results/adaptive-workers), --no-build, --scenarios "seed saturating bursts"
+#   options: --out DIR (default benchmarks/results/adaptive-workers), --no-build, --scenarios "seed saturating bursts cpu-burst"
 #
 # The adaptive contender is the payments executor with AdaptiveMode On, between the scenario's minimum (where it
 # starts) and maximum, set through configuration (--BoundedWork:Executors:payments:AdaptiveMode On ...). Extra
@@ -22,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-QUICK=0; BUILD=1; REPORT_ONLY=0; OUT="benchmarks/results/adaptive-workers"; SCENARIOS="seed saturating bursts"
+QUICK=0; BUILD=1; REPORT_ONLY=0; OUT="benchmarks/results/adaptive-workers"; SCENARIOS="seed saturating bursts cpu-burst"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -104,6 +106,16 @@ run_contender() { # scenario contender endpoint server-settings...
   # shellcheck disable=SC2046
   start_server "$dir" $(driver scenario-args --scenario "$scenario" $(quick_flag)) "$@"
   driver open --url "$URL/ping" --rate 50 --duration 0.5 --drain 5 >/dev/null
+  # A neighbour's CPU burst (cpu-burst): processes of their own that spin, timed from the load's start.
+  local neighbour at secs threads t
+  neighbour=$(driver scenario-args --scenario "$scenario" $(quick_flag) --what neighbour)
+  if [ -n "$neighbour" ]; then
+    read -r at secs threads <<<"$neighbour"
+    for t in $(seq 1 "$threads"); do
+      ( sleep "$at"; exec timeout "$secs" bash -c 'while :; do :; done' ) &
+      CHILDREN+=("$!")
+    done
+  fi
   timeout $(( $(driver scenario-args --scenario "$scenario" $(quick_flag) --what duration | cut -d. -f1) + 120 )) \
     dotnet "$DRIVER" scenario --base "$URL" --scenario "$scenario" --contender "$contender" --endpoint "$endpoint" $(quick_flag) --out "$dir" >/dev/null
   stop_server

@@ -167,6 +167,7 @@ public sealed class LimitedCapacityDependencyTests
                 Assert.All(plan.Sweep, n => Assert.InRange(n, plan.MinWorkers, plan.MaxWorkers));
                 Assert.All(plan.SteadyWindows, w => Assert.True(w.From < w.To && w.To <= plan.Duration));
                 Assert.Contains("--Downstream:Capacity", plan.ServerArguments);
+                Assert.True(double.IsNaN(plan.NeighbourAt) || (plan.NeighbourThreads > 0 && plan.NeighbourAt + plan.NeighbourSeconds <= plan.Duration), name);
             }
         }
 

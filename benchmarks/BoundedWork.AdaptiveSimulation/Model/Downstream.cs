@@ -26,6 +26,13 @@ internal sealed record Downstream
     /// <summary>Gets the service time's multiplier at a time (seconds from the start): a drift of the dependency's speed.</summary>
     public Func<double, double> SpeedFactor { get; init; } = static _ => 1;
 
+    /// <summary>
+    /// Gets the service time's multiplier at a time (seconds from the start) for a call that starts with a number of
+    /// calls in service (itself included): contention for something more workers do not load further, such as the
+    /// machine's cores during a neighbour's CPU burst.
+    /// </summary>
+    public Func<double, int, double> Slowdown { get; init; } = static (_, _) => 1;
+
     /// <summary>Gets the share of calls that fail at a time (seconds from the start).</summary>
     public Func<double, double> FailureShare { get; init; } = static _ => 0;
 

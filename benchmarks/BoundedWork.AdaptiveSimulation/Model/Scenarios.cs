@@ -3,13 +3,13 @@ using BoundedWork.Internal.Adaptive;
 namespace BoundedWork.AdaptiveSimulation;
 
 /// <summary>
-/// The three benchmark scenarios of adaptive workers, in simulation. benchmarks/adaptive-workers.sh runs the same
+/// The four benchmark scenarios of adaptive workers, in simulation. benchmarks/adaptive-workers.sh runs the same
 /// shapes end to end against the payment-callback sample (the same dependency model, K, service times and rates).
 /// </summary>
 internal static class Scenarios
 {
     /// <summary>Gets the scenarios' names, in order.</summary>
-    public static IReadOnlyList<string> Names { get; } = ["seed", "saturating", "bursts"];
+    public static IReadOnlyList<string> Names { get; } = ["seed", "saturating", "bursts", "cpu-burst"];
 
     /// <summary>Builds a scenario by name.</summary>
     /// <param name="name">One of <see cref="Names"/>.</param>
@@ -20,6 +20,7 @@ internal static class Scenarios
         "seed" => SeedIncident(parameters),
         "saturating" => Saturating(parameters),
         "bursts" => BurstsAndDrift(parameters),
+        "cpu-burst" => CpuBurst(parameters),
         _ => throw new ArgumentException($"Unknown scenario '{name}'; the scenarios are {string.Join(", ", Names)}.", nameof(name)),
     };
 
@@ -57,6 +58,33 @@ internal static class Scenarios
         MinWorkers = 2,
         MaxWorkers = 64,
         Adaptive = parameters,
+    };
+
+    /// <summary>
+    /// CPU-bound items at a rate 2 workers sustain, with a neighbour's CPU burst: items of 0.8 ms of computing on 2
+    /// cores (the dependency's capacity) arrive at 1,200 a second (Poisson); from 30 s to 90 s a neighbour's burst makes
+    /// an item take 1.0 ms when it runs alone and 1.4 ms when two run at once. 2 workers keep up throughout (1.7 busy
+    /// in the burst); 1 worker completes 1,000 a second in the burst and falls behind. 1 to 64 workers, starting at 2.
+    /// </summary>
+    /// <param name="parameters">The controller's parameters, or <see langword="null"/> for a fixed count.</param>
+    /// <returns>The settings.</returns>
+    public static SimulationSettings CpuBurst(AdaptiveParameters? parameters) => new()
+    {
+        Downstream = new Downstream
+        {
+            Capacity = 2,
+            ServiceTime = TimeSpan.FromMilliseconds(0.8),
+            Jitter = 0.1,
+            Slowdown = static (t, calls) => t is >= 30 and < 90 ? (calls <= 1 ? 1.25 : 1.75) : 1,
+        },
+        Load = LoadShape.Constant(1_200),
+        Duration = TimeSpan.FromSeconds(120),
+        QueueCapacity = 2_000,
+        InitialWorkers = 2,
+        MinWorkers = 1,
+        MaxWorkers = 64,
+        Adaptive = parameters,
+        Step = TimeSpan.FromMilliseconds(0.05),
     };
 
     /// <summary>

@@ -193,7 +193,7 @@ internal sealed class Simulator
         var calls = _inService.Count + _waitingForConnection.Count + 1;
         var contention = 1 + (downstream.ContentionPenalty * Math.Max(0, calls - downstream.Capacity) / downstream.Capacity);
         var jitter = 1 + (downstream.Jitter * ((2 * _random.NextDouble()) - 1));
-        var service = downstream.ServiceTime.TotalSeconds * downstream.SpeedFactor(at) * jitter * contention;
+        var service = downstream.ServiceTime.TotalSeconds * downstream.SpeedFactor(at) * jitter * contention * downstream.Slowdown(at, _inService.Count + 1);
         var fails = _random.NextDouble() < downstream.FailureShare(at);
         if (fails)
         {

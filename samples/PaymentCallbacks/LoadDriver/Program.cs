@@ -15,7 +15,7 @@ if (args.Length == 0)
           memory-queued  --base U --items N --rate R --out F
           memory-workers --base U --add N --out F
           report  --results DIR
-          scenario        --base U --scenario seed|saturating|bursts --contender NAME [--endpoint bounded|naive] [--quick] --out DIR
+          scenario        --base U --scenario seed|saturating|bursts|cpu-burst --contender NAME [--endpoint bounded|naive] [--quick] --out DIR
           scenario-args   --scenario NAME [--quick] [--what server|sweep|min|max|manual-at|manual-workers|duration]
           scenario-report --results DIR
         """);

@@ -47,10 +47,12 @@ public sealed class AdaptiveCpuBurstTests
         var bound = TimeSpan.FromSeconds(10); // the starving-queue probe time (5 s), plus measuring and cooldowns
         Assert.True(after <= bound, $"It grew back {after.TotalSeconds:F1} s after the back-off (at most {bound.TotalSeconds} s): {run[regrown].Decision}");
 
-        // And it stays where the arrivals are served: from then on the count never falls back below 2 for good.
-        var last = run.Skip(regrown).TakeWhile(r => r.Time < 95).ToList();
-        Assert.True(last.Count(r => r.Decision.NewCount < 2) <= last.Count / 4, string.Join(Environment.NewLine, last.Select(r => r.Decision).Where(d => d.IsChange)));
-        Assert.True(world.QueueAt(94) < 1_000, $"The queue stood at {world.QueueAt(94):F0} items near the end of the burst.");
+        // And it stays where the arrivals are served: the count never falls back below 2 in the burst, and the queue
+        // stops growing (at 1,390/s against 1,428/s it drains slowly).
+        var rest = run.Skip(regrown).TakeWhile(r => r.Time < 95).ToList();
+        Assert.All(rest, r => Assert.True(r.Decision.NewCount >= 2, r.Decision.ToString()));
+        var regrownAt = run[regrown].Time;
+        Assert.True(world.QueueAt(94) <= world.QueueAt(regrownAt + 3), $"The queue grew from {world.QueueAt(regrownAt + 3):F0} to {world.QueueAt(94):F0} items after the count grew back.");
     }
 
     /// <summary>One random interval of an arbitrary world: arrivals, run time, busy workers and queue.</summary>

@@ -24,6 +24,18 @@ public sealed class AdaptiveSimulationTests
     }
 
     [Fact]
+    public void CpuBurst_TwoWorkersKeepUp_NeverShrinksBelowThemAndServesTheArrivals()
+    {
+        var result = Simulator.Run(Scenarios.CpuBurst(AdaptiveParameters.Default));
+        var two = Simulator.Run(Scenarios.CpuBurst(null).Fixed(2));
+
+        Assert.DoesNotContain(result.Changes, d => d.NewCount < 2);
+        Assert.Equal(0, result.Rejected);
+        Assert.True(result.Goodput(10, 120) >= 0.99 * two.Goodput(10, 120), $"goodput {result.Goodput(10, 120):F0}/s against 2 fixed workers' {two.Goodput(10, 120):F0}/s");
+        Assert.True(result.Points.Max(p => p.QueueWaitMs) < 100, $"an item waited {result.Points.Max(p => p.QueueWaitMs):F0} ms");
+    }
+
+    [Fact]
     public void Saturating_StartedAtTheMaximum_ProbesDownNearTheKnee()
     {
         var result = Simulator.Run(Scenarios.Saturating(AdaptiveParameters.Default) with { InitialWorkers = 64, Duration = TimeSpan.FromMinutes(4) });

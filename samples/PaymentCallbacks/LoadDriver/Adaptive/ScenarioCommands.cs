@@ -10,7 +10,7 @@ internal static class ScenarioCommands
 {
     private static readonly CultureInfo s_inv = CultureInfo.InvariantCulture;
 
-    /// <summary>Prints a scenario's server settings, or one of its values (--what sweep|min|max|manual-at|manual-workers|duration).</summary>
+    /// <summary>Prints a scenario's server settings, or one of its values (--what sweep|min|max|manual-at|manual-workers|duration|neighbour).</summary>
     /// <param name="options">--scenario NAME [--quick] [--what ...].</param>
     /// <returns>The exit code.</returns>
     public static int Describe(Arguments options)
@@ -25,7 +25,8 @@ internal static class ScenarioCommands
             "manual-at" => double.IsNaN(plan.ManualResizeAt) ? string.Empty : plan.ManualResizeAt.ToString(s_inv),
             "manual-workers" => plan.ManualWorkers.ToString(s_inv),
             "duration" => plan.Duration.ToString(s_inv),
-            var what => throw new ArgumentException($"--what must be server, sweep, min, max, manual-at, manual-workers or duration, not '{what}'."),
+            "neighbour" => double.IsNaN(plan.NeighbourAt) ? string.Empty : string.Create(s_inv, $"{plan.NeighbourAt} {plan.NeighbourSeconds} {plan.NeighbourThreads}"),
+            var what => throw new ArgumentException($"--what must be server, sweep, min, max, manual-at, manual-workers, duration or neighbour, not '{what}'."),
         });
         return 0;
     }

@@ -12,7 +12,7 @@ internal sealed record LoadPhase(double Rate, double Seconds);
 /// dependency (capacity K, delays, contention, drift), the load, the window it is judged on, and the fixed counts the
 /// oracle is swept over. The simulation (benchmarks/BoundedWork.AdaptiveSimulation) models the same scenarios.
 /// </summary>
-/// <param name="Name">seed, saturating or bursts.</param>
+/// <param name="Name">seed, saturating, bursts or cpu-burst.</param>
 /// <param name="ServerArguments">The server's settings for the dependency and the executor's queue.</param>
 /// <param name="Phases">The load, phase after phase.</param>
 /// <param name="MeasureFrom">Seconds from the load's start from which goodput and run time are judged.</param>
@@ -22,6 +22,9 @@ internal sealed record LoadPhase(double Rate, double Seconds);
 /// <param name="Sweep">The fixed worker counts the oracle is chosen from.</param>
 /// <param name="ManualResizeAt">When the manual contender (seed only) resizes, in seconds; NaN for none.</param>
 /// <param name="ManualWorkers">The count the manual contender resizes to.</param>
+/// <param name="NeighbourAt">When a neighbour's CPU burst starts, in seconds from the load's start; NaN for none.</param>
+/// <param name="NeighbourSeconds">How long the neighbour's burst lasts.</param>
+/// <param name="NeighbourThreads">How many threads the neighbour keeps busy (each one core's worth of spinning).</param>
 internal sealed record ScenarioPlan(
     string Name,
     IReadOnlyList<string> ServerArguments,
@@ -32,13 +35,16 @@ internal sealed record ScenarioPlan(
     int MaxWorkers,
     IReadOnlyList<int> Sweep,
     double ManualResizeAt,
-    int ManualWorkers)
+    int ManualWorkers,
+    double NeighbourAt = double.NaN,
+    double NeighbourSeconds = 0,
+    int NeighbourThreads = 0)
 {
     /// <summary>The queue capacity every scenario runs with.</summary>
     public const int QueueCapacity = 2_000;
 
     /// <summary>Gets the scenarios' names.</summary>
-    public static IReadOnlyList<string> Names { get; } = ["seed", "saturating", "bursts"];
+    public static IReadOnlyList<string> Names { get; } = ["seed", "saturating", "bursts", "cpu-burst"];
 
     /// <summary>Gets the load's total duration.</summary>
     public double Duration => Phases.Sum(p => p.Seconds);
@@ -78,6 +84,24 @@ internal sealed record ScenarioPlan(
 
         // Bursts (2,000/s on, 200/s off) on a dependency (K = 32, 3-7 ms) that slows to twice its delay and back.
         "bursts" => Bursts(quick),
+
+        // CPU-bound side effects (about 0.8 ms of hashing, no blocking) at 1,200/s, a rate 2 workers sustain on 2 vCPUs;
+        // a neighbour process spins two threads for the middle half of the run: the run time rises, and fewer workers
+        // would not lower it. 1 to 64 workers, starting at 2.
+        "cpu-burst" => new(
+            name,
+            ["--SideEffect:MinDelayMs", "0", "--SideEffect:MaxDelayMs", "0", "--SideEffect:CpuIterations", "1000", "--Downstream:Capacity", "64"],
+            [new(1_200, quick ? 8 : 120)],
+            quick ? 1 : 10,
+            [(quick ? 2 : 30, quick ? 6 : 90)],
+            1,
+            64,
+            quick ? [1, 2] : [1, 2, 3, 4],
+            double.NaN,
+            0,
+            quick ? 2 : 30,
+            quick ? 4 : 60,
+            2),
         _ => throw new ArgumentException($"Unknown scenario '{name}'; the scenarios are {string.Join(", ", Names)}."),
     };
 

@@ -346,6 +346,7 @@ internal sealed class AdaptiveController
             _standingSeconds = 0;
             _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
         }
+
         if (!standing && sample.IdleWorkers > 0)
         {
             _idleMin = _idleSeconds == 0 ? sample.IdleWorkers : Math.Min(_idleMin, sample.IdleWorkers);
@@ -792,16 +793,18 @@ internal sealed class AdaptiveController
 
     /// <summary>
     /// The fewest workers a back-off may leave: the arrivals per second times the run time (the busy workers' mean when
-    /// the executor keeps up), with headroom, while the workers had slack; 0 when they were busy throughout (the
-    /// arrivals may then be paced by the workers, and say nothing about the need).
+    /// the executor keeps up), with headroom, while the workers had slack, in this interval or on average since the
+    /// count last changed (one interval's few looks can all find every worker busy); 0 when they were busy throughout
+    /// (the arrivals may then be paced by the workers, and say nothing about the need).
     /// </summary>
-    private static int DemandFloor(in AdaptiveSample sample, in AdaptiveSignals signals)
+    private int DemandFloor(in AdaptiveSample sample, in AdaptiveSignals signals)
     {
+        var count = sample.WorkerCount;
         var runTime = Math.Max(sample.RunTime?.TotalSeconds ?? 0, signals.SmoothedRunTime?.TotalSeconds ?? 0);
         var demand = signals.ArrivalsPerSecond * runTime;
-        return demand > 0 && demand < sample.WorkerCount * DemandSlack
-            ? (int)Math.Min(sample.WorkerCount, Math.Ceiling(demand * DemandHeadroom))
-            : 0;
+        var meanBusy = _dwell.Seconds > 0 ? _dwell.BusySeconds / _dwell.Seconds : demand;
+        var slack = demand < count * DemandSlack || meanBusy < count * DemandSlack;
+        return demand > 0 && slack ? (int)Math.Min(count, Math.Ceiling(demand * DemandHeadroom)) : 0;
     }
 
     private bool IsStanding(in AdaptiveSample sample) =>

@@ -76,7 +76,7 @@ public sealed class RateLimitSharedLimiterTests
             b.Value.Execute(() =>
             {
                 bothStarted.Signal();
-                releaseB.Wait(TestKit.Safety);
+                releaseB.Wait(TestKit.Safety * 2); // outlasts the assertion's wait: an item ending would free its permit
             });
         }
 
@@ -91,6 +91,31 @@ public sealed class RateLimitSharedLimiterTests
 
         TestKit.AssertConserved(TestKit.WaitForStatistics(b.Value, s => s.Completed == 2));
         Assert.True(SpinWait.SpinUntil(() => shared.GetStatistics()!.CurrentAvailablePermits == 2, TestKit.Safety), "A permit is still held while both executors are idle.");
+    }
+
+    [Fact]
+    public void Permit_ItemCancelledAfterItsWorkerTookThePermit_GoesToTheNextQueuedItem()
+    {
+        using var shared = new HookedLimiter(new ConcurrencyLimiter(new ConcurrencyLimiterOptions { PermitLimit = 1, QueueLimit = 0 }));
+        using var executor = new DisposableExecutor(TestKit.Create(workers: 1, configure: o => o.RateLimiter = shared));
+        using var cancellation = new CancellationTokenSource();
+        using var nextRan = new ManualResetEventSlim();
+
+        // The worker takes the permit for the first item; before it claims that item, its caller cancels it and a
+        // second item is queued behind it. The permit goes to the second item: the limiter grants one, not two.
+        shared.OnNextGrant(() =>
+        {
+            cancellation.Cancel();
+            executor.Value.Execute(nextRan.Set);
+        });
+        var cancelled = executor.Value.RunAsync(() => { }, cancellation.Token);
+        nextRan.WaitOrFail("the item queued behind the cancelled one");
+        Assert.True(((IAsyncResult)cancelled).AsyncWaitHandle.WaitOne(TestKit.Safety));
+        Assert.True(cancelled.IsCanceled);
+        var s = TestKit.WaitForStatistics(executor.Value, s => s.Completed == 1 && s.Cancelled == 1);
+        Assert.Equal(1, shared.GetStatistics()!.TotalSuccessfulLeases);
+        Assert.Equal(1, s.PermitsAcquired);
+        TestKit.AssertConserved(s);
     }
 
     /// <summary>A limiter that forwards to another and runs a test's step once, on the asking thread, right after a grant.</summary>
