@@ -374,6 +374,31 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task DatabaseAtSchemaVersion6_WithARunAtStoredAsMinusInfinity_IsRepairedOnStart_TheStatisticsReadAndTheItemRuns()
+    {
+        // Earlier versions stored RunAt = default(DateTimeOffset) as -infinity: the statistics read then failed on
+        // every node ("cannot subtract infinite timestamps"), and so did every claim that left such an item waiting.
+        var (schema, sql) = await SchemaAtVersionAsync(6);
+        await postgres.ExecuteAsync($$"""
+            INSERT INTO {{sql.Items}} (queue, payload, run_at) VALUES ('notices', '{"Number": 1}', '-infinity');
+            INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 2}');
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
+
+        Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items are handled, the repaired one first");
+        Assert.Equal([1, 2], behavior.Deliveries.Select(d => d.Item.Number));
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE run_at = '-infinity' OR enqueued_at = '-infinity'"));
+        await using var connection = new NpgsqlConnection(postgres.ConnectionString);
+        await connection.OpenAsync();
+        await using var statistics = new NpgsqlCommand(sql.Statistics, connection);
+        statistics.Parameters.AddWithValue("notices");
+        Assert.NotNull(await statistics.ExecuteScalarAsync()); // failed with 22008 before the repair
+    }
+
+    [Fact]
     public async Task SchemaNewerThanThePackage_FailsTheStart_NamingBothVersions()
     {
         var schema = "m_" + Guid.NewGuid().ToString("N")[..12];

@@ -192,6 +192,16 @@ internal sealed class StorageSql
             $"""
             ALTER TABLE {Items} ADD COLUMN delivery bigint NOT NULL DEFAULT 0;
             """,
+
+            // Version 7: times no statement can count from. Earlier versions stored RunAt = default(DateTimeOffset) as
+            // -infinity, which failed every statistics read and every claim that left such an item waiting; an
+            // enqueue now stores the earliest time one microsecond later, and so does this repair of the rows stored
+            // before (they keep their place: they still rank first of their priority). Through the ready and
+            // scheduled indexes' states; a stored time of +infinity could not be written (the enqueue refuses it).
+            $"""
+            UPDATE {Items} SET run_at = '0001-01-01 00:00:00.000001+00' WHERE run_at = '-infinity' AND state IN (0, 1, 5);
+            UPDATE {Items} SET enqueued_at = '0001-01-01 00:00:00.000001+00' WHERE enqueued_at = '-infinity';
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
