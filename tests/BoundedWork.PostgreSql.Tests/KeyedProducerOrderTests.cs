@@ -22,11 +22,14 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
 
     /// <summary>
     /// End to end, witnessed by the handlers: producer A enqueues item 1 of key k in its transaction and holds it open;
-    /// producer B enqueues item 2 of k in its own and commits (or, now, waits for A); A commits. Item 1 must start
-    /// first, and never while item 2 runs.
+    /// M more producers each enqueue the next item of k in their own and commit (or, now, wait for A and for each
+    /// other); A commits. With M = 1 item 1 must start first and never while item 2 runs; for any M, no item may start
+    /// while M older items of its key have not ended, nor more than M run at once.
     /// </summary>
-    [Fact]
-    public async Task OverlappingProducersOfAKey_TheLaterInsertCommitsFirst_ItemsStartInCommitOrder_OneAtATime()
+    [Theory]
+    [InlineData(1)]
+    [InlineData(2)]
+    public async Task OverlappingProducersOfAKey_TheLaterInsertCommitsFirst_ItemsStartInCommitOrder_AtMostMAtOnce(int perKey)
     {
         var schema = await postgres.NewSchemaAsync();
         var witness = new ConcurrentQueue<(int Number, bool Start)>();
@@ -40,6 +43,12 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
                 witness.Enqueue((notice.Number, false));
             },
         };
+        await using (await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, keyed: true))
+        {
+            // The schema exists: the limit is in place before the consumer starts.
+            await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: perKey);
+        }
+
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
             queue: static o => o.OrderingKey = static n => n.Key, executor: static o => o.WorkerCount = 4);
 
@@ -47,30 +56,47 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
         await using var aTransaction = await a.BeginTransactionAsync();
         await node.Queue.EnqueueAsync(new Notice(1, "k"), aTransaction);
 
-        await using var b = await OpenAsync();
-        var producerB = Task.Run(async () =>
+        var others = new List<(NpgsqlConnection Connection, Task Enqueue)>();
+        for (var number = 2; number <= perKey + 1; number++)
         {
-            await using var bTransaction = await b.BeginTransactionAsync();
-            await node.Queue.EnqueueAsync(new Notice(2, "k"), bTransaction);
-            await bTransaction.CommitAsync();
-        });
-        await WaitUntilAsync(async () => producerB.IsCompleted || await WaitsOnLockAsync(b.ProcessID), producerB, "B's enqueue is committed or waits");
-        if (producerB.IsCompleted)
+            var connection = await OpenAsync();
+            var item = new Notice(number, "k");
+            var enqueue = Task.Run(async () =>
+            {
+                await using var transaction = await connection.BeginTransactionAsync();
+                await node.Queue.EnqueueAsync(item, transaction);
+                await transaction.CommitAsync();
+            });
+            await WaitUntilAsync(async () => enqueue.IsCompleted || await WaitsOnLockAsync(connection.ProcessID), enqueue, $"item {number}'s enqueue is committed or waits");
+            others.Add((connection, enqueue));
+        }
+
+        if (others.All(o => o.Enqueue.IsCompleted))
         {
-            // Item 2 is committed while item 1 is not: the consumer may take it now, as it would in production.
-            await behavior.WaitUntilAsync(() => witness.Contains((2, true)), "item 2 starts");
+            // The newer items are committed while item 1 is not: the consumer may take them now, as it would in production.
+            await behavior.WaitUntilAsync(() => witness.Count(e => e.Start) == perKey, "the newer items start");
         }
 
         await aTransaction.CommitAsync();
-        await producerB;
+        foreach (var (connection, enqueue) in others)
+        {
+            await enqueue;
+            await connection.DisposeAsync();
+        }
+
         await behavior.WaitUntilAsync(() => !witness.IsEmpty, "an item starts");
         release.Set();
-        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items ran");
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == perKey + 1, "every item ran");
 
         var events = witness.ToArray();
         var starts = events.Where(e => e.Start).Select(e => e.Number).ToArray();
-        Assert.Equal([1, 2], starts); // A committed first: its item starts first
-        Assert.Equal(1, MaxOverlap(events));
+        if (perKey == 1)
+        {
+            Assert.Equal([1, 2], starts); // A committed first: its item starts first
+        }
+
+        Assert.True(MaxUnfinishedElders(events) < perKey, $"An item started while {perKey} older items of its key had not ended; starts {string.Join(", ", starts)}.");
+        Assert.True(MaxOverlap(events) <= perKey, $"More than {perKey} items of the key ran at once; starts {string.Join(", ", starts)}.");
     }
 
     /// <summary>
@@ -365,6 +391,26 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
         }
 
         return ids;
+    }
+
+    /// <summary>The most items older than an item (by number, its commit order) that had not ended when it started.</summary>
+    private static int MaxUnfinishedElders((int Number, bool Start)[] events)
+    {
+        var ended = new HashSet<int>();
+        var most = 0;
+        foreach (var (number, start) in events)
+        {
+            if (start)
+            {
+                most = Math.Max(most, Enumerable.Range(1, number - 1).Count(older => !ended.Contains(older)));
+            }
+            else
+            {
+                ended.Add(number);
+            }
+        }
+
+        return most;
     }
 
     /// <summary>The most items of one key that ran at once, from the handlers' own start and end records.</summary>
