@@ -129,6 +129,18 @@ internal sealed partial class Driver : IAsyncDisposable
             }
         }
 
+        if (s.Shapes.Contains("enqueue"))
+        {
+            // What ordering keys cost the producers: every producer on one key (they take turns), each on its own.
+            if (!s.Shapes.Contains("per-item"))
+            {
+                _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate));
+            }
+
+            _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate, keys: 1));
+            _rows.Add(await EnqueueOnlyAsync(inMemory.HandledRate, keys: s.Producers));
+        }
+
         if (s.Shapes.Contains("latency"))
         {
             _rows.Add(await InMemoryLatencyAsync());
@@ -208,20 +220,30 @@ internal sealed partial class Driver : IAsyncDisposable
         }
     }
 
-    private async Task<Row> EnqueueOnlyAsync(double? inMemoryRate)
+    /// <summary>
+    /// Enqueues only, one item per transaction; with <paramref name="keys"/> above 0 the items have ordering keys,
+    /// producer p's items the key <c>k{p % keys}</c> (1: one key for every producer; the producer count: a key each).
+    /// </summary>
+    private async Task<Row> EnqueueOnlyAsync(double? inMemoryRate, int keys = 0)
     {
-        const string Schema = "bench_enqueue";
-        Progress($"PostgreSQL, enqueue only: {_settings.Producers} producers, no consumer");
-        var host = await StartProducerHostAsync(Schema);
+        var Schema = keys == 0 ? "bench_enqueue" : $"bench_enqueue_keys_{keys}";
+        var name = keys switch
+        {
+            0 => "PostgreSQL, enqueue only",
+            1 => "PostgreSQL, enqueue only, one ordering key",
+            _ => $"PostgreSQL, enqueue only, {keys} ordering keys (one per producer)",
+        };
+        Progress($"{name}: {_settings.Producers} producers, no consumer");
+        var host = await StartProducerHostAsync(Schema, queueOptions: keys == 0 ? null : o => o.OrderingKey = item => item.Key);
         try
         {
             var queue = host.Services.GetRequiredService<IWorkQueue<BenchItem>>();
-            await ProduceAsync(queue, 0, _settings.WarmUpItems);
+            await ProduceAsync(queue, 0, _settings.WarmUpItems, keys);
             await ResetStatementsAsync();
             var cpu = Environment.CpuUsage.TotalTime;
             var serverCpu = ServerCpu.Read(Server.DataDirectory);
             var start = Stopwatch.GetTimestamp();
-            var produced = await ProduceAsync(queue, _settings.WarmUpItems, _settings.Items);
+            var produced = await ProduceAsync(queue, _settings.WarmUpItems, _settings.Items, keys);
             var counts = await StatementCounts.ReadAsync(Database, _cancellation);
             var stored = await ScalarAsync<long>($"SELECT count(*) FROM {Schema}.items WHERE state = 0");
             if (stored != _settings.WarmUpItems + _settings.Items)
@@ -230,7 +252,7 @@ internal sealed partial class Driver : IAsyncDisposable
             }
 
             var rate = Rate(_settings.Items, start, produced);
-            return new Row("PostgreSQL, enqueue only", "none", _settings.Items)
+            return new Row(name, "none", _settings.Items)
             {
                 EnqueueRate = rate,
                 Ratio = inMemoryRate is { } r ? rate / r : null,
@@ -682,14 +704,15 @@ internal sealed partial class Driver : IAsyncDisposable
     }
 
     /// <summary>Enqueues items first .. first + count - 1 from the producer tasks, each item with <see cref="IWorkQueue{T}.EnqueueAsync"/> (its own transaction); returns when the last producer finished.</summary>
-    private async Task<long> ProduceAsync(IWorkQueue<BenchItem> queue, int first, int count)
+    private async Task<long> ProduceAsync(IWorkQueue<BenchItem> queue, int first, int count, int keys = 0)
     {
         var producers = _settings.Producers;
         var tasks = Enumerable.Range(0, producers).Select(p => Task.Run(async () =>
         {
+            var key = keys == 0 ? null : "k" + (p % keys).ToString(CultureInfo.InvariantCulture);
             for (var number = first + p; number < first + count; number += producers)
             {
-                await queue.EnqueueAsync(new BenchItem(number), _cancellation);
+                await queue.EnqueueAsync(new BenchItem(number, key), _cancellation);
             }
         }, _cancellation));
         var timeout = TimeSpan.FromSeconds(60 + (count / 100.0));

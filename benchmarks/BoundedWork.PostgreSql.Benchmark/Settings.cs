@@ -35,7 +35,8 @@ internal sealed class Settings
     public bool Statements { get; private init; }
 
     /// <summary>
-    /// Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>latency</c>, <c>bulk</c>
+    /// Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>enqueue</c> (enqueue only,
+    /// unkeyed and with ordering keys: one for every producer, one per producer; not in the default list), <c>latency</c>, <c>bulk</c>
     /// (bulk insert, library against binary COPY), <c>drain</c>, and <c>cluster</c> (the cluster limits: what they cost
     /// when they do not bind, and whether they hold when they do; not in the default list, see cluster-limits.sh).
     /// </summary>
@@ -61,7 +62,7 @@ internal sealed class Settings
 
     private static HashSet<string> ParseShapes(string text)
     {
-        string[] known = ["per-item", "latency", "bulk", "drain", "cluster"];
+        string[] known = ["per-item", "enqueue", "latency", "bulk", "drain", "cluster"];
         var shapes = text.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).ToHashSet(StringComparer.Ordinal);
         return shapes.Count > 0 && shapes.All(known.Contains)
             ? shapes

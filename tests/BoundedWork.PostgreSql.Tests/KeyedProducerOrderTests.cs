@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using Npgsql;
@@ -21,11 +22,14 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
 
     /// <summary>
     /// End to end, witnessed by the handlers: producer A enqueues item 1 of key k in its transaction and holds it open;
-    /// producer B enqueues item 2 of k in its own and commits (or, now, waits for A); A commits. Item 1 must start
-    /// first, and never while item 2 runs.
+    /// M more producers each enqueue the next item of k in their own and commit (or, now, wait for A and for each
+    /// other); A commits. With M = 1 item 1 must start first and never while item 2 runs; for any M, no item may start
+    /// while M older items of its key have not ended, nor more than M run at once.
     /// </summary>
-    [Fact]
-    public async Task OverlappingProducersOfAKey_TheLaterInsertCommitsFirst_ItemsStartInCommitOrder_OneAtATime()
+    [Theory]
+    [InlineData(1)]
+    [InlineData(2)]
+    public async Task OverlappingProducersOfAKey_TheLaterInsertCommitsFirst_ItemsStartInCommitOrder_AtMostMAtOnce(int perKey)
     {
         var schema = await postgres.NewSchemaAsync();
         var witness = new ConcurrentQueue<(int Number, bool Start)>();
@@ -39,6 +43,12 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
                 witness.Enqueue((notice.Number, false));
             },
         };
+        await using (await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, keyed: true))
+        {
+            // The schema exists: the limit is in place before the consumer starts.
+            await ClusterLimitSql.SetLimitsAsync(postgres, schema, perKey: perKey);
+        }
+
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
             queue: static o => o.OrderingKey = static n => n.Key, executor: static o => o.WorkerCount = 4);
 
@@ -46,30 +56,47 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
         await using var aTransaction = await a.BeginTransactionAsync();
         await node.Queue.EnqueueAsync(new Notice(1, "k"), aTransaction);
 
-        await using var b = await OpenAsync();
-        var producerB = Task.Run(async () =>
+        var others = new List<(NpgsqlConnection Connection, Task Enqueue)>();
+        for (var number = 2; number <= perKey + 1; number++)
         {
-            await using var bTransaction = await b.BeginTransactionAsync();
-            await node.Queue.EnqueueAsync(new Notice(2, "k"), bTransaction);
-            await bTransaction.CommitAsync();
-        });
-        await WaitUntilAsync(async () => producerB.IsCompleted || await WaitsOnLockAsync(b.ProcessID), producerB, "B's enqueue is committed or waits");
-        if (producerB.IsCompleted)
+            var connection = await OpenAsync();
+            var item = new Notice(number, "k");
+            var enqueue = Task.Run(async () =>
+            {
+                await using var transaction = await connection.BeginTransactionAsync();
+                await node.Queue.EnqueueAsync(item, transaction);
+                await transaction.CommitAsync();
+            });
+            await WaitUntilAsync(async () => enqueue.IsCompleted || await WaitsOnLockAsync(connection.ProcessID), enqueue, $"item {number}'s enqueue is committed or waits");
+            others.Add((connection, enqueue));
+        }
+
+        if (others.All(o => o.Enqueue.IsCompleted))
         {
-            // Item 2 is committed while item 1 is not: the consumer may take it now, as it would in production.
-            await behavior.WaitUntilAsync(() => witness.Contains((2, true)), "item 2 starts");
+            // The newer items are committed while item 1 is not: the consumer may take them now, as it would in production.
+            await behavior.WaitUntilAsync(() => witness.Count(e => e.Start) == perKey, "the newer items start");
         }
 
         await aTransaction.CommitAsync();
-        await producerB;
+        foreach (var (connection, enqueue) in others)
+        {
+            await enqueue;
+            await connection.DisposeAsync();
+        }
+
         await behavior.WaitUntilAsync(() => !witness.IsEmpty, "an item starts");
         release.Set();
-        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items ran");
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == perKey + 1, "every item ran");
 
         var events = witness.ToArray();
         var starts = events.Where(e => e.Start).Select(e => e.Number).ToArray();
-        Assert.Equal([1, 2], starts); // A committed first: its item starts first
-        Assert.Equal(1, MaxOverlap(events));
+        if (perKey == 1)
+        {
+            Assert.Equal([1, 2], starts); // A committed first: its item starts first
+        }
+
+        Assert.True(MaxUnfinishedElders(events) < perKey, $"An item started while {perKey} older items of its key had not ended; starts {string.Join(", ", starts)}.");
+        Assert.True(MaxOverlap(events) <= perKey, $"More than {perKey} items of the key ran at once; starts {string.Join(", ", starts)}.");
     }
 
     /// <summary>
@@ -269,6 +296,121 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
         Assert.True(await one > held[1]);
         Assert.True((await idempotent).ItemId > held[0]);
         Assert.True((await many)[0] > held[1] && (await many)[1] > held[0]);
+    }
+
+    /// <summary>
+    /// A dead letter of key k requeued while a producer of k is in flight: the producer commits after the requeue's
+    /// statement took its snapshot (held there by a trigger), so the requeue's fence, which makes the key's newer ready
+    /// items wait, did not see the new item; a claim that sees the new item but not the requeue takes it and is held;
+    /// the requeue commits; a second claim sees the requeued item and no running item of its key. Before the requeue
+    /// took its keys' locks first, both ran. Now the requeue waits for the producer before its snapshot, and its fence
+    /// meets the held claim's row.
+    /// </summary>
+    [Fact]
+    public async Task RequeuedDeadLetter_WhileAProducerOfItsKeyIsInFlight_NeverTwoOfTheKeyRun()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, keyed: true);
+        var sql = new StorageSql(schema);
+        var requeueGate = Random.Shared.NextInt64(1, int.MaxValue);
+        var claimGate = Random.Shared.NextInt64(1, long.MaxValue);
+        await postgres.ExecuteAsync($"""
+            CREATE FUNCTION {schema}.pause_requeue() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock({requeueGate}); RETURN NEW; END $$;
+            CREATE TRIGGER pause_requeue BEFORE UPDATE ON {sql.Items} FOR EACH ROW
+                WHEN (NEW.state = 0 AND OLD.state = 3) EXECUTE FUNCTION {schema}.pause_requeue();
+            CREATE FUNCTION {schema}.pause_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF current_setting('test.pause', true) = 'on' THEN PERFORM pg_advisory_xact_lock({claimGate}); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER pause_claim BEFORE UPDATE ON {sql.Items} FOR EACH ROW
+                WHEN (NEW.state = 1 AND OLD.state = 0) EXECUTE FUNCTION {schema}.pause_claim();
+            """);
+        var dead = await postgres.ScalarAsync<long>(
+            $"INSERT INTO {sql.Items} (queue, payload, ordering_key, state, finished_at, attempts) VALUES ('notices', '{{}}', 'k', 3, now(), 1) RETURNING id");
+
+        await using var producer = await OpenAsync();
+        await using var producerTransaction = await producer.BeginTransactionAsync();
+        var newer = await node.Queue.EnqueueAsync(new Notice(2, "k"), producerTransaction);
+
+        await using var gateHolder = await OpenAsync();
+        await ExecuteAsync(gateHolder, $"SELECT pg_advisory_lock({requeueGate}), pg_advisory_lock({claimGate})");
+        var requeue = node.Queue.RequeueDeadLettersAsync(DeadLetterSelection.ByIds([dead]));
+        await WaitUntilAsync(async () => await postgres.ScalarAsync<long>("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0, requeue, "the requeue waits");
+        await producerTransaction.CommitAsync();
+        await WaitUntilAsync(
+            async () => await postgres.ScalarAsync<long>($"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = {requeueGate}") > 0,
+            requeue,
+            "the requeue's statement waits at its trigger");
+
+        await using var held = await OpenAsync();
+        await ExecuteAsync(held, "SET test.pause = 'on'");
+        var heldClaim = ClaimAsync(sql, 1, held);
+        await WaitUntilAsync(async () => heldClaim.IsCompleted || await WaitsOnLockAsync(held.ProcessID), heldClaim, "the first claim is done or waits at its trigger");
+        await ExecuteAsync(gateHolder, $"SELECT pg_advisory_unlock({requeueGate})");
+        await WaitUntilAsync(
+            async () => requeue.IsCompleted || await postgres.ScalarAsync<long>("SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype <> 'advisory'") > 0,
+            requeue,
+            "the requeue is done or waits for a row");
+
+        var second = await ClaimAsync(sql, 2, connection: null);
+        await ExecuteAsync(gateHolder, $"SELECT pg_advisory_unlock({claimGate})");
+        var first = await heldClaim;
+        Assert.Equal(1, await requeue);
+
+        var running = await postgres.ScalarAsync<long[]>($"SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM {sql.Items} WHERE state = 1");
+        Assert.True(running.Length <= 1,
+            $"Running {string.Join(", ", running)} of key k (the dead letter {dead}, the newer item {newer}; the held claim took {string.Join(", ", first)}, the second {string.Join(", ", second)}).");
+    }
+
+    /// <summary>One claim of the queue <c>notices</c> with the ordering rule of every keyed queue (<see cref="StorageSql.Claim"/>); the ids it took.</summary>
+    private async Task<List<long>> ClaimAsync(StorageSql sql, int count, NpgsqlConnection? connection)
+    {
+        await using var own = connection is null ? await OpenAsync() : null;
+        await using var command = new NpgsqlCommand(sql.Claim, connection ?? own)
+        {
+            Parameters =
+            {
+                new NpgsqlParameter<string> { TypedValue = "notices" },
+                new NpgsqlParameter<int> { TypedValue = count },
+                new NpgsqlParameter<string> { TypedValue = "test" },
+                new NpgsqlParameter<TimeSpan> { TypedValue = TimeSpan.FromHours(1) },
+                new NpgsqlParameter<long> { TypedValue = 0 }, // the settings version (no row): claims go ahead
+                new NpgsqlParameter<int> { TypedValue = 0 },
+            },
+        };
+        var ids = new List<long>();
+        await using var reader = await command.ExecuteReaderAsync();
+        while (await reader.ReadAsync())
+        {
+            if (!reader.IsDBNull(0))
+            {
+                ids.Add(reader.GetInt64(0));
+            }
+        }
+
+        return ids;
+    }
+
+    /// <summary>The most items older than an item (by number, its commit order) that had not ended when it started.</summary>
+    private static int MaxUnfinishedElders((int Number, bool Start)[] events)
+    {
+        var ended = new HashSet<int>();
+        var most = 0;
+        foreach (var (number, start) in events)
+        {
+            if (start)
+            {
+                most = Math.Max(most, Enumerable.Range(1, number - 1).Count(older => !ended.Contains(older)));
+            }
+            else
+            {
+                ended.Add(number);
+            }
+        }
+
+        return most;
     }
 
     /// <summary>The most items of one key that ran at once, from the handlers' own start and end records.</summary>

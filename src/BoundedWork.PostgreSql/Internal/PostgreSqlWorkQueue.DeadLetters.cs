@@ -95,16 +95,40 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = SelectionCommand(_sql.RequeueDeadLetters, selection, connection);
-            await using (command.ConfigureAwait(false))
+            // Two statements in one transaction: the keys' locks are held before the requeue's snapshot is taken.
+            var transaction = await connection.BeginTransactionAsync(cancellationToken).ConfigureAwait(false);
+            await using (transaction.ConfigureAwait(false))
             {
-                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
-                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
+                long[] ids;
+                var lockKeys = SelectionCommand(_sql.LockDeadLetterKeys, selection, connection);
+                await using (lockKeys.ConfigureAwait(false))
                 {
-                    await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    requeued = reader.GetInt64(0);
+                    lockKeys.Transaction = transaction;
+                    ids = (long[])(await lockKeys.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
                 }
+
+                requeued = 0;
+                if (ids.Length > 0)
+                {
+                    var command = SelectionCommand(_sql.RequeueDeadLetters, selection, connection);
+                    await using (command.ConfigureAwait(false))
+                    {
+                        // The ids the locks were taken for, whatever the selection (a time window included).
+                        command.Transaction = transaction;
+                        command.Parameters[1].Value = ids;
+                        command.Parameters[2].Value = DBNull.Value;
+                        command.Parameters[3].Value = DBNull.Value;
+                        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
+                        var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                        await using (reader.ConfigureAwait(false))
+                        {
+                            await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                            requeued = reader.GetInt64(0);
+                        }
+                    }
+                }
+
+                await transaction.CommitAsync(cancellationToken).ConfigureAwait(false);
             }
         }
 

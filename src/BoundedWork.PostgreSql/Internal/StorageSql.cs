@@ -438,7 +438,9 @@ internal sealed class StorageSql
         // transaction (see KeyedClaimSql). A claim that locks one of them once this commits
         // finds it no longer ready; one that locked it first makes this wait, and its claim then counts against the
         // requeued item (the row, running by then, is left running: the state is chosen on its latest version, and
-        // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again.
+        // the rows are reached by id alone, see PlanShapes). The next claim makes them ready again. It runs in the
+        // transaction of LockDeadLetterKeys, after it, with the ids that returned: no producer of a requeued item's key
+        // is in flight while it runs, so its fence sees every newer item of the key.
         RequeueDeadLetters = $"""
             WITH requeued AS (
                 UPDATE {Items} SET state = 0, run_at = now(), attempt_base = attempts, delivery = delivery + 1, finished_at = NULL,
@@ -458,6 +460,19 @@ internal sealed class StorageSql
                 RETURNING 1),
             woken AS (SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM requeued))
             SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM woken)
+            """;
+
+        // Before a requeue, in its transaction: the selected dead letters' ids, and the locks of their keys (as an
+        // enqueue takes them, in lock-id order; see KeyOrder in the remarks), so no producer of those keys is in flight
+        // when the requeue's statement takes its snapshot (its fence sees every newer item of the key), and producers
+        // that come after draw their ids after its commit. The requeue then takes these ids alone ($2, no time bounds):
+        // a row that became a dead letter after this statement is not requeued, its key not being locked.
+        LockDeadLetterKeys = $"""
+            SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM {Items} WHERE {Selected}), ARRAY[]::bigint[]),
+                   (SELECT count(*) FROM (
+                       SELECT pg_advisory_xact_lock(k.lock_id) FROM (
+                           SELECT DISTINCT {KeyLockId("ordering_key")} AS lock_id FROM {Items}
+                           WHERE {Selected} AND ordering_key IS NOT NULL ORDER BY lock_id) k) taken)
             """;
 
         PurgeDeadLetters = $"DELETE FROM {Items} WHERE {Selected}";
@@ -544,6 +559,8 @@ internal sealed class StorageSql
     public string GetDeadLetter { get; }
 
     public string RequeueDeadLetters { get; }
+
+    public string LockDeadLetterKeys { get; }
 
     public string PurgeDeadLetters { get; }
 
