@@ -47,6 +47,9 @@ public sealed class SignInRecipeTests
 
         await Assertions.Expect(page.Locator("tr[data-executor='payments']")).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal("/bounded-work/", new Uri(page.Url).AbsolutePath);
+
+        // The rates say over which window they are averaged.
+        await Assertions.Expect(page.Locator("thead").First).ToContainTextAsync("Completed / s, 1 min avg");
     }
 
     [Fact]
