@@ -20,6 +20,12 @@ internal static class ExitCodes
 
     /// <summary><c>doctor</c>: the ThreadPool is starved.</summary>
     public const int Starved = 4;
+
+    /// <summary>
+    /// More than one target could be meant (several processes expose BoundedWork, or one process has several sockets)
+    /// and none was named: pick one with <c>-p PID</c> or <c>--socket PATH</c>. Each of them can be reached.
+    /// </summary>
+    public const int Ambiguous = 5;
 }
 
 /// <summary>A failure the tool explains in one message and maps to an exit code; never shown as a stack trace.</summary>
@@ -28,4 +34,6 @@ internal sealed class ToolException(int exitCode, string message) : Exception(me
     public int ExitCode { get; } = exitCode;
 
     public static ToolException Unreachable(string message) => new(ExitCodes.Unreachable, message);
+
+    public static ToolException Ambiguous(string message) => new(ExitCodes.Ambiguous, message);
 }

@@ -10,7 +10,8 @@ var root = new RootCommand(
     which answers while the ThreadPool is starved; 'doctor' and a read-only 'top' work on any .NET process.
 
     Exit codes: 0 done (doctor: not starved), 1 the app refused (unknown executor, invalid setting),
-    2 wrong command line, 3 target unreachable or not BoundedWork, 4 doctor: starved.
+    2 wrong command line, 3 target unreachable or not BoundedWork, 4 doctor: starved,
+    5 several processes (or sockets) could be meant: pick one with -p PID or --socket PATH.
     """)
 {
     CommonOptions.ProcessId,

@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Text;
 using System.Threading.RateLimiting;
 
 namespace BoundedWork;
@@ -180,6 +181,22 @@ public sealed record BoundedExecutorSettings
     {
         var min = Math.Clamp(AdaptiveMinWorkerCount, 1, maxWorkerCount);
         return (min, Math.Clamp(AdaptiveMaxWorkerCount ?? maxWorkerCount, min, maxWorkerCount));
+    }
+
+    /// <summary>
+    /// What <see cref="ToString"/> prints between its braces: every setting as a person reads it, in declaration order
+    /// (<c>QueueWaitThreshold = off</c> for a threshold turned off, <c>WaitTimeout = infinite</c>, invariant numbers).
+    /// </summary>
+    private bool PrintMembers(StringBuilder builder)
+    {
+        for (var i = 0; i < s_settings.Length; i++)
+        {
+            var value = s_settings[i].Read(this);
+            var text = value is TimeSpan span && span == Timeout.InfiniteTimeSpan && s_settings[i].Name.EndsWith("Threshold", StringComparison.Ordinal) ? "off" : Format(value);
+            builder.Append(i == 0 ? "" : ", ").Append(s_settings[i].Name).Append(" = ").Append(text);
+        }
+
+        return true;
     }
 
     /// <summary>A setting's value as a person reads it in a log: invariant, and <c>infinite</c> for <see cref="Timeout.InfiniteTimeSpan"/>.</summary>

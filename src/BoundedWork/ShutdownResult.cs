@@ -24,4 +24,12 @@ public sealed class ShutdownResult
 
     /// <summary>Gets a value indicating whether every accepted item ran (nothing was abandoned and all workers exited).</summary>
     public bool Drained => AbandonedItems.Count == 0 && WorkersExited;
+
+    /// <summary>Describes the outcome in words: drained, or how many items were abandoned and whether workers still run.</summary>
+    /// <returns>For example <c>Drained: every accepted item ran</c> or <c>1 item abandoned; all workers exited</c>.</returns>
+    public override string ToString() => Drained
+        ? "Drained: every accepted item ran"
+        : string.Create(
+            System.Globalization.CultureInfo.InvariantCulture,
+            $"{AbandonedItems.Count} {(AbandonedItems.Count == 1 ? "item" : "items")} abandoned; {(WorkersExited ? "all workers exited" : "workers still running items past the deadline (they finish on their own)")}");
 }

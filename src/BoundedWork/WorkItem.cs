@@ -34,10 +34,13 @@ public readonly struct WorkItem
     /// To give an item a name of your choosing, submit a named method (a method group or a local function) rather
     /// than a lambda. Work submitted through <c>BlockingService</c>, <c>RunAndWait</c> or the TaskScheduler view is
     /// described by the delegate you passed to them (or, for a task, as <c>Task 42 (TaskScheduler)</c>), not by the
-    /// library's own wrapper in <see cref="Callback"/>. The state is never part of the description: it may hold
-    /// personal data.
+    /// library's own wrapper in <see cref="Callback"/>. The state is never part of the description (it may hold personal
+    /// data), unless it names the item itself by implementing <see cref="IDescribedWork"/>: a typed work queue's items
+    /// read <c>Shop.LedgerHandler.Handle(PaymentNotice #42, key order-7)</c>.
     /// </remarks>
-    public string Description => Internal.WorkDescription.Describe(_describedBy ?? Callback);
+    public string Description => _describedBy is null && State is IDescribedWork described
+        ? described.WorkDescription
+        : Internal.WorkDescription.Describe(_describedBy ?? Callback);
 
     /// <summary>Gets the state passed with the delegate, or <see langword="null"/>.</summary>
     public object? State { get; }

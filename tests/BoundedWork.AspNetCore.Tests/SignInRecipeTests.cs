@@ -47,6 +47,42 @@ public sealed class SignInRecipeTests
 
         await Assertions.Expect(page.Locator("tr[data-executor='payments']")).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         Assert.Equal("/bounded-work/", new Uri(page.Url).AbsolutePath);
+
+        // The rates say over which window they are averaged.
+        await Assertions.Expect(page.Locator("thead").First).ToContainTextAsync("Completed / s, 1 min avg");
+    }
+
+    /// <summary>
+    /// An app that signs in with bearer tokens only: a browser opening the dashboard gets the page (with the 401 status
+    /// and no data), which asks for a token; with it, the page shows the executors.
+    /// </summary>
+    [Fact]
+    public async Task BearerOnlyApp_Dashboard_AsksForAToken_ThenShowsTheExecutors()
+    {
+        await using var app = await StartAsync(bearerOnly: true);
+        await using var browser = await DashboardBrowserTests.LaunchAsync();
+        var page = await (await browser.NewContextAsync()).NewPageAsync();
+
+        var response = await page.GotoAsync(new Uri(BaseAddress(app), "/bounded-work/").ToString());
+
+        Assert.Equal(401, response!.Status);
+        await Assertions.Expect(page.Locator("#token-sign-in")).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await page.Locator("#token").FillAsync(Token("ops"));
+        await page.Locator("#token-use").ClickAsync();
+        await Assertions.Expect(page.Locator("tr[data-executor='payments']")).ToBeVisibleAsync(new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(page.Locator("#token-sign-in")).ToBeHiddenAsync();
+    }
+
+    [Fact]
+    public async Task BearerOnlyApp_AnonymousJsonRequest_StillGetsTheProblem()
+    {
+        await using var app = await StartAsync(bearerOnly: true);
+        using var client = new HttpClient { BaseAddress = BaseAddress(app) };
+
+        using var response = await client.GetAsync("/bounded-work/");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, response.StatusCode);
+        Assert.Equal("application/problem+json", response.Content.Headers.ContentType?.MediaType);
     }
 
     [Fact]
@@ -97,7 +133,7 @@ public sealed class SignInRecipeTests
         expires: DateTime.UtcNow.AddHours(1),
         signingCredentials: new SigningCredentials(new SymmetricSecurityKey(SigningKey), SecurityAlgorithms.HmacSha256)));
 
-    private static async Task<WebApplication> StartAsync()
+    private static async Task<WebApplication> StartAsync(bool bearerOnly = false)
     {
         var builder = WebApplication.CreateBuilder(new WebApplicationOptions { EnvironmentName = "Development" });
         builder.WebHost.UseUrls("http://127.0.0.1:0");
@@ -112,9 +148,29 @@ public sealed class SignInRecipeTests
             ["Authentication:Schemes:Bearer:SigningKeys:0:Value"] = Convert.ToBase64String(SigningKey),
         });
         builder.Services.AddBoundedExecutor("payments");
-        ConfigureServices(builder);
+        if (bearerOnly)
+        {
+            builder.Services.AddBoundedWorkAdmin();
+            builder.Services.AddAuthentication(JwtBearerDefaults.AuthenticationScheme).AddJwtBearer();
+            builder.Services.AddAuthorization(o => o.AddPolicy("BoundedWorkAdmin", p => p.RequireRole("ops")));
+        }
+        else
+        {
+            ConfigureServices(builder);
+        }
+
         var app = builder.Build();
-        MapEndpoints(app);
+        if (bearerOnly)
+        {
+            app.UseAuthentication();
+            app.UseAuthorization();
+            app.MapBoundedWorkAdmin();
+        }
+        else
+        {
+            MapEndpoints(app);
+        }
+
         await app.StartAsync();
         return app;
     }

@@ -107,6 +107,23 @@ public sealed class DiagnosisTests
         Assert.Contains(report.Advice, a => a.Contains("bw resize payments", StringComparison.Ordinal));
     }
 
+    [Fact]
+    public void Diagnose_OneItemQueued_SaysOneItem()
+    {
+        var at = DateTime.UtcNow;
+        List<CounterSample> counters =
+        [
+            .. Pool(queue: [0, 0], threads: [2, 2]),
+            new(at, "boundedwork.queue.length", "payments", 1),
+            new(at, "boundedwork.workers", "payments", 8),
+            new(at, "boundedwork.workers.busy", "payments", 8),
+        ];
+
+        var report = Diagnosis.Diagnose(42, counters, Threads((s_idle, 2)));
+
+        Assert.Contains(report.Advice, a => a.Contains("all 8 workers busy and 1 item queued", StringComparison.Ordinal));
+    }
+
     private static List<CounterSample> Pool(double[] queue, double[] threads)
     {
         var start = DateTime.UtcNow;

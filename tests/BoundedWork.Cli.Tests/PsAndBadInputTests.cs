@@ -35,6 +35,21 @@ public sealed class PsAndBadInputTests(ITestOutputHelper output)
         // Each is addressed by its own id.
         var one = await Bw.RunAsync("threadpool", "-p", first.ProcessId.ToString(CultureInfo.InvariantCulture), "--json");
         Assert.True(one.ExitCode == 0, one.ToString());
+
+        // Tables have no line that is blank but for spaces, and no line ends in spaces.
+        var list = await Bw.RunAsync("list", "-p", first.ProcessId.ToString(CultureInfo.InvariantCulture));
+        Assert.True(list.ExitCode == 0, list.ToString());
+        foreach (var output in (string[])[table.Out, list.Out])
+        {
+            Assert.DoesNotContain(output.Split('\n'), line => line.Length > 0 && line.TrimEnd().Length < line.Length);
+        }
+
+        // Without one, the choice is ambiguous, not unreachable: its own message and exit code.
+        var ambiguous = await Bw.RunAsync("list");
+        output.WriteLine(ambiguous.ToString());
+        Assert.True(ambiguous.ExitCode == 5, "Expected exit 5: " + ambiguous);
+        Assert.Contains("ambiguous", ambiguous.Error, StringComparison.Ordinal);
+        Assert.Contains("-p PID", ambiguous.Error, StringComparison.Ordinal);
     }
 
     [Fact]

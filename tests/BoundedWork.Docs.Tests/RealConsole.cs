@@ -15,7 +15,11 @@ internal static class RealConsole
     /// Starts an app with executor "payments", the services <paramref name="services"/> adds and the console (anonymous),
     /// reads <paramref name="path"/> (under <c>/bounded-work</c>) once as JSON, and stops it.
     /// </summary>
-    public static async Task<JsonElement> GetAsync(string path, Action<IServiceCollection>? services = null)
+    public static Task<JsonElement> GetAsync(string path, Action<IServiceCollection>? services = null) =>
+        SendAsync(HttpMethod.Get, path, body: null, services);
+
+    /// <summary>As <see cref="GetAsync"/>, with any method and a JSON body (a change: it carries the console's header); returns the answer's JSON whatever its status.</summary>
+    public static async Task<JsonElement> SendAsync(HttpMethod method, string path, string? body, Action<IServiceCollection>? services = null)
     {
         var builder = WebApplication.CreateSlimBuilder();
         builder.WebHost.UseUrls("http://127.0.0.1:0");
@@ -30,7 +34,15 @@ internal static class RealConsole
         {
             var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
             using var client = new HttpClient { BaseAddress = new Uri(address) };
-            using var document = JsonDocument.Parse(await client.GetStringAsync("/bounded-work" + path));
+            using var request = new HttpRequestMessage(method, "/bounded-work" + path);
+            if (body is not null)
+            {
+                request.Content = new StringContent(body, System.Text.Encoding.UTF8, "application/json");
+                request.Headers.Add("X-BoundedWork-Admin", "1");
+            }
+
+            using var response = await client.SendAsync(request);
+            using var document = JsonDocument.Parse(await response.Content.ReadAsStringAsync());
             return document.RootElement.Clone();
         }
         finally

@@ -4,6 +4,20 @@ namespace BoundedWork.Tests;
 public sealed class BoundedExecutorSettingsTests
 {
     [Fact]
+    public async Task ToString_ThresholdsTurnedOff_ReadOff_AndEverySettingIsNamed()
+    {
+        await using var executor = TestKit.Create(workers: 2, capacity: 4);
+        var settings = executor.Settings with { QueueWaitThreshold = Timeout.InfiniteTimeSpan, SlowItemThreshold = TimeSpan.FromSeconds(2) };
+
+        var text = settings.ToString();
+
+        Assert.StartsWith("BoundedExecutorSettings { WorkerCount = 2, QueueCapacity = 4, ", text, StringComparison.Ordinal);
+        Assert.Contains("SlowItemThreshold = 00:00:02, QueueWaitThreshold = off", text, StringComparison.Ordinal);
+        Assert.DoesNotContain("-00:00:00.0010000", text, StringComparison.Ordinal);
+        Assert.Contains("AdaptiveMaxWorkerCount = the hard maximum }", text, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public async Task Reconfigure_SeveralInvalidSettings_NamesEachAndChangesNothing()
     {
         await using var executor = TestKit.Create(workers: 2, capacity: 4);

@@ -23,6 +23,7 @@ public sealed class BoundedExecutorShutdownTests
         gate.Open();
         var result = await shutdown.WaitAsync(TestKit.Safety);
         Assert.True(result.Drained);
+        Assert.Equal("Drained: every accepted item ran", result.ToString());
         Assert.Empty(result.AbandonedItems);
         Assert.True(executor.Completion.IsCompletedSuccessfully);
         Assert.Equal([1, 2, 3], log.Ran);
@@ -55,6 +56,7 @@ public sealed class BoundedExecutorShutdownTests
         Assert.Equal([false, false, false, true], result.AbandonedItems.Select(i => i.IsAwaited));
         Assert.False(result.WorkersExited); // the gated item is still running: never interrupted
         Assert.False(result.Drained);
+        Assert.Equal("4 items abandoned; workers still running items past the deadline (they finish on their own)", result.ToString());
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => awaited);
         Assert.True(awaited.IsCanceled);
 

@@ -23,12 +23,27 @@ internal sealed class AdminAuthorizationResultHandler(IAuthorizationMiddlewareRe
             && !context.Response.HasStarted
             && context.Response.StatusCode is StatusCodes.Status401Unauthorized or StatusCodes.Status403Forbidden)
         {
+            if (IsBearerChallengeToTheDashboard(context, mapping))
+            {
+                // A browser opened the dashboard of an app that signs in with bearer tokens only: it cannot send one
+                // by itself, so the 401's body is the page, with no data, which asks for a token and sends it.
+                await DashboardPage.Serve(context, mapping.Prefix, signedIn: false).ConfigureAwait(false);
+                return;
+            }
+
             var requirement = mapping.AllowAnonymous ? "the app's authorization policy" : $"the authorization policy '{options.Value.AuthorizationPolicy}'";
             await AdminEndpoints.Write(context, context.Response.StatusCode == StatusCodes.Status401Unauthorized
                 ? AdminReply.Problem(401, "Unauthorized", $"The BoundedWork admin console requires {requirement}: sign in as an operator and try again.")
                 : AdminReply.Problem(403, "Forbidden", $"You are signed in, but {requirement} of the BoundedWork admin console does not allow you.")).ConfigureAwait(false);
         }
     }
+
+    private static bool IsBearerChallengeToTheDashboard(HttpContext context, AdminMapping mapping) =>
+        context.Response.StatusCode == StatusCodes.Status401Unauthorized
+        && HttpMethods.IsGet(context.Request.Method)
+        && string.Equals(context.Request.Path.Value?.TrimEnd('/'), mapping.Prefix.TrimEnd('/'), StringComparison.OrdinalIgnoreCase)
+        && context.Request.Headers.Accept.ToString().Contains("text/html", StringComparison.OrdinalIgnoreCase)
+        && context.Response.Headers.WWWAuthenticate.ToString().StartsWith("Bearer", StringComparison.OrdinalIgnoreCase);
 
     /// <summary>
     /// Wraps the result handler registered so far, keeping its lifetime, or ASP.NET Core's default one; registered

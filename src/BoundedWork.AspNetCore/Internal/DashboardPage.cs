@@ -15,11 +15,17 @@ internal static class DashboardPage
 {
     private static readonly Lazy<string> s_template = new(Load);
 
-    public static Task Serve(HttpContext context, string prefix)
+    /// <param name="context">The request.</param>
+    /// <param name="prefix">The console's route prefix.</param>
+    /// <param name="signedIn">
+    /// <see langword="false"/> when the page is the body of a bearer scheme's 401 to a browser: the page holds no data
+    /// (and here not even the local socket's path); it asks for a token and sends it with its own requests.
+    /// </param>
+    public static Task Serve(HttpContext context, string prefix, bool signedIn = true)
     {
         var nonce = Convert.ToBase64String(RandomNumberGenerator.GetBytes(16));
         var basePath = (context.Request.PathBase + new PathString(prefix.TrimEnd('/'))).ToString();
-        var localSocket = context.RequestServices.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.LocalSocketPath;
+        var localSocket = signedIn ? context.RequestServices.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.LocalSocketPath : null;
         var html = s_template.Value
             .Replace("__NONCE__", nonce, StringComparison.Ordinal)
             .Replace("\"__BASE_PATH__\"", JavaScriptString(basePath), StringComparison.Ordinal)

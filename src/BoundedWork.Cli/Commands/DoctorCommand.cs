@@ -91,7 +91,7 @@ internal static class DoctorCommand
         {
             console.WriteLine();
             console.MarkupLine("[bold]BoundedWork executors[/]");
-            console.Write(Bullets(report.Executors.Select(e => $"{e.Name}: {e.Busy:0} of {e.Workers:0} workers busy, {e.QueueLength:0} items queued")));
+            console.Write(Bullets(report.Executors.Select(e => $"{e.Name}: {e.Busy:0} of {e.Workers:0} workers busy, {Diagnosis.Items(e.QueueLength)} queued")));
         }
 
         if (stacks)

@@ -53,6 +53,10 @@ internal sealed record PoolStack(int Threads, string State, IReadOnlyList<string
 /// </summary>
 internal static partial class Diagnosis
 {
+    /// <summary>A count of items in words: "1 item", "3 items" (a reading of the meter, rounded).</summary>
+    public static string Items(double count) =>
+        string.Create(CultureInfo.InvariantCulture, $"{count:0} {(Math.Round(count) == 1 ? "item" : "items")}");
+
     private static readonly string[] s_waits =
     [
         "Thread.Sleep", "Thread.SleepInternal", "Thread.Join", "Monitor.Wait", "Monitor.Enter", "Monitor.ReliableEnter", "Lock.Enter",
@@ -257,7 +261,7 @@ internal static partial class Diagnosis
 
         foreach (var executor in executors.Where(e => e.Busy >= e.Workers && e.Workers > 0 && e.QueueLength > 0))
         {
-            advice.Add($"Executor {executor.Name}: all {executor.Workers:0} workers busy and {executor.QueueLength:0} items queued; 'bw resize {executor.Name} N' adds workers now (needs its socket).");
+            advice.Add($"Executor {executor.Name}: all {executor.Workers:0} workers busy and {Items(executor.QueueLength)} queued; 'bw resize {executor.Name} N' adds workers now (needs its socket).");
         }
 
         if (advice.Count == 0)

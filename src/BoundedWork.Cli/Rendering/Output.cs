@@ -8,7 +8,17 @@ internal static class Output
 {
     private static readonly Lazy<IAnsiConsole> s_console = new(() =>
     {
-        var console = AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(Console.Out) });
+        // Into a file or a pipe, lines go without the spaces tables pad them with (a terminal, where the live view
+        // repaints in place, gets them as Spectre writes them).
+        TextWriter output = Console.Out;
+        if (Console.IsOutputRedirected)
+        {
+            var trimming = new TrimmingWriter(Console.Out);
+            AppDomain.CurrentDomain.ProcessExit += (_, _) => trimming.Flush(); // a last line without its newline
+            output = trimming;
+        }
+
+        var console = AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) });
         if (Console.IsOutputRedirected)
         {
             // A file or a pipe has no width: COLUMNS if set, else wide enough not to wrap the tables.

@@ -11,21 +11,54 @@ internal static class Views
     /// <summary>
     /// An executor's health in one word: <c>rejecting</c> (refusing or discarding items now), <c>full</c> (queue at
     /// capacity), <c>near capacity</c> (80% or more), <c>slow</c> (a worker runs an item past the slow-item threshold),
-    /// <c>shut down</c>, else <c>ok</c>.
+    /// <c>shut down</c>; for a durable queue, <c>storage unreachable</c> (red) and <c>backlog</c> (yellow: items ready in
+    /// the storage while every worker is busy); else <c>ok</c>.
     /// </summary>
     public static (string Word, string Colour) Health(JsonElement executor)
     {
         var length = executor.Long("queue", "length");
         var capacity = executor.Long("queue", "capacity");
+        var storage = executor.Get("storage");
+        var stored = storage.ValueKind == JsonValueKind.Object;
         return executor switch
         {
             _ when executor.Flag("isShutdown") => ("shut down", "grey"),
+            _ when stored && !storage.Flag("available") => ("storage unreachable", "red"),
             _ when (executor.Number("rates", "rejected") ?? 0) + (executor.Number("rates", "discarded") ?? 0) > 0 => ("rejecting", "red"),
             _ when capacity > 0 && length >= capacity => ("full", "red"),
             _ when capacity > 0 && length >= capacity * 0.8 => ("near capacity", "yellow"),
             _ when executor.Long("workers", "slow") > 0 => ("slow", "yellow"),
+            _ when stored && storage.Long("ready") > 0 && executor.Long("workers", "busy") >= executor.Long("workers", "live") => ("backlog", "yellow"),
             _ => ("ok", "green"),
         };
+    }
+
+    /// <summary>
+    /// A durable queue's stored backlog as this node last read it (every node's items): ready with the oldest's age,
+    /// retrying, dead; or why the storage cannot be read. Empty for a queue without storage.
+    /// </summary>
+    public static string Stored(JsonElement executor)
+    {
+        var storage = executor.Get("storage");
+        if (storage.ValueKind != JsonValueKind.Object)
+        {
+            return string.Empty;
+        }
+
+        if (!storage.Flag("available"))
+        {
+            return $"{storage.Text("kind")} unreachable: {(storage.Text("lastError") is { Length: > 0 } error ? error : "not read yet")}";
+        }
+
+        var ready = storage.Long("ready");
+        var parts = new List<string> { ready > 0 ? $"{ready} ready (oldest {Doc.Duration(storage.Number("oldestReadyAgeMs"))})" : "0 ready" };
+        if (storage.Long("scheduled") > 0)
+        {
+            parts.Add($"{storage.Long("scheduled")} retrying");
+        }
+
+        parts.Add($"{storage.Long("deadLettered")} dead");
+        return string.Join(", ", parts);
     }
 
     public static Table Executors(JsonElement list, bool withHistory)
@@ -43,6 +76,12 @@ internal static class Views
         }
 
         table.AddColumn(new TableColumn("OLDEST").RightAligned());
+        var anyStored = list.Items("executors").Any(e => e.Get("storage").ValueKind == JsonValueKind.Object);
+        if (anyStored)
+        {
+            table.AddColumn(new TableColumn("STORED").NoWrap());
+        }
+
         if (!withHistory)
         {
             table.AddColumn("POLICY");
@@ -81,6 +120,12 @@ internal static class Views
 
             var refused = (e.Number("rates", "rejected") ?? 0) + (e.Number("rates", "discarded") ?? 0);
             cells.Add(new Text(Doc.Duration(e.Number("queue", "oldestItemAgeMs"))));
+            if (anyStored)
+            {
+                var stored = Stored(e);
+                cells.Add(new Text(stored.Length == 0 ? "-" : stored));
+            }
+
             if (!withHistory)
             {
                 cells.Add(new Text(e.Text("settings", "rejectionPolicy")));
@@ -108,6 +153,10 @@ internal static class Views
         Row("health", $"[{colour}]{Markup.Escape(word)}[/]");
         Row("workers", $"busy {e.Long("workers", "busy")}, live {e.Long("workers", "live")}, target {e.Long("workers", "target")}, max {e.Long("workers", "max")}, slow {e.Long("workers", "slow")}, peak {e.Long("workers", "peak")}");
         Row("queue", $"{e.Long("queue", "length")} of {e.Long("queue", "capacity")}, oldest waited {Doc.Duration(e.Number("queue", "oldestItemAgeMs"))}, producers waiting {e.Long("queue", "waitingProducers")}");
+        if (Stored(e) is { Length: > 0 } stored)
+        {
+            Row("stored", Markup.Escape(stored) + " [grey](in the storage, every node's; the queue above is this node's executor)[/]");
+        }
         Row("settings", Markup.Escape($"policy {e.Text("settings", "rejectionPolicy")}, waitTimeout {e.Text("settings", "waitTimeout")}, slowItemThreshold {e.Text("settings", "slowItemThreshold")}, queueWaitThreshold {e.Text("settings", "queueWaitThreshold")}"));
         if (e.Text("rateLimit", "kind") is { Length: > 0 } kind && kind != "none")
         {

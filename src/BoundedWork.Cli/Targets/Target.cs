@@ -26,7 +26,7 @@ internal static class Target
                     "The app turns it on with builder.Services.AddBoundedWorkDiagnosticsSocket() (or names one with --socket PATH). " +
                     Unreadable() +
                     $"Without it, 'bw doctor -p {pid}' and 'bw top -p {pid}' still read the runtime's counters and stacks."),
-                _ => throw ToolException.Unreachable(
+                _ => throw ToolException.Ambiguous(
                     $"Process {pid} has {mine.Count} BoundedWork sockets (one per host): pick one with --socket:{Environment.NewLine}" +
                     string.Join(Environment.NewLine, mine.Select(e => "  " + e.Path))),
             };
@@ -40,8 +40,8 @@ internal static class Target
                 $"No process on this machine exposes a BoundedWork diagnostics socket (looked in {Path.Combine(SocketDirectory.Root, "boundedwork-*")}). " +
                 "The app turns it on with builder.Services.AddBoundedWorkDiagnosticsSocket(); 'bw ps --all' lists every .NET process. " +
                 Unreadable()),
-            _ => throw ToolException.Unreachable(
-                $"{live.Count} processes expose BoundedWork; pick one with -p PID (see 'bw ps'): " +
+            _ => throw ToolException.Ambiguous(
+                $"{live.Count} processes expose BoundedWork, so which one is meant is ambiguous (each can be reached): pick one with -p PID (see 'bw ps'): " +
                 string.Join(", ", live.Select(e => e.ProcessId.ToString(CultureInfo.InvariantCulture)).Distinct())),
         };
     }

@@ -16,17 +16,28 @@ namespace BoundedWork.Hosting;
 /// </remarks>
 public sealed class WorkQueueOptions<T>
 {
-    /// <summary>Gets or sets how many times a failed item is retried by the default pipeline.</summary>
+    /// <summary>
+    /// Gets or sets how many times a failed item is retried by the default pipeline (by the storage, for a durable
+    /// queue). An in-memory queue with <see cref="Pipeline"/> or <see cref="ConfigurePipeline"/> refuses to start when
+    /// this, <see cref="RetryDelay"/> or <see cref="MaxRetryDelay"/> is set too: its pipeline's own retry is the one that runs.
+    /// </summary>
     /// <value>Defaults to 3. Between 0 (no retry) and 100.</value>
-    public int MaxRetryAttempts { get; set; } = 3;
+    public int MaxRetryAttempts { get => _maxRetryAttempts; set { _maxRetryAttempts = value; RetrySettingsSet = true; } }
 
     /// <summary>Gets or sets the base delay of the default pipeline's exponential backoff (before jitter).</summary>
     /// <value>Defaults to 1 second. Between zero and 1 day.</value>
-    public TimeSpan RetryDelay { get; set; } = TimeSpan.FromSeconds(1);
+    public TimeSpan RetryDelay { get => _retryDelay; set { _retryDelay = value; RetrySettingsSet = true; } }
 
     /// <summary>Gets or sets the longest delay between two attempts of the default pipeline.</summary>
     /// <value>Defaults to 30 seconds. Between zero and 1 day, and not below <see cref="RetryDelay"/>.</value>
-    public TimeSpan MaxRetryDelay { get; set; } = TimeSpan.FromSeconds(30);
+    public TimeSpan MaxRetryDelay { get => _maxRetryDelay; set { _maxRetryDelay = value; RetrySettingsSet = true; } }
+
+    /// <summary>Gets a value indicating whether the application set a retry setting (not only left its default).</summary>
+    internal bool RetrySettingsSet { get; private set; }
+
+    private int _maxRetryAttempts = 3;
+    private TimeSpan _retryDelay = TimeSpan.FromSeconds(1);
+    private TimeSpan _maxRetryDelay = TimeSpan.FromSeconds(30);
 
     /// <summary>
     /// Gets or sets how long one attempt may take before the default pipeline cancels its token and counts it as a

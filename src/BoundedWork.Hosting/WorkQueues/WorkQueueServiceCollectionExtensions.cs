@@ -85,7 +85,7 @@ public static class WorkQueueServiceCollectionExtensions
         services.AddKeyedSingleton<IWorkQueueRuntime<T>>(name, (provider, _) =>
             registration.Storage is { } storage
                 ? new StorageRuntime<T>(storage(provider, new WorkQueueStorageContext<T>(registration, provider)))
-                : new WorkQueue<T>(name, options, registration.Handle, provider));
+                : new WorkQueue<T>(name, options, registration.Handle, provider, typeof(THandler).FullName ?? typeof(THandler).Name));
         services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key).Queue);
         services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name).Queue);
         services.AddSingleton<IHostedService>(provider => new WorkQueueHostedService<T>(provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name)));

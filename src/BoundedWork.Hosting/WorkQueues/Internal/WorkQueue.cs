@@ -58,9 +58,10 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     private BoundedExecutor? _executor;
     private long _lastItemId;
 
-    public WorkQueue(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, IServiceProvider services)
+    public WorkQueue(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, IServiceProvider services, string handlerName = "handler")
     {
         Name = name;
+        HandlerName = handlerName;
         _stoppedToken = _stopped.Token;
         _handle = handle;
         _orderingKey = options.OrderingKey;
@@ -73,6 +74,9 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     }
 
     public string Name { get; }
+
+    /// <summary>The handler's type name (namespace-qualified), for the items' descriptions.</summary>
+    public string HandlerName { get; }
 
     /// <summary>Gets the number of accepted items not yet handled or dead-lettered.</summary>
     public int InFlightCount => _inFlight.Value;

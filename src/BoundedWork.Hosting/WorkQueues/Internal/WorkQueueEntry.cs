@@ -8,7 +8,7 @@ namespace BoundedWork.Hosting.Internal;
 /// One accepted item of a <see cref="WorkQueue{T}"/>, from acceptance to its one outcome: handled, or a dead letter.
 /// It is the state of every executor item it takes (the first attempt, and each retry handed back to a worker).
 /// </summary>
-internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key, long id) : IWorkQueueDelivery
+internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key, long id) : IWorkQueueDelivery, IDescribedWork
 {
     private RetryHandoff? _retry;
 
@@ -44,6 +44,11 @@ internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key,
     public RetryHandoff? TakeRetry() => Interlocked.Exchange(ref _retry, null);
 
     public override string? ToString() => Item?.ToString();
+
+    /// <summary>What operators see for this item (running items, alarms): the handler, the item type, the item's id and key.</summary>
+    public string WorkDescription => Key is null
+        ? $"{Queue.HandlerName}.Handle({typeof(T).Name} #{Id})"
+        : $"{Queue.HandlerName}.Handle({typeof(T).Name} #{Id}, key {Key})";
 }
 
 /// <summary>

@@ -12,8 +12,22 @@ internal static class WorkQueuePipeline
     /// strategies, or the default retry (unless <paramref name="storedRetries"/>: durable storage keeps its retries in
     /// the database instead) around the per-attempt timeout.
     /// </summary>
+    /// <exception cref="InvalidOperationException">
+    /// An in-memory queue has a pipeline of the application's and a retry setting too: only one retry can run, so the
+    /// combination is refused rather than one of them silently ignored. A durable queue keeps both: the settings are
+    /// the storage's retries, the pipeline runs each delivery.
+    /// </exception>
     public static ResiliencePipeline Build<T>(string name, WorkQueueOptions<T> options, TimeProvider clock, ILogger logger, bool storedRetries)
     {
+        if (!storedRetries && options.RetrySettingsSet && (options.Pipeline is not null || options.ConfigurePipeline is not null))
+        {
+            var setting = options.Pipeline is not null ? "Pipeline" : "ConfigurePipeline";
+            throw new InvalidOperationException(
+                $"Work queue '{name}' sets both {setting} and MaxRetryAttempts/RetryDelay/MaxRetryDelay: {setting} replaces the queue's " +
+                $"retry, so those settings would be ignored. Add the retry to the pipeline (builder.AddRetry(new RetryStrategyOptions {{ MaxRetryAttempts = ... }})), " +
+                $"or remove {setting} to use the settings.");
+        }
+
         if (options.Pipeline is { } pipeline)
         {
             return pipeline;
