@@ -100,6 +100,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
 
         // A typed work queue whose attempt's scope fails to dispose.
         await app.Services.GetRequiredService<IWorkQueue<ScopedJob>>().EnqueueAsync(new ScopedJob(1));
+        await app.Services.GetRequiredService<IWorkQueue<UnconstructableJob>>().EnqueueAsync(new UnconstructableJob(1)); // handler_unavailable
 
         // The durable queue: one item completes, one fails, is retried once and becomes a dead letter.
         var durable = app.Services.GetRequiredService<IPostgreSqlWorkQueue<DurableJob>>();
@@ -222,6 +223,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
         builder.Services.AddBoundedExecutor("documented-admin", o => o.WorkerCount = 1);
         builder.Services.AddScoped<FailingDisposable>();
         builder.Services.AddWorkQueue<ScopedJob, ScopedJobHandler>("documented-scoped");
+        builder.Services.AddWorkQueue<UnconstructableJob, UnconstructableJobHandler>("documented-unconstructable");
         builder.Services
             .AddWorkQueue<DurableJob, DurableJobHandler>(DurableQueue, o =>
             {
@@ -309,6 +311,20 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
 public sealed record ScopedJob(int Id);
 
 public sealed record DurableJob(bool Fail);
+
+public sealed record UnconstructableJob(int Id);
+
+/// <summary>A service nothing registers, so the handler that needs it cannot be constructed (<c>handler_unavailable</c>).</summary>
+internal sealed class UnregisteredService;
+
+internal sealed class UnconstructableJobHandler(UnregisteredService service) : IWorkHandler<UnconstructableJob>
+{
+    public ValueTask HandleAsync(UnconstructableJob item, CancellationToken cancellationToken)
+    {
+        GC.KeepAlive(service);
+        return ValueTask.CompletedTask;
+    }
+}
 
 [JsonSerializable(typeof(DurableJob))]
 internal sealed partial class DocumentedJson : JsonSerializerContext;

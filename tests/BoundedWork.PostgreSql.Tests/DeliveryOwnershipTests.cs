@@ -155,6 +155,8 @@ public sealed class DeliveryOwnershipTests(PostgresFixture postgres)
 
     private sealed class NoOwner : IStoredItemOwner
     {
+        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
+
         public void Run(StoredItem item) => throw new InvalidOperationException();
 
         public void Release(StoredItem item) => throw new InvalidOperationException();

@@ -204,6 +204,8 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
 
     private sealed class NoOwner : IStoredItemOwner
     {
+        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
+
         public void Run(StoredItem item) => throw new InvalidOperationException();
 
         public void Release(StoredItem item) => throw new InvalidOperationException();

@@ -75,7 +75,7 @@ public static class WorkQueueServiceCollectionExtensions
             };
         });
 
-        var registration = new WorkQueueRegistration<T>(name, options, HandlerInvoker<T, THandler>.Instance);
+        var registration = new WorkQueueRegistration<T>(name, options, HandlerInvoker<T, THandler>.Instance, typeof(THandler).FullName ?? typeof(THandler).Name);
         services.TryAddScoped<THandler>();
         services.TryAddScoped<WorkItemContext>();
         services.TryAddSingleton<RetryClock>();
@@ -85,7 +85,7 @@ public static class WorkQueueServiceCollectionExtensions
         services.AddKeyedSingleton<IWorkQueueRuntime<T>>(name, (provider, _) =>
             registration.Storage is { } storage
                 ? new StorageRuntime<T>(storage(provider, new WorkQueueStorageContext<T>(registration, provider)))
-                : new WorkQueue<T>(name, options, registration.Handle, provider, typeof(THandler).FullName ?? typeof(THandler).Name));
+                : new WorkQueue<T>(name, options, registration.Handle, provider, registration.HandlerName));
         services.AddKeyedSingleton<IWorkQueue<T>>(name, static (provider, key) => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(key).Queue);
         services.TryAddSingleton<IWorkQueue<T>>(provider => provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name).Queue);
         services.AddSingleton<IHostedService>(provider => new WorkQueueHostedService<T>(provider.GetRequiredKeyedService<IWorkQueueRuntime<T>>(name)));

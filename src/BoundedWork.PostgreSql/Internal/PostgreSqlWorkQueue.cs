@@ -102,6 +102,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     public PostgreSqlWorkQueue(WorkQueueStorageContext<T> context, PostgreSqlWorkQueueOptions<T> options, string connectionString, JsonTypeInfo<T> json, IServiceProvider services)
     {
         Name = context.QueueName;
+        DeliveryDescriptionPrefix = $"{context.HandlerName}.Handle({typeof(T).Name}";
         _context = context;
         _queueOptions = context.Options;
         _options = options;
@@ -124,6 +125,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     }
 
     public string Name { get; }
+
+    /// <summary>Gets the start of every delivery's description for operators: <c>Shop.LedgerHandler.Handle(PaymentNotice</c> (<see cref="StoredItem.WorkDescription"/>).</summary>
+    public string DeliveryDescriptionPrefix { get; }
 
     public string QueueName => Name;
 

@@ -10,7 +10,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1001:Types that own disposable fields should be disposable",
     Justification = "The token source has no timer and its wait handle is never read, so it holds nothing to release; a cancellation may arrive after the delivery ended, which disposing would turn into an ObjectDisposedException.")]
-internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState, string? orderingKey = null, long delivery = 0) : IWorkQueueDelivery
+internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload, int attempts, int attemptBase, DateTimeOffset enqueuedAt, bool isOrdered, string? traceParent, string? traceState, string? orderingKey = null, long delivery = 0) : IWorkQueueDelivery, IDescribedWork
 {
     private const int Claimed = 0;
     private const int Started = 1;
@@ -46,6 +46,11 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     public bool KeyActive { get; set; }
 
     public string Payload { get; } = payload;
+
+    /// <summary>Gets what operators see for this delivery (running items, alarms): the handler, the item type, the item's id and key.</summary>
+    public string WorkDescription => OrderingKey is null
+        ? $"{Owner.DeliveryDescriptionPrefix} #{Id})"
+        : $"{Owner.DeliveryDescriptionPrefix} #{Id}, key {OrderingKey})";
 
     /// <summary>Gets the delivery's number: the row's attempts after this claim; outcomes are written only for this delivery.</summary>
     public int Attempts { get; } = attempts;
@@ -123,6 +128,9 @@ internal readonly record struct HeldDelivery(long Id, long Delivery);
 /// <summary>The queue that claimed a <see cref="StoredItem"/>.</summary>
 internal interface IStoredItemOwner
 {
+    /// <summary>Gets what an operator reads for a delivery of this queue before its id and key: <c>Shop.LedgerHandler.Handle(PaymentNotice</c>.</summary>
+    string DeliveryDescriptionPrefix { get; }
+
     /// <summary>Runs the delivery on the current worker thread.</summary>
     void Run(StoredItem item);
 

@@ -1,9 +1,12 @@
 namespace BoundedWork.Hosting.Internal;
 
 /// <summary>One typed work queue as registered: its name, validated settings, handler, and storage.</summary>
-internal sealed class WorkQueueRegistration<T>(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle)
+internal sealed class WorkQueueRegistration<T>(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, string handlerName = "handler")
 {
     public string Name { get; } = name;
+
+    /// <summary>Gets the handler's type name (namespace-qualified), for the items' descriptions (<see cref="IDescribedWork"/>).</summary>
+    public string HandlerName { get; } = handlerName;
 
     public WorkQueueOptions<T> Options { get; } = options;
 

@@ -36,6 +36,12 @@ public sealed class WorkQueueStorageContext<T>
     /// <summary>Gets the queue's name, which is also its executor's.</summary>
     public string QueueName => _registration.Name;
 
+    /// <summary>
+    /// Gets the handler's type name, namespace-qualified (for example <c>Shop.LedgerHandler</c>): a storage names its
+    /// deliveries after it for operators (<see cref="IDescribedWork"/>), as the in-memory queue does.
+    /// </summary>
+    public string HandlerName => _registration.HandlerName;
+
     /// <summary>Gets the queue's validated settings (retries, backoff, attempt timeout).</summary>
     public WorkQueueOptions<T> Options => _registration.Options;
 
