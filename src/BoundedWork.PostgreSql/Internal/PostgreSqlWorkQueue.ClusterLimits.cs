@@ -20,6 +20,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     /// <summary>Gets the items this node claimed during the last second.</summary>
     internal double StartsLastSecond => _permits.StartsLastSecond;
 
+    /// <summary>Gets the queue's per-key limit as this node last applied it.</summary>
+    internal int ClusterPerKey => _permits.PerKey;
+
     /// <summary>Gets a value indicating whether the queue had cluster limits at this node's last claim.</summary>
     internal bool IsClusterLimited => _permits.IsLimited;
 
@@ -230,6 +233,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
             _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
+            ReleaseKeyReservesNoLongerAllowed(); // a lowered per-key limit binds the key reserves held
             ReportLimits(wasLimited);
             _wake.Set();
             return;
@@ -296,6 +300,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         Apply(_permits.Rebalance()); // a grown grant starts reserved items now; a shrunk one releases what it no longer covers
+        ReleaseKeyReservesNoLongerAllowed(); // a running or rate limit set: no key reserve starts
 
         if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
         {

@@ -79,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
         else if (orphan is not null)
         {
-            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome");
+            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
         }
 
         if (_permits.IsLimited)

@@ -145,6 +145,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
         foreach (var item in claimed)
         {
+            item.KeyReserveBound = item.KeyReserved ? plan.PerKey : 0;
             Hold(item);
         }
 

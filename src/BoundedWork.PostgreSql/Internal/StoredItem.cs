@@ -42,6 +42,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's reserve (not to start until a handler of its key on this node ends with a final outcome).</summary>
     public bool KeyReserved { get; set; }
 
+    /// <summary>Gets or sets the per-key limit the hand-off claimed the item under as its key's reserve: it starts only while the limit is at least that.</summary>
+    public int KeyReserveBound { get; set; }
+
     /// <summary>Gets or sets a value indicating whether the item is counted among the node's items of its key that run or are about to (a reserve's partners); set under the queue's key lock.</summary>
     public bool KeyActive { get; set; }
 
