@@ -90,7 +90,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         double oldestHeldByKey = 0;
         var perKey = _permits.PerKey;
         var keyed = take.Count > 0 && perKey > 1;
-        var read = false;
         try
         {
             using var connection = _dataSource.OpenConnection();
@@ -133,22 +132,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 claimed.Add(ReadClaimed(reader, reader.FieldCount - 1));
             }
 
-            read = true;
         }
         finally
         {
-            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count), take.Pledged);
-            if (!read)
-            {
-                _permits.Unpledge(take.Pledged ? Math.Min(claimed.Count, take.Count) : 0); // no item read here will start
-            }
+            _permits.Return(take.Count - Math.Min(claimed.Count, take.Count), take.Rated);
 
             _permits.ReserveSlotsDone(room);
-        }
-
-        if (take.Pledged)
-        {
-            _permits.Pledge(claimed.Count > take.Count ? claimed.GetRange(0, take.Count) : claimed);
         }
 
         if (claimed.Count > take.Count)

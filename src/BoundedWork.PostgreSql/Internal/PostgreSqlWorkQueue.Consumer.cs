@@ -33,10 +33,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        if (!_permits.Starting(item))
+        if (!_permits.Starting())
         {
-            // Under a start rate, no token for it now (its node's share shrank or lapsed since the claim): it does not
-            // start; released, it is ready again for the next claim that has a token.
+            // Under a start rate, no token for it in time (its node's share shrank or lapsed since the claim): it does
+            // not start; released, it is ready again for the next claim that has a token.
             Release(item);
             return;
         }

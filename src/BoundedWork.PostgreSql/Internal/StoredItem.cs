@@ -30,12 +30,6 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets a value indicating whether the delivery holds a cluster permit (false while it waits in the node's reserve); set under the permits' lock.</summary>
     public bool HoldsPermit { get; set; } = true;
 
-    /// <summary>
-    /// Gets or sets a value indicating whether the delivery was claimed under a start rate with a token promised to it,
-    /// spent when its handler starts (<see cref="ClusterPermits.Starting"/>); set under the permits' lock.
-    /// </summary>
-    public bool TokenPledged { get; set; }
-
     /// <summary>Gets or sets when the item entered the node's reserve (a <see cref="TimeProvider"/> timestamp), for how long it has waited for a permit.</summary>
     public long ReservedAt { get; set; }
 
