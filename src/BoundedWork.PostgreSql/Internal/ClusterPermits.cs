@@ -158,7 +158,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
             lock (SyncObj)
             {
                 var ready = _waiting == 0 ? TimeSpan.Zero : TimeSpan.FromSeconds(_oldestWaitSeconds) + time.GetElapsedTime(_measuredAt);
-                var reserved = _reserve.Count == 0 ? TimeSpan.Zero : time.GetElapsedTime(_reserve[0].ReservedAt);
+                var reserved = _reserve.Count == 0 ? TimeSpan.Zero : time.GetElapsedTime(_reserve.Min(static item => item.ReservedAt));
                 return ready > reserved ? ready : reserved;
             }
         }

@@ -129,7 +129,15 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                     continue;
                 }
 
-                claimed.Add(ReadClaimed(reader, reader.FieldCount - 1));
+                var item = ReadClaimed(reader, reader.FieldCount - 1);
+                if (!keyed)
+                {
+                    // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
+                    item.Priority = reader.GetInt16(12);
+                    item.RunAt = reader.GetFieldValue<DateTimeOffset>(13);
+                }
+
+                claimed.Add(item);
             }
 
         }
@@ -142,8 +150,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         if (claimed.Count > take.Count)
         {
-            // The oldest items hold the permits; the rest go to the reserve, held by the node but not started.
-            claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+            // The first items in the claim order (highest priority, then earliest due, then oldest) hold the permits; the
+            // rest go to the reserve, held by the node but not started, and kept in that order.
+            claimed.Sort(StoredItem.CompareClaimOrder);
             var reserved = claimed.GetRange(take.Count, claimed.Count - take.Count);
             claimed.RemoveRange(take.Count, reserved.Count);
             StorageMetrics.Claimed.Add(reserved.Count, StorageMetrics.QueueTag(Name));

@@ -214,7 +214,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
             reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn));
 
-    /// <summary>Hands claimed (committed) deliveries to the executor, in id order.</summary>
+    /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
     private void Submit(List<StoredItem> claimed)
     {
         if (claimed.Count == 0)
@@ -224,7 +224,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
         Interlocked.Add(ref _claimedByLoop, claimed.Count);
-        claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+        claimed.Sort(StoredItem.CompareClaimOrder);
         foreach (var item in claimed)
         {
             // The delivery's span is current while the item is submitted, so the item (and its handler) runs inside

@@ -36,6 +36,25 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's reserve (not to start until a handler of its key on this node ends with a final outcome).</summary>
     public bool KeyReserved { get; set; }
 
+    /// <summary>Gets or sets the item's priority as the plain claim read it (zero when not read): with <see cref="RunAt"/> and the id, its place in the claim order.</summary>
+    public short Priority { get; set; }
+
+    /// <summary>Gets or sets when the item became due, as the plain claim read it (default when not read).</summary>
+    public DateTimeOffset RunAt { get; set; }
+
+    /// <summary>The claim order: highest priority first, then the earliest due, then enqueue (id) order.</summary>
+    public static int CompareClaimOrder(StoredItem a, StoredItem b)
+    {
+        var byPriority = b.Priority.CompareTo(a.Priority);
+        if (byPriority != 0)
+        {
+            return byPriority;
+        }
+
+        var byRunAt = a.RunAt.CompareTo(b.RunAt);
+        return byRunAt != 0 ? byRunAt : a.Id.CompareTo(b.Id);
+    }
+
     /// <summary>Gets or sets the per-key limit the hand-off claimed the item under as its key's reserve: it starts only while the limit is at least that.</summary>
     public int KeyReserveBound { get; set; }
 
