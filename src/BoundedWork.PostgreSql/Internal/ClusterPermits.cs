@@ -23,7 +23,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// whole tokens, and a claim asks for no more than the node's idle workers (<see cref="StartRoom"/>), so claimed items
 /// start at once and the node does not claim far ahead of its starts. The start bucket is spent by each handler start
 /// on its worker (<see cref="Starting"/>): a start takes a token of it, waiting on its own thread for the next one if
-/// it came a little early (at most <see cref="MaxStartWait"/>; an item that would wait longer, or whose grant lapsed,
+/// it came a little early (the claim bucket holds at least <see cref="ClaimLookahead"/>'s worth of tokens, so that a
+/// small burst is not spent one claim round trip per start) (at most <see cref="MaxStartWait"/>; an item that would wait longer, or whose grant lapsed,
 /// does not start and is released, ready again). So every handler start under the rate spends a token of a bucket of
 /// the node's share at that instant, and the starts themselves are at most <c>burst + rate × L</c> in any span of L
 /// seconds (see <see cref="LocalTokenBucket"/>), whatever the time between a claim and its start; and as the claim
@@ -196,6 +197,9 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         }
     }
 
+    /// <summary>How far ahead of its start tokens a node may claim: the claim bucket holds at least this much of the rate.</summary>
+    public static readonly TimeSpan ClaimLookahead = TimeSpan.FromMilliseconds(100);
+
     /// <summary>The longest a handler start waits on its worker for a token of the start bucket before its item is released instead.</summary>
     public static readonly TimeSpan MaxStartWait = TimeSpan.FromSeconds(1);
 
@@ -264,8 +268,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
                     // Lapsed: nothing limited starts until a renewal succeeds, and the rate share starts again empty.
                     _lapsed = lapsedNow = true;
                     _allowed = _allowed is null ? null : 0;
-                    _bucket.SetShare(0, 0);
-                    _startBucket.SetShare(0, 0);
+                    SetShareLocked(0, 0);
                 }
 
                 return new PermitTake(0, _version, Bound: true, lapsedNow);
@@ -377,8 +380,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 
             if (_rated)
             {
-                _bucket.SetShare(Math.Min(_bucket.Rate, grant.Rate), Math.Min(_bucket.Burst, grant.Burst));
-                _startBucket.SetShare(Math.Min(_startBucket.Rate, grant.Rate), Math.Min(_startBucket.Burst, grant.Burst));
+                SetShareLocked(Math.Min(_startBucket.Rate, grant.Rate), Math.Min(_startBucket.Burst, grant.Burst));
             }
 
             return _inUse;
@@ -393,8 +395,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         {
             _allowed = grant.Allowed;
             _rated = limits.StartsPerSecond is not null;
-            _bucket.SetShare(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
-            _startBucket.SetShare(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
+            SetShareLocked(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
             _fair = grant.FairRunning;
             _stored = grant.Stored;
             _givingBack = false;
@@ -416,8 +417,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         {
             _allowed = null;
             _rated = false;
-            _bucket.SetShare(0, 0);
-            _startBucket.SetShare(0, 0);
+            SetShareLocked(0, 0);
             _perKey = perKey;
             _version = version;
             _stale = false;
@@ -470,6 +470,20 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 
     /// <summary>The node had no room for more items, so nothing of its waits for a cluster permit.</summary>
     public void NothingRequested() => Held(0, 0);
+
+    /// <summary>
+    /// Sets the node's rate share: the start bucket holds <paramref name="burst"/>, the claim bucket at least
+    /// <see cref="ClaimLookahead"/>'s worth of the rate, so that a node with a small burst can claim the items of the
+    /// next few tokens in one round trip (they wait for their start tokens on their workers); the starts stay bounded
+    /// by the start bucket.
+    /// </summary>
+    private void SetShareLocked(double rate, int burst)
+    {
+        Debug.Assert(SyncObj.IsHeldByCurrentThread);
+        var claimBurst = burst == 0 || rate <= 0 ? burst : Math.Max(burst, (int)Math.Min(Math.Ceiling(rate * ClaimLookahead.TotalSeconds), int.MaxValue));
+        _bucket.SetShare(rate, claimBurst);
+        _startBucket.SetShare(rate, burst);
+    }
 
     private void Held(long waiting, double oldestWaitSeconds)
     {
