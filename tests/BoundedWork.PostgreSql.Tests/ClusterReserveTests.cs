@@ -1,3 +1,4 @@
+using System.Collections.Concurrent;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using Npgsql;
@@ -132,6 +133,37 @@ public sealed class ClusterReserveTests(PostgresFixture postgres)
         Assert.Equal(1L, await run.CountAsync(StorageSql.Running));
         run.Release.Release(3);
         await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 3, "every item ran");
+    }
+
+    [Fact]
+    public async Task BindingMaxRunning_AHigherPriorityItemClaimedWithALowerOne_TakesThePermit_TheLowerOneWaitsInTheReserve()
+    {
+        // Both ready before the node's first claim under MaxRunning 1: that claim takes one item with the permit and
+        // one for the reserve. The permit goes to the higher priority, as the claim order says, not to the lower id.
+        var schema = await postgres.NewSchemaAsync();
+        var started = new ConcurrentQueue<int>();
+        using var release = new SemaphoreSlim(0);
+        var behavior = new Behavior
+        {
+            Handle = (notice, _) =>
+            {
+                started.Enqueue(notice.Number);
+                Assert.True(release.Wait(QueueNode.Patience));
+            },
+        };
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, maxRunning: 1);
+        await producer.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { Priority = 0 });
+        await producer.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { Priority = 10 });
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
+            storage: o => (o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = (TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 2),
+            executor: o => o.WorkerCount = 2);
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+
+        await DurableQueueTests.WaitAsync(() => started.Count == 1 && queue.ClusterReservedCount == 1, "one item runs, the other is reserved");
+        release.Release(2);
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "both items ran");
+        Assert.Equal([2, 1], started.ToArray());
     }
 
     /// <summary>One node (two workers, two claims per worker) under a MaxRunning, three items enqueued; each handler waits for <see cref="Release"/>.</summary>

@@ -130,6 +130,33 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         Assert.Equal(6, ids.Length);
     }
 
+    [Fact]
+    public async Task LoweredPerKeyLimit_AReserveClaimedUnderTheOldLimit_DoesNotStartAtTheNextEndOfItsKey()
+    {
+        await using var run = await GatedRun.StartAsync(postgres, items: 5);
+        var queue = await run.StartConsumerAsync("consumer0");
+        await run.ReserveHeldAsync(queue); // items 1 and 2 execute, 3 is reserved (claimed under M = 2)
+
+        // Lowered fleet-wide, through the API; nothing running is interrupted (1 and 2 go on).
+        await queue.UpdateSettingsAsync(s => s with { MaxRunningPerKey = 1 }, "test");
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPerKey == 1, "the node applied the lowered limit");
+        var applied = run.Starts.Count;
+
+        run.Finish(1); // a final end of a handler of the reserve's key: under M = 1 the reserve must not start now
+        await DurableQueueTests.WaitAsync(() => run.StateAsync(1).Result == StorageSql.Completed, "item 1's outcome is written");
+        Assert.Equal(0, queue.KeyReservedCount);
+        run.Finish(2);
+        run.CompleteAll();
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 5, "every item ran");
+
+        // The witness: every handler that started after the change was applied ran alone.
+        var after = run.Starts.Skip(applied).ToArray();
+        Assert.Contains(after, s => s.Number == 3);
+        Assert.All(after, s => Assert.True(s.Executing <= 1, $"item {s.Number} started with {s.Executing} handlers of its key executing; the limit is 1."));
+        Assert.Equal(5, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
+        Assert.Equal(1L, queue.KeyReservesReleasedCount); // released back to ready when the node applied the change
+    }
+
     /// <summary>
     /// Items 0, 1, ... of one key <c>k</c> stored before any consumer starts, under a per-key limit of two (no other
     /// limit); consumers of four workers that never poll and hold long leases. Each handler waits for its gate
@@ -148,6 +175,9 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         private int _maxExecuting;
 
         public Behavior Behavior { get; } = new();
+
+        /// <summary>Gets every handler start: the item's number and the handlers executing then, itself included.</summary>
+        public ConcurrentQueue<(int Number, int Executing)> Starts { get; } = new();
 
         public QueueNode Producer => _producer;
 
@@ -242,6 +272,7 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
             }
 
             _started[number] = id;
+            Starts.Enqueue((number, now));
             var complete = true;
             try
             {

@@ -1,3 +1,5 @@
+using BoundedWork.PostgreSql.TestConsumer;
+
 namespace BoundedWork.PostgreSql.Tests;
 
 /// <summary>
@@ -25,7 +27,7 @@ public sealed class RunningDeliveryDescriptionTests(PostgresFixture postgres)
 
         try
         {
-            var keyed = (await node.Queue.EnqueueAsync(new Notice(1, "order-7"))).ItemId;
+            var keyed = await node.Queue.EnqueueWithIdAsync(new Notice(1, "order-7"));
             Assert.True(entered.Wait(QueueNode.Patience), "the keyed item starts");
             Assert.Contains($"{typeof(TestHandler).FullName}.Handle(Notice #{keyed}, key order-7)", node.Executor.GetRunningItems().Select(r => r.Item.Description));
             release.Set();
@@ -33,7 +35,7 @@ public sealed class RunningDeliveryDescriptionTests(PostgresFixture postgres)
 
             entered.Reset();
             release.Reset();
-            var unkeyed = (await node.Queue.EnqueueAsync(new Notice(2))).ItemId;
+            var unkeyed = await node.Queue.EnqueueWithIdAsync(new Notice(2));
             Assert.True(entered.Wait(QueueNode.Patience), "the unkeyed item starts");
             Assert.Contains($"{typeof(TestHandler).FullName}.Handle(Notice #{unkeyed})", node.Executor.GetRunningItems().Select(r => r.Item.Description));
         }

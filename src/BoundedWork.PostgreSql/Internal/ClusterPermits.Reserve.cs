@@ -2,8 +2,9 @@ namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
 /// The node's reserve under a binding running limit: items claimed (rows in state running, so every limit's accounting
-/// counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees. A
-/// handler's end gives its permit straight to the oldest reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
+/// counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees, in the
+/// claim order (highest priority, then earliest due, then oldest: <see cref="StoredItem.CompareClaimOrder"/>). A
+/// handler's end gives its permit straight to the first reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
 /// so the next start needs no claim. Never used under a rate limit (a start needs a token) or when no running limit binds.
 /// </summary>
 internal sealed partial class ClusterPermits
@@ -55,7 +56,7 @@ internal sealed partial class ClusterPermits
     }
 
     /// <summary>
-    /// Puts claimed items (already held by the node) into the reserve, oldest first. Returns those that may start at
+    /// Puts claimed items (already held by the node) into the reserve, in the claim order among those it holds. Returns those that may start at
     /// once (a permit freed during the claim; they now hold it) and those the reserve has no room for now (to release).
     /// </summary>
     public (List<StoredItem> Start, List<StoredItem> Release) Reserve(List<StoredItem> items)
@@ -66,7 +67,8 @@ internal sealed partial class ClusterPermits
             {
                 item.HoldsPermit = false;
                 item.ReservedAt = time.GetTimestamp();
-                _reserve.Add(item);
+                var at = _reserve.FindIndex(held => StoredItem.CompareClaimOrder(held, item) > 0);
+                _reserve.Insert(at < 0 ? _reserve.Count : at, item);
             }
 
             return (HandOffAllLocked(), TrimLocked());
@@ -104,7 +106,7 @@ internal sealed partial class ClusterPermits
     private bool ReserveAllowedLocked() =>
         !_reserveClosed && !_rated && !_stale && !_lapsed && _version >= 0 && _allowed is not null && time.GetTimestamp() - _expiresAt < 0;
 
-    /// <summary>The oldest reserved item, if a permit is free for it now: it takes the permit.</summary>
+    /// <summary>The first reserved item in the claim order, if a permit is free for it now: it takes the permit.</summary>
     private StoredItem? HandOffLocked()
     {
         if (_reserve.Count == 0 || !ReserveAllowedLocked() || _allowed is not int allowed || _inUse >= allowed)
@@ -130,7 +132,7 @@ internal sealed partial class ClusterPermits
         return start;
     }
 
-    /// <summary>Removes the newest reserved items beyond one per permit held (all, when the reserve may not be used now).</summary>
+    /// <summary>Removes the last reserved items in the claim order beyond one per permit held (all, when the reserve may not be used now).</summary>
     private List<StoredItem> TrimLocked()
     {
         var cap = ReserveAllowedLocked() && _allowed is int allowed ? Math.Min(_inUse, allowed) : 0;

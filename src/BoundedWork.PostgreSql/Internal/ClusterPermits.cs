@@ -18,17 +18,18 @@ namespace BoundedWork.PostgreSql.Internal;
 /// why the limits hold. A claim never takes that lock: it is the plain claim, for <c>min(items the node may hold, free local permits, whole tokens)</c> items.
 /// </para>
 /// <para>
-/// <b>Starts, not claims, spend the rate.</b> Under a start rate a claim takes no more items than the node has idle
-/// workers (<see cref="StartRoom"/>) and whole tokens not yet promised (<see cref="Take"/>): each claimed item is promised
-/// one (<see cref="StoredItem.TokenPledged"/>), and spends it when its handler starts (<see cref="Starting"/>), not when
-/// it is claimed. So every handler start under the rate spends one token of the bucket at that instant, and the bucket
-/// bounds the starts themselves: at most <c>burst + rate × L</c> in any span of L seconds (see
-/// <see cref="LocalTokenBucket"/>), whatever the time between a claim and its start. The promise keeps the claim from
-/// taking more items than tokens: the tokens never fall below the promises (a claim promises only whole tokens not
-/// promised; a start spends one token and one promise; the bucket only refills meanwhile), except when the share shrinks
-/// or lapses; then a start that finds no token does not run: its item is released, ready again. An item claimed before
-/// the rate was set (claimed ahead, waiting for a worker) holds no promise: it starts only with a token not promised
-/// to another item, or is released.
+/// <b>Starts, not claims, are what the rate bounds.</b> Under a start rate the node's share is two token buckets of the
+/// same rate and burst. The claim bucket (<see cref="Take"/>) is spent when items are claimed, as many as it holds
+/// whole tokens, and a claim asks for no more than the node's idle workers (<see cref="StartRoom"/>), so claimed items
+/// start at once and the node does not claim far ahead of its starts. The start bucket is spent by each handler start
+/// on its worker (<see cref="Starting"/>): a start takes a token of it, waiting on its own thread for the next one if
+/// it came a little early (the claim bucket holds at least <see cref="ClaimLookahead"/>'s worth of tokens, so that a
+/// small burst is not spent one claim round trip per start) (at most <see cref="MaxStartWait"/>; an item that would wait longer, or whose grant lapsed,
+/// does not start and is released, ready again). So every handler start under the rate spends a token of a bucket of
+/// the node's share at that instant, and the starts themselves are at most <c>burst + rate × L</c> in any span of L
+/// seconds (see <see cref="LocalTokenBucket"/>), whatever the time between a claim and its start; and as the claim
+/// bucket is spent at the claim, it refills while the claim's round trip runs, so a small burst does not cost the
+/// rate a round trip per start. An item claimed before the rate was set takes its start token the same way.
 /// </para>
 /// <para>
 /// <b>Counted locally.</b> A permit is taken when an item is claimed (<see cref="Take"/>, before the claim statement;
@@ -65,7 +66,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     private long _measuredAt;
 
     private int _inUse;
-    private int _pledged;
+    private readonly LocalTokenBucket _startBucket = new(time);
     private int? _allowed;
     private bool _rated;
     private int _perKey = 1;
@@ -158,7 +159,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
             lock (SyncObj)
             {
                 var ready = _waiting == 0 ? TimeSpan.Zero : TimeSpan.FromSeconds(_oldestWaitSeconds) + time.GetElapsedTime(_measuredAt);
-                var reserved = _reserve.Count == 0 ? TimeSpan.Zero : time.GetElapsedTime(_reserve[0].ReservedAt);
+                var reserved = _reserve.Count == 0 ? TimeSpan.Zero : time.GetElapsedTime(_reserve.Min(static item => item.ReservedAt));
                 return ready > reserved ? ready : reserved;
             }
         }
@@ -196,39 +197,53 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>
-    /// A handler is about to start (<paramref name="item"/>, on its worker): under a start rate it spends a token now,
-    /// its promised one or, for an item claimed without one, a token not promised to another. Returns false when there
-    /// is none (the share shrank or lapsed since the claim): the item must not start (release it). Counts the start.
-    /// </summary>
-    public bool Starting(StoredItem item)
-    {
-        lock (SyncObj)
-        {
-            var pledged = item.TokenPledged;
-            if (pledged)
-            {
-                item.TokenPledged = false;
-                _pledged = Math.Max(_pledged - 1, 0);
-            }
+    /// <summary>How far ahead of its start tokens a node may claim: the claim bucket holds at least this much of the rate.</summary>
+    public static readonly TimeSpan ClaimLookahead = TimeSpan.FromMilliseconds(100);
 
-            if (_rated)
+    /// <summary>The longest a handler start waits on its worker for a token of the start bucket before its item is released instead.</summary>
+    public static readonly TimeSpan MaxStartWait = TimeSpan.FromSeconds(1);
+
+    /// <summary>
+    /// A handler is about to start, on its worker's thread: under a start rate it spends a token of the start bucket
+    /// now, or waits for the next one on this thread (a kernel wait, never the ThreadPool), up to
+    /// <see cref="MaxStartWait"/>. Returns false when it may not start (no token in time, or the grant lapsed): release
+    /// the item. Counts the start.
+    /// </summary>
+    public bool Starting()
+    {
+        var waited = TimeSpan.Zero;
+        while (true)
+        {
+            TimeSpan wait;
+            lock (SyncObj)
             {
-                var expired = time.GetTimestamp() - _expiresAt >= 0;
-                var available = pledged ? Math.Floor(_bucket.Tokens) : Math.Floor(_bucket.Tokens) - _pledged;
-                if (expired || available < 1 || _bucket.Take(1) != 1)
+                if (!_rated || _startBucket.Take(1) == 1)
+                {
+                    if (_rated && (_lapsed || time.GetTimestamp() - _expiresAt >= 0))
+                    {
+                        return false; // the grant lapsed: nothing limited starts (the token is gone with the share)
+                    }
+
+                    if (_limited)
+                    {
+                        _starts.Enqueue((time.GetTimestamp(), 1));
+                        Prune();
+                    }
+
+                    return true;
+                }
+
+                wait = _startBucket.TimeToNextToken() ?? TimeSpan.MaxValue;
+                if (_lapsed || wait > MaxStartWait - waited)
                 {
                     return false;
                 }
             }
 
-            if (_limited)
-            {
-                _starts.Enqueue((time.GetTimestamp(), 1));
-                Prune();
-            }
-
-            return true;
+            // Round up to the millisecond (a shorter sleep would wake just before the token), at least one.
+            var sleep = TimeSpan.FromMilliseconds(Math.Max(1, Math.Ceiling(wait.TotalMilliseconds)));
+            Thread.Sleep(sleep);
+            waited += sleep;
         }
     }
 
@@ -253,7 +268,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
                     // Lapsed: nothing limited starts until a renewal succeeds, and the rate share starts again empty.
                     _lapsed = lapsedNow = true;
                     _allowed = _allowed is null ? null : 0;
-                    _bucket.SetShare(0, 0);
+                    SetShareLocked(0, 0);
                 }
 
                 return new PermitTake(0, _version, Bound: true, lapsedNow);
@@ -268,20 +283,19 @@ internal sealed partial class ClusterPermits(TimeProvider time)
             var rateBound = false;
             if (_rated)
             {
-                // Promised, not spent: each item spends its token when its handler starts (Starting).
-                var tokens = (int)Math.Min(count, Math.Max(Math.Floor(_bucket.Tokens) - _pledged, 0));
+                // The claim bucket, spent now; each handler start spends a token of the start bucket too (Starting).
+                var tokens = _bucket.Take(count);
                 rateBound = tokens < count;
                 count = tokens;
-                _pledged += count;
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Pledged = _rated, RateBound = rateBound };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound };
         }
     }
 
-    /// <summary>Gives back permits (and the tokens promised with them) taken for a claim that found fewer items.</summary>
-    public void Return(int unused, bool pledged)
+    /// <summary>Gives back permits (and, when <paramref name="rated"/>, the claim tokens taken with them) for a claim that found fewer items.</summary>
+    public void Return(int unused, bool rated)
     {
         if (unused <= 0)
         {
@@ -291,35 +305,9 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         lock (SyncObj)
         {
             _inUse -= unused;
-            if (pledged)
+            if (rated && _rated)
             {
-                _pledged = Math.Max(_pledged - unused, 0);
-            }
-        }
-    }
-
-    /// <summary>Takes back <paramref name="count"/> tokens promised to items that will not start (their claim failed after reading them).</summary>
-    public void Unpledge(int count)
-    {
-        if (count <= 0)
-        {
-            return;
-        }
-
-        lock (SyncObj)
-        {
-            _pledged = Math.Max(_pledged - count, 0);
-        }
-    }
-
-    /// <summary>The claimed items with permits from a <see cref="Take"/> that promised tokens: each carries its promise to its start.</summary>
-    public void Pledge(IEnumerable<StoredItem> items)
-    {
-        lock (SyncObj)
-        {
-            foreach (var item in items)
-            {
-                item.TokenPledged = true;
+                _bucket.Refund(unused);
             }
         }
     }
@@ -338,13 +326,6 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         lock (SyncObj)
         {
             next = null;
-            if (item is { TokenPledged: true })
-            {
-                // Ended without starting (cancelled, refused, released): its promised token is free again.
-                item.TokenPledged = false;
-                _pledged = Math.Max(_pledged - 1, 0);
-            }
-
             if (item is { HoldsPermit: false })
             {
                 _reserve.Remove(item);
@@ -399,7 +380,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 
             if (_rated)
             {
-                _bucket.SetShare(Math.Min(_bucket.Rate, grant.Rate), Math.Min(_bucket.Burst, grant.Burst));
+                SetShareLocked(Math.Min(_startBucket.Rate, grant.Rate), Math.Min(_startBucket.Burst, grant.Burst));
             }
 
             return _inUse;
@@ -414,7 +395,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         {
             _allowed = grant.Allowed;
             _rated = limits.StartsPerSecond is not null;
-            _bucket.SetShare(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
+            SetShareLocked(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
             _fair = grant.FairRunning;
             _stored = grant.Stored;
             _givingBack = false;
@@ -436,7 +417,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         {
             _allowed = null;
             _rated = false;
-            _bucket.SetShare(0, 0);
+            SetShareLocked(0, 0);
             _perKey = perKey;
             _version = version;
             _stale = false;
@@ -476,7 +457,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     {
         lock (SyncObj)
         {
-            return _rated && !_lapsed ? _bucket.TimeToNextToken(_pledged) : null;
+            return _rated && !_lapsed ? _bucket.TimeToNextToken() : null;
         }
     }
 
@@ -489,6 +470,20 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 
     /// <summary>The node had no room for more items, so nothing of its waits for a cluster permit.</summary>
     public void NothingRequested() => Held(0, 0);
+
+    /// <summary>
+    /// Sets the node's rate share: the start bucket holds <paramref name="burst"/>, the claim bucket at least
+    /// <see cref="ClaimLookahead"/>'s worth of the rate, so that a node with a small burst can claim the items of the
+    /// next few tokens in one round trip (they wait for their start tokens on their workers); the starts stay bounded
+    /// by the start bucket.
+    /// </summary>
+    private void SetShareLocked(double rate, int burst)
+    {
+        Debug.Assert(SyncObj.IsHeldByCurrentThread);
+        var claimBurst = burst == 0 || rate <= 0 ? burst : Math.Max(burst, (int)Math.Min(Math.Ceiling(rate * ClaimLookahead.TotalSeconds), int.MaxValue));
+        _bucket.SetShare(rate, claimBurst);
+        _startBucket.SetShare(rate, burst);
+    }
 
     private void Held(long waiting, double oldestWaitSeconds)
     {
@@ -513,8 +508,8 @@ internal sealed partial class ClusterPermits(TimeProvider time)
 /// <summary>What <see cref="ClusterPermits.Take"/> gave: permits for <see cref="Count"/> items, under settings <see cref="Version"/>.</summary>
 internal readonly record struct PermitTake(int Count, long Version, bool Bound, bool LapsedNow)
 {
-    /// <summary>Gets a value indicating whether each permit came with a token promised under a start rate, spent when its item starts.</summary>
-    public bool Pledged { get; init; }
+    /// <summary>Gets a value indicating whether the take spent claim tokens (a start rate was set): give back those unused.</summary>
+    public bool Rated { get; init; }
 
     /// <summary>Gets a value indicating whether the tokens (not the permits) cut the take short: the next token is worth waking for.</summary>
     public bool RateBound { get; init; }

@@ -43,6 +43,6 @@ internal sealed record HandOffPlan(string[] Keys, int Count, int PerKey, string[
     /// <summary>Gets the bound the rule admits by: M, or M + 1 when the plan may take reserves.</summary>
     public int Bound => ReserveKeys is { Length: > 0 } ? PerKey + 1 : PerKey;
 
-    /// <summary>Gets a value indicating whether the plan's permits came with tokens promised under a start rate (each item claimed spends one when it starts).</summary>
-    public bool TokensPledged { get; init; }
+    /// <summary>Gets a value indicating whether the plan's permits came with claim tokens of a start rate (given back if unused).</summary>
+    public bool Rated { get; init; }
 }

@@ -20,6 +20,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     /// <summary>Gets the items this node claimed during the last second.</summary>
     internal double StartsLastSecond => _permits.StartsLastSecond;
 
+    /// <summary>Gets the queue's per-key limit as this node last applied it.</summary>
+    internal int ClusterPerKey => _permits.PerKey;
+
     /// <summary>Gets a value indicating whether the queue had cluster limits at this node's last claim.</summary>
     internal bool IsClusterLimited => _permits.IsLimited;
 
@@ -127,29 +130,33 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                     continue;
                 }
 
-                claimed.Add(ReadClaimed(reader, reader.FieldCount - 2));
+                var item = ReadClaimed(reader, reader.FieldCount - 2);
+                if (!keyed)
+                {
+                    // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
+                    item.Priority = reader.GetInt16(12);
+                    item.RunAt = reader.GetFieldValue<DateTimeOffset>(13);
+                }
+
+                claimed.Add(item);
             }
 
             read = true;
         }
         finally
         {
-            // A claim that failed after reading some rows hands none of them to the executor: every permit (and every
-            // token promised with them) goes back. (If it committed, those rows are leased to this node but not held:
+            // A claim that failed after reading some rows hands none of them to the executor: every permit (and the
+            // claim tokens taken with them) goes back. (If it committed, those rows are leased to this node but not held:
             // not renewed, they are reaped.)
-            _permits.Return(take.Count - (read ? Math.Min(claimed.Count, take.Count) : 0), take.Pledged);
+            _permits.Return(take.Count - (read ? Math.Min(claimed.Count, take.Count) : 0), take.Rated);
             _permits.ReserveSlotsDone(room);
-        }
-
-        if (take.Pledged)
-        {
-            _permits.Pledge(claimed.Count > take.Count ? claimed.GetRange(0, take.Count) : claimed);
         }
 
         if (claimed.Count > take.Count)
         {
-            // The oldest items hold the permits; the rest go to the reserve, held by the node but not started.
-            claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+            // The first items in the claim order (highest priority, then earliest due, then oldest) hold the permits; the
+            // rest go to the reserve, held by the node but not started, and kept in that order.
+            claimed.Sort(StoredItem.CompareClaimOrder);
             var reserved = claimed.GetRange(take.Count, claimed.Count - take.Count);
             claimed.RemoveRange(take.Count, reserved.Count);
             StorageMetrics.Claimed.Add(reserved.Count, StorageMetrics.QueueTag(Name));
@@ -228,6 +235,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
             _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
+            ReleaseKeyReservesNoLongerAllowed(); // a lowered per-key limit binds the key reserves held
             ReportLimits(wasLimited);
             _wake.Set();
             return;
@@ -294,6 +302,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         Apply(_permits.Rebalance()); // a grown grant starts reserved items now; a shrunk one releases what it no longer covers
+        ReleaseKeyReservesNoLongerAllowed(); // a running or rate limit set: no key reserve starts
 
         if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
         {

@@ -33,10 +33,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        if (!_permits.Starting(item))
+        if (!_permits.Starting())
         {
-            // Under a start rate, no token for it now (its node's share shrank or lapsed since the claim): it does not
-            // start; released, it is ready again for the next claim that has a token.
+            // Under a start rate, no token for it in time (its node's share shrank or lapsed since the claim): it does
+            // not start; released, it is ready again for the next claim that has a token.
             Release(item);
             return;
         }
@@ -79,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
         else if (orphan is not null)
         {
-            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome");
+            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
         }
 
         if (_permits.IsLimited)
@@ -220,7 +220,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn),
             reader.GetInt64(reader.FieldCount - 1));
 
-    /// <summary>Hands claimed (committed) deliveries to the executor, in id order.</summary>
+    /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
     private void Submit(List<StoredItem> claimed)
     {
         if (claimed.Count == 0)
@@ -230,7 +230,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
         Interlocked.Add(ref _claimedByLoop, claimed.Count);
-        claimed.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+        claimed.Sort(StoredItem.CompareClaimOrder);
         foreach (var item in claimed)
         {
             // The delivery's span is current while the item is submitted, so the item (and its handler) runs inside

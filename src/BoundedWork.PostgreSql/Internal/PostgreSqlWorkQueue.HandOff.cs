@@ -100,7 +100,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null) { TokensPledged = take.Pledged };
+        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null) { Rated = take.Rated };
     }
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
@@ -123,7 +123,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
-        _permits.Return(plan.Count - claimed.Count, plan.TokensPledged);
+        _permits.Return(plan.Count - claimed.Count, plan.Rated);
         if (claimed.Count == 0)
         {
             EndKeyReservePlan();
@@ -137,7 +137,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         {
             // Stopping: nothing more starts. Held until the writer has written their releases (it does so next).
             EndKeyReservePlan();
-            _permits.Return(claimed.Count, plan.TokensPledged);
+            _permits.Return(claimed.Count, plan.Rated);
             Interlocked.Add(ref _held, claimed.Count);
             foreach (var item in claimed)
             {
@@ -150,11 +150,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
         foreach (var item in claimed)
         {
+            item.KeyReserveBound = item.KeyReserved ? plan.PerKey : 0;
             Hold(item);
         }
 
         ReturnRoom(plan.Count); // held now: counted by _held
-        _permits.HandedOff(claimed, plan.TokensPledged);
 
         // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
         // for the next such end if a partner of its key still runs here, and released otherwise.
@@ -196,7 +196,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
     void IOutcomeHandOff.Failed(HandOffPlan plan)
     {
         EndKeyReservePlan();
-        _permits.Return(plan.Count, plan.TokensPledged);
+        _permits.Return(plan.Count, plan.Rated);
         ReturnRoom(plan.Count);
     }
 

@@ -183,6 +183,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         lock (_keyLock)
         {
             release = false;
+            if (!KeyReserveMayStart(item))
+            {
+                release = true; // the limits changed since the plan: it was claimed under a bound that no longer holds
+                return false;
+            }
+
             if (!_keyReserveClosed && _unpairedEnds.GetValueOrDefault(key) > 0)
             {
                 _unpairedEnds[key]--;
@@ -204,8 +210,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     /// <summary>
     /// A delivery ended (its outcome about to be posted): it is no longer a partner of its key; a final outcome starts
-    /// the key's reserve (returned, to execute once the outcome is posted), and the last partner's end otherwise gives
-    /// the reserve up (<paramref name="release"/>).
+    /// the key's reserve (returned, to execute once the outcome is posted) if the limits still allow it
+    /// (<see cref="KeyReserveMayStart"/>), and the last partner's end, or limits that no longer allow it, give the
+    /// reserve up (<paramref name="release"/>).
     /// </summary>
     private StoredItem? OnKeyItemEnded(StoredItem item, OutcomeKind kind, out StoredItem? release)
     {
@@ -239,6 +246,14 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 return null;
             }
 
+            if (final && !KeyReserveMayStart(reserved))
+            {
+                // The per-key limit was lowered (or another cluster limit set) since it was claimed: it does not start
+                // in place of this end; released, it is claimed again under the limits now in force.
+                release = reserved;
+                return null;
+            }
+
             if (final)
             {
                 reserved.KeyActive = true;
@@ -255,6 +270,39 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             _keyReserve[key] = reserved;
             return null;
         }
+    }
+
+    /// <summary>
+    /// Gets a value indicating whether a key's reserved item may start in place of a handler of its key that ended: the
+    /// per-key limit is still the queue's only cluster limit, and no lower than the one it was claimed under. A change
+    /// of the limits binds every start after the node applied it.
+    /// </summary>
+    private bool KeyReserveMayStart(StoredItem item) => _permits.PerKeyOnly && _permits.PerKey >= item.KeyReserveBound;
+
+    /// <summary>
+    /// The node applied new cluster limits: releases the reserves claimed under a per-key limit that no longer holds
+    /// (lowered, or another cluster limit set), back to ready now, rather than at the next end of their key.
+    /// </summary>
+    private void ReleaseKeyReservesNoLongerAllowed()
+    {
+        List<StoredItem>? release = null;
+        lock (_keyLock)
+        {
+            foreach (var item in _keyReserve.Values)
+            {
+                if (!KeyReserveMayStart(item))
+                {
+                    (release ??= []).Add(item);
+                }
+            }
+
+            foreach (var item in release ?? [])
+            {
+                _keyReserve.Remove(item.OrderingKey!);
+            }
+        }
+
+        ReleaseKeyReserves(release ?? [], "the queue's cluster limits changed since it was claimed");
     }
 
     /// <summary>Starts a reserved item paired with a handler's end.</summary>

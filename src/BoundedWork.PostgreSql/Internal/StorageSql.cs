@@ -317,7 +317,7 @@ internal sealed class StorageSql
                 UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM next))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key, i.delivery),
+                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
             peek AS (
                 SELECT p.id, p.run_at FROM {Items} p
                 WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -325,12 +325,12 @@ internal sealed class StorageSql
                 LIMIT $6),
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, ordering_key, delivery FROM claimed
+                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, priority, run_at, ordering_key, delivery FROM claimed
             UNION ALL
             SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::text, NULL::bigint
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of

@@ -30,17 +30,33 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets a value indicating whether the delivery holds a cluster permit (false while it waits in the node's reserve); set under the permits' lock.</summary>
     public bool HoldsPermit { get; set; } = true;
 
-    /// <summary>
-    /// Gets or sets a value indicating whether the delivery was claimed under a start rate with a token promised to it,
-    /// spent when its handler starts (<see cref="ClusterPermits.Starting"/>); set under the permits' lock.
-    /// </summary>
-    public bool TokenPledged { get; set; }
-
     /// <summary>Gets or sets when the item entered the node's reserve (a <see cref="TimeProvider"/> timestamp), for how long it has waited for a permit.</summary>
     public long ReservedAt { get; set; }
 
     /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's reserve (not to start until a handler of its key on this node ends with a final outcome).</summary>
     public bool KeyReserved { get; set; }
+
+    /// <summary>Gets or sets the item's priority as the plain claim read it (zero when not read): with <see cref="RunAt"/> and the id, its place in the claim order.</summary>
+    public short Priority { get; set; }
+
+    /// <summary>Gets or sets when the item became due, as the plain claim read it (default when not read).</summary>
+    public DateTimeOffset RunAt { get; set; }
+
+    /// <summary>The claim order: highest priority first, then the earliest due, then enqueue (id) order.</summary>
+    public static int CompareClaimOrder(StoredItem a, StoredItem b)
+    {
+        var byPriority = b.Priority.CompareTo(a.Priority);
+        if (byPriority != 0)
+        {
+            return byPriority;
+        }
+
+        var byRunAt = a.RunAt.CompareTo(b.RunAt);
+        return byRunAt != 0 ? byRunAt : a.Id.CompareTo(b.Id);
+    }
+
+    /// <summary>Gets or sets the per-key limit the hand-off claimed the item under as its key's reserve: it starts only while the limit is at least that.</summary>
+    public int KeyReserveBound { get; set; }
 
     /// <summary>Gets or sets a value indicating whether the item is counted among the node's items of its key that run or are about to (a reserve's partners); set under the queue's key lock.</summary>
     public bool KeyActive { get; set; }
