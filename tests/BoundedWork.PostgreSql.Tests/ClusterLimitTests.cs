@@ -122,7 +122,9 @@ public sealed class ClusterLimitTests(PostgresFixture postgres)
             await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, Items).Select(i => new Notice(i)));
             await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2").Result == 0, "every item is completed");
 
-            Assert.Equal(Items, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.claims"));
+            // Every item claimed; an item whose start token did not come in time (a node's share moved while nodes
+            // joined) is released and claimed again, so an item may have more than one claim.
+            Assert.Equal(Items, await postgres.ScalarAsync<long>($"SELECT count(DISTINCT item_id) FROM {schema}.claims"));
             var window = await ClusterLimitSql.MaxClaimsInOneSecondAsync(postgres, schema);
             Assert.True(window <= Rate + Burst, $"{window} items were claimed within one second; the bound is {Rate} + {Burst}.");
 
