@@ -31,6 +31,7 @@ public static class Bw
             UseShellExecute = false,
         };
         start.Environment["COLUMNS"] = "250"; // wide enough that no line the tests read is wrapped
+        start.Environment["TERM"] = "xterm-256color"; // as from a colour terminal's pipe: the output must still be plain text
         start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "bw.dll"));
         foreach (var arg in args)
         {

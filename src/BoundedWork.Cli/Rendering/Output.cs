@@ -18,7 +18,16 @@ internal static class Output
             output = trimming;
         }
 
-        var console = AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) });
+        var settings = new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) };
+        if (Console.IsOutputRedirected)
+        {
+            // Spectre cannot tell that the trimming writer goes to a file or a pipe: say so, or it writes escape codes
+            // there whenever the environment names a colour terminal (TERM).
+            settings.Ansi = AnsiSupport.No;
+            settings.ColorSystem = ColorSystemSupport.NoColors;
+        }
+
+        var console = AnsiConsole.Create(settings);
         if (Console.IsOutputRedirected)
         {
             // A file or a pipe has no width: COLUMNS if set, else wide enough not to wrap the tables.
