@@ -44,7 +44,11 @@ public sealed class ClusterDashboardTests
         var view = page.Locator(".cluster[data-queue='payments']");
 
         // Only the queue with a cluster gets a view: its limits and their use, its stored items and its nodes.
-        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("17 / 20", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        // The running limit's use is the handlers running (12 of the 17 items running in the storage), the items
+        // reserved or settling apart.
+        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("12 / 20", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(view.Locator(".limit-running .k")).ToHaveTextAsync("Handlers running / max");
+        await Assertions.Expect(view.Locator(".limit-running .limit-settling")).ToHaveTextAsync("reserved or settling: 5");
         await Assertions.Expect(page.Locator(".cluster")).ToHaveCountAsync(1);
         await Assertions.Expect(view.Locator(".limit-waiting .v")).ToHaveTextAsync("40 (oldest 2.5 s)");
         await Assertions.Expect(view.Locator(".limit-starts .v")).ToHaveTextAsync("11.5 / 12.5 (burst 13)");
@@ -54,7 +58,7 @@ public sealed class ClusterDashboardTests
         await Assertions.Expect(view.Locator(".stored")).ToContainTextAsync("1,234 ready (oldest 3.5 s), 5 scheduled, 17 running, 3 dead, 4,000 completed, 2 cancelled", patience);
         var rows = view.Locator("tbody.cluster-nodes tr[data-node]");
         await Assertions.Expect(rows).ToHaveCountAsync(3);
-        await Assertions.Expect(rows.Nth(1).Locator("td")).ToHaveTextAsync(["node-a", "web-1", "101", "1.4.0", "8", "8", "1,200", "3", "v1", "200 ms ago", "–"]);
+        await Assertions.Expect(rows.Nth(1).Locator("td")).ToHaveTextAsync(["node-a", "web-1", "101", "1.4.0", "8", "8", "7", "1,200", "3", "v1", "200 ms ago", "–"]);
         await Assertions.Expect(rows.Nth(1).Locator("td.node-settings")).Not.ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
         await Assertions.Expect(rows.Nth(2).Locator("td.node-pinned")).ToHaveTextAsync("pinned locally");
 
@@ -67,9 +71,15 @@ public sealed class ClusterDashboardTests
 
         // The view follows the storage without a reload: a change of the settings and of the limits' use.
         await cluster.UpdateSettingsAsync(s => s with { WorkersPerNode = 6, MaxRunning = 25 }, "carol");
-        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 25, StartsLastSecond = 3 });
+        // As many items running in the storage as the limit, but fewer handlers: not at the limit, not marked.
+        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 25, HandlersRunning = 20, StartsLastSecond = 3 });
+        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("20 / 25", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(view.Locator(".limit-running .v")).Not.ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
+        await Assertions.Expect(view.Locator(".limit-running .limit-settling")).ToHaveTextAsync("reserved or settling: 5");
+        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 25, HandlersRunning = 25, StartsLastSecond = 3 });
         await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("25 / 25", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveClassAsync(new System.Text.RegularExpressions.Regex("hot"));
+        await Assertions.Expect(view.Locator(".limit-running .limit-settling")).ToHaveTextAsync("reserved or settling: 0");
         await Assertions.Expect(view.Locator(".limit-workers .v")).ToHaveTextAsync("6");
         await Assertions.Expect(view.Locator(".limit-waiting .v")).ToHaveTextAsync("0");
         await Assertions.Expect(view.Locator(".cluster-version")).ToContainTextAsync("settings v2, changed by carol", patience);
@@ -116,7 +126,7 @@ public sealed class ClusterDashboardTests
 
         await Assertions.Expect(view.Locator(".cluster-msg")).ToContainTextAsync("HTTP 503", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         cluster.Failure = null;
-        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("17 / none", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("12 / none", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         await Assertions.Expect(view.Locator(".cluster-msg")).ToHaveTextAsync("");
     }
 }

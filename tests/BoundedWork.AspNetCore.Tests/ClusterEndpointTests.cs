@@ -43,6 +43,8 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal("bob", settings.GetProperty("updatedBy").GetString());
         var limits = json.GetProperty("limits");
         Assert.Equal(17, limits.GetProperty("running").GetInt64());
+        Assert.Equal(12, limits.GetProperty("handlersRunning").GetInt64());
+        Assert.Equal(5, limits.GetProperty("reservedOrSettling").GetInt64());
         Assert.Equal(20, limits.GetProperty("maxRunning").GetInt32());
         Assert.Equal(12.5, limits.GetProperty("startsPerSecond").GetDouble());
         Assert.Equal(11.5, limits.GetProperty("startsLastSecond").GetDouble());
@@ -51,9 +53,9 @@ public sealed partial class ClusterEndpointTests
         var nodes = json.GetProperty("nodes").EnumerateArray().ToList();
         Assert.Equal(["node-a", "node-b"], nodes.Select(n => n.GetProperty("name").GetString()));
         Assert.Equal(
-            ["name", "host", "processId", "version", "startedAt", "lastSeen", "workers", "inFlight", "completed", "failed", "settingsVersion", "pinnedLocally"],
+            ["name", "host", "processId", "version", "startedAt", "lastSeen", "workers", "inFlight", "handlersRunning", "completed", "failed", "settingsVersion", "pinnedLocally"],
             nodes[0].EnumerateObject().Select(p => p.Name));
-        Assert.Equal(("web-2", 202, 4, 9L, true), (nodes[1].GetProperty("host").GetString(), nodes[1].GetProperty("processId").GetInt32(), nodes[1].GetProperty("workers").GetInt32(), nodes[1].GetProperty("inFlight").GetInt64(), nodes[1].GetProperty("pinnedLocally").GetBoolean()));
+        Assert.Equal(("web-2", 202, 4, 9L, 5, true), (nodes[1].GetProperty("host").GetString(), nodes[1].GetProperty("processId").GetInt32(), nodes[1].GetProperty("workers").GetInt32(), nodes[1].GetProperty("inFlight").GetInt64(), nodes[1].GetProperty("handlersRunning").GetInt32(), nodes[1].GetProperty("pinnedLocally").GetBoolean()));
         var storage = json.GetProperty("storage");
         Assert.Equal((1234L, 17L, 3L, 3500.0), (storage.GetProperty("ready").GetInt64(), storage.GetProperty("running").GetInt64(), storage.GetProperty("deadLettered").GetInt64(), storage.GetProperty("oldestReadyAgeMs").GetDouble()));
 
@@ -395,15 +397,15 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal("invalid", Assert.Single(server.Logs.WithEvent("ClusterSettingsChangeRefused")).GetStructuredStateValue("Reason"));
     }
 
-    /// <summary>Queue "payments": two nodes, 17 items running of a limit, 40 held back, stored items in every state.</summary>
+    /// <summary>Queue "payments": two nodes, 17 items running (12 handlers, 5 reserved or settling) of a limit, 40 held back, stored items in every state.</summary>
     internal static InMemoryWorkQueueCluster NewCluster()
     {
         var cluster = new InMemoryWorkQueueCluster("payments", new FakeTimeProvider(Now));
         cluster.SetNodes(
-            new WorkQueueClusterNode { Name = "node-b", Host = "web-2", ProcessId = 202, Version = "1.4.0", StartedAt = Now.AddHours(-1), LastSeen = Now.AddSeconds(-0.5), WorkerCount = 4, InFlight = 9, Completed = 300, Failed = 1, SettingsVersion = 1, PinnedLocally = true },
-            new WorkQueueClusterNode { Name = "node-a", Host = "web-1", ProcessId = 101, Version = "1.4.0", StartedAt = Now.AddHours(-2), LastSeen = Now.AddSeconds(-0.2), WorkerCount = 8, InFlight = 8, Completed = 1200, Failed = 3, SettingsVersion = 1 });
+            new WorkQueueClusterNode { Name = "node-b", Host = "web-2", ProcessId = 202, Version = "1.4.0", StartedAt = Now.AddHours(-1), LastSeen = Now.AddSeconds(-0.5), WorkerCount = 4, InFlight = 9, HandlersRunning = 5, Completed = 300, Failed = 1, SettingsVersion = 1, PinnedLocally = true },
+            new WorkQueueClusterNode { Name = "node-a", Host = "web-1", ProcessId = 101, Version = "1.4.0", StartedAt = Now.AddHours(-2), LastSeen = Now.AddSeconds(-0.2), WorkerCount = 8, InFlight = 8, HandlersRunning = 7, Completed = 1200, Failed = 3, SettingsVersion = 1 });
         cluster.SetStorage(new WorkQueueStorageStatistics { Ready = 1234, Scheduled = 5, Running = 17, DeadLettered = 3, Completed = 4000, Cancelled = 2, OldestReadyAge = TimeSpan.FromSeconds(3.5), IsAvailable = true, ReadAt = Now });
-        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 17, WaitingForPermit = 40, StartsLastSecond = 11.5, OldestPermitWait = TimeSpan.FromSeconds(2.5) });
+        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 17, HandlersRunning = 12, WaitingForPermit = 40, StartsLastSecond = 11.5, OldestPermitWait = TimeSpan.FromSeconds(2.5) });
         return cluster;
     }
 

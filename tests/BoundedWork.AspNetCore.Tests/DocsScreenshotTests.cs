@@ -66,7 +66,7 @@ public sealed class DocsScreenshotTests
         await Assertions.Expect(panel.Locator("tr.decision").First.Locator("td.rule")).ToHaveTextAsync("Pinned", new() { Timeout = s_patience });
         Assert.True(await panel.Locator("tr.decision").CountAsync() >= 4, "The panel lists fewer than the four decisions made.");
         var view = page.Locator(".cluster[data-queue='payments']");
-        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("17 / 20", new() { Timeout = s_patience });
+        await Assertions.Expect(view.Locator(".limit-running .v")).ToHaveTextAsync("12 / 20", new() { Timeout = s_patience });
         await Assertions.Expect(view.Locator("tbody.cluster-nodes tr[data-node]")).ToHaveCountAsync(2);
 
         // Live numbers in every row, and the chart with its series, before the picture.

@@ -33,17 +33,22 @@ public sealed class ClusterCommandTests
         // The rest, read without the colours the terminal may get.
         var plain = Plain(table.Out);
         Assert.Contains("payments: 3 live node(s); fleet-wide settings version 1, changed by bob at ", plain, StringComparison.Ordinal);
-        Assert.Contains("17 / 20", plain, StringComparison.Ordinal);
+        // The limit's use is the handlers running (12 of 17 items running in the storage), the rest apart.
+        Assert.Matches(@"handlers running / max\s+12 / 20", plain);
+        Assert.Matches(@"reserved or settling\s+5", plain);
         Assert.Contains("11.5 / 12.5", plain, StringComparison.Ordinal);
         Assert.Contains("40 (oldest 2.5 s)", plain, StringComparison.Ordinal);
         Assert.Contains("each node's own", plain, StringComparison.Ordinal);
         Assert.Contains("stored: 1234 ready (oldest 3.5 s), 5 scheduled, 17 running, 3 dead, 4000 completed, 2 cancelled", plain, StringComparison.Ordinal);
-        Assert.Matches(@"node-a\s+web-1\s+101\s+1\.4\.0\s+8\s+8\s+1200\s+3\s+v1\s+200 ms ago\s+-", plain);
-        Assert.Matches(@"node-b\s+web-2\s+202\s+1\.4\.0\s+4\s+9\s+300\s+1\s+v1\s+500 ms ago\s+pinned locally", plain);
+        Assert.Matches(@"node-a\s+web-1\s+101\s+1\.4\.0\s+8\s+8\s+7\s+1200\s+3\s+v1\s+200 ms ago\s+-", plain);
+        Assert.Matches(@"node-b\s+web-2\s+202\s+1\.4\.0\s+4\s+9\s+5\s+300\s+1\s+v1\s+500 ms ago\s+pinned locally", plain);
 
         var json = JsonDocument.Parse((await Bw.RunAsync(app.Bw("cluster", "payments", "--json"))).Out).RootElement;
         Assert.Equal(3, json.GetProperty("nodes").GetArrayLength());
         Assert.Equal(20, json.GetProperty("limits").GetProperty("maxRunning").GetInt32());
+        Assert.Equal(12, json.GetProperty("limits").GetProperty("handlersRunning").GetInt64());
+        Assert.Equal(5, json.GetProperty("limits").GetProperty("reservedOrSettling").GetInt64());
+        Assert.Equal(7, json.GetProperty("nodes").EnumerateArray().Single(n => n.GetProperty("name").GetString() == "node-a").GetProperty("handlersRunning").GetInt32());
     }
 
     [Fact]
@@ -118,11 +123,11 @@ public sealed class ClusterApp : SocketAppHost
         var now = DateTimeOffset.UtcNow;
         var cluster = new InMemoryWorkQueueCluster("payments", new Microsoft.Extensions.Time.Testing.FakeTimeProvider(now));
         cluster.SetNodes(
-            new WorkQueueClusterNode { Name = "node-b", Host = "web-2", ProcessId = 202, Version = "1.4.0", StartedAt = now.AddHours(-1), LastSeen = now.AddSeconds(-0.5), WorkerCount = 4, InFlight = 9, Completed = 300, Failed = 1, SettingsVersion = 1, PinnedLocally = true },
-            new WorkQueueClusterNode { Name = "node-a", Host = "web-1", ProcessId = 101, Version = "1.4.0", StartedAt = now.AddHours(-2), LastSeen = now.AddSeconds(-0.2), WorkerCount = 8, InFlight = 8, Completed = 1200, Failed = 3, SettingsVersion = 1 },
+            new WorkQueueClusterNode { Name = "node-b", Host = "web-2", ProcessId = 202, Version = "1.4.0", StartedAt = now.AddHours(-1), LastSeen = now.AddSeconds(-0.5), WorkerCount = 4, InFlight = 9, HandlersRunning = 5, Completed = 300, Failed = 1, SettingsVersion = 1, PinnedLocally = true },
+            new WorkQueueClusterNode { Name = "node-a", Host = "web-1", ProcessId = 101, Version = "1.4.0", StartedAt = now.AddHours(-2), LastSeen = now.AddSeconds(-0.2), WorkerCount = 8, InFlight = 8, HandlersRunning = 7, Completed = 1200, Failed = 3, SettingsVersion = 1 },
             new WorkQueueClusterNode { Name = "evil\r\nforged\u001b[31m", Host = "web-3", ProcessId = 303, Version = "1.4.0", LastSeen = now, WorkerCount = 1 });
         cluster.SetStorage(new WorkQueueStorageStatistics { Ready = 1234, Scheduled = 5, Running = 17, DeadLettered = 3, Completed = 4000, Cancelled = 2, OldestReadyAge = TimeSpan.FromSeconds(3.5), IsAvailable = true });
-        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 17, WaitingForPermit = 40, StartsLastSecond = 11.5, OldestPermitWait = TimeSpan.FromSeconds(2.5) });
+        cluster.SetLimitUse(new WorkQueueClusterLimitUse { Running = 17, HandlersRunning = 12, WaitingForPermit = 40, StartsLastSecond = 11.5, OldestPermitWait = TimeSpan.FromSeconds(2.5) });
 
         var (built, socketPath, logs) = SocketApp.Build("cl", services =>
         {

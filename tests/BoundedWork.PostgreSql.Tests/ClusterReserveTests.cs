@@ -42,6 +42,49 @@ public sealed class ClusterReserveTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task ClusterView_HandlersRunning_CountsTheHandlersStartedAndNotEnded_TheReservedItemsApart()
+    {
+        // Four workers, a running limit of two, six items: two handlers run (held at their gate), items wait in the reserve.
+        await using var run = await Gated.StartAsync(postgres, maxRunning: 2, heartbeat: TimeSpan.FromMilliseconds(100), workers: 4, items: 6);
+        await DurableQueueTests.WaitAsync(() => Volatile.Read(ref run.Started) == 2 && run.Queue.ClusterReservedCount > 0, "two items run, others are reserved");
+        var reserved = run.Queue.ClusterReservedCount;
+        await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Running).Result == 2 + reserved, "the reserved items are claimed rows");
+
+        // The view, once a heartbeat has written the handlers: the two gated handlers (the test's own count) against the
+        // limit, the reserved items apart; every stored running row is one or the other (no outcome is being written).
+        var cluster = run.Queue;
+        var view = await cluster.GetClusterAsync();
+        var deadline = DateTime.UtcNow + QueueNode.Patience;
+        while (view.LimitUse.HandlersRunning != 2)
+        {
+            Assert.True(DateTime.UtcNow < deadline, $"Timed out waiting until the view shows two handlers running (it shows {view.LimitUse.HandlersRunning}).");
+            await Task.Delay(20);
+            view = await cluster.GetClusterAsync();
+        }
+
+        Assert.Equal(2, Volatile.Read(ref run.Started));
+        Assert.Equal(2L, view.LimitUse.HandlersRunning);
+        Assert.Equal(2 + reserved, view.LimitUse.Running);
+        Assert.True(view.LimitUse.Running > view.Settings.MaxRunning, $"Running {view.LimitUse.Running} is not above the limit: nothing waits in the reserve.");
+        Assert.Equal(reserved, view.LimitUse.Running - view.LimitUse.HandlersRunning);
+        Assert.Equal(2, Assert.Single(view.Nodes).HandlersRunning);
+
+        // Every handler ended and every outcome written: none running, none reserved or settling.
+        run.Release.Release(6);
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 6, "every item ran");
+        await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Completed).Result == 6, "every outcome is written");
+        deadline = DateTime.UtcNow + QueueNode.Patience;
+        while ((view = await cluster.GetClusterAsync()).LimitUse.HandlersRunning != 0)
+        {
+            Assert.True(DateTime.UtcNow < deadline, "Timed out waiting until the view shows no handler running.");
+            await Task.Delay(20);
+        }
+
+        Assert.Equal(0L, view.LimitUse.Running);
+        Assert.Equal(2, Volatile.Read(ref run.MaxConcurrent));
+    }
+
+    [Fact]
     public async Task GrantThatLapses_ReleasesTheReserveToReady_AtOnce_AndNothingRunsTwice()
     {
         await using var run = await Gated.StartAsync(postgres, maxRunning: 1, heartbeat: TimeSpan.FromMilliseconds(100));
@@ -184,7 +227,7 @@ public sealed class ClusterReserveTests(PostgresFixture postgres)
 
         public string Schema { get; private set; } = "";
 
-        public static async Task<Gated> StartAsync(PostgresFixture postgres, int maxRunning, double? startsPerSecond = null, TimeSpan? heartbeat = null)
+        public static async Task<Gated> StartAsync(PostgresFixture postgres, int maxRunning, double? startsPerSecond = null, TimeSpan? heartbeat = null, int workers = 2, int items = 3)
         {
             var run = new Gated { _postgres = postgres, Schema = await postgres.NewSchemaAsync() };
             run.Behavior = new Behavior
@@ -210,10 +253,10 @@ public sealed class ClusterReserveTests(PostgresFixture postgres)
             };
             run.Node = await QueueNode.StartAsync(postgres.ConnectionString, run.Schema, run.Behavior,
                 storage: o => (o.NodeHeartbeatInterval, o.PollInterval, o.ClaimsPerWorker) = (heartbeat ?? TimeSpan.FromMinutes(1), TimeSpan.FromMilliseconds(50), 2),
-                executor: o => o.WorkerCount = 2);
+                executor: o => o.WorkerCount = workers);
             await ClusterLimitSql.SetLimitsAsync(postgres, run.Schema, maxRunning: maxRunning, startsPerSecond: startsPerSecond, burst: startsPerSecond is null ? null : 10);
             await DurableQueueTests.WaitAsync(() => run.Queue.ClusterPermitsAllowed == maxRunning, "the node holds its grant");
-            await run.Node.Queue.EnqueueManyAsync([new Notice(1), new Notice(2), new Notice(3)]);
+            await run.Node.Queue.EnqueueManyAsync([.. Enumerable.Range(1, items).Select(static i => new Notice(i))]);
             return run;
         }
 

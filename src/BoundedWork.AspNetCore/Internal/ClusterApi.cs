@@ -58,6 +58,8 @@ internal sealed class ClusterApi
                 View(read.Settings),
                 new ClusterLimitsView(
                     use.Running,
+                    use.HandlersRunning,
+                    Math.Max(use.Running - use.HandlersRunning, 0),
                     read.Settings.MaxRunning,
                     read.Settings.MaxRunningPerKey,
                     Math.Round(use.StartsLastSecond, 3),
@@ -66,7 +68,7 @@ internal sealed class ClusterApi
                     use.WaitingForPermit,
                     Math.Round(use.OldestPermitWait.TotalMilliseconds, 3)),
                 [.. read.Nodes.Select(static n => new ClusterNodeView(
-                    n.Name, n.Host, n.ProcessId, n.Version, n.StartedAt, n.LastSeen, n.WorkerCount, n.InFlight, n.Completed, n.Failed, n.SettingsVersion, n.PinnedLocally))],
+                    n.Name, n.Host, n.ProcessId, n.Version, n.StartedAt, n.LastSeen, n.WorkerCount, n.InFlight, n.HandlersRunning, n.Completed, n.Failed, n.SettingsVersion, n.PinnedLocally))],
                 new ClusterStorageView(s.Ready, s.Scheduled, s.Running, s.DeadLettered, s.Completed, s.Cancelled, Math.Round(s.OldestReadyAge.TotalMilliseconds, 3))),
             ClusterJsonContext.Readable.ClusterResponse);
     }

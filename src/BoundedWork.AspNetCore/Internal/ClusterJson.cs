@@ -31,11 +31,16 @@ internal sealed record ClusterSettingsView(
     string? UpdatedBy);
 
 /// <summary>
-/// The cluster limits and their use: <c>Running</c> of <c>MaxRunning</c> (null: no limit), starts in the last second
-/// against <c>StartsPerSecond</c>, and the items a limit holds back now and how long the oldest has waited.
+/// The cluster limits and their use: <c>Running</c> (stored items in state running) of <c>MaxRunning</c> (null: no
+/// limit), split into <c>HandlersRunning</c> (handlers started and not ended, as the nodes' heartbeats reported) and
+/// <c>ReservedOrSettling</c> (the rest, never negative: held in a node's reserve or with their outcome being written),
+/// starts in the last second against <c>StartsPerSecond</c>, and the items a limit holds back now and how long the
+/// oldest has waited.
 /// </summary>
 internal sealed record ClusterLimitsView(
     long Running,
+    long HandlersRunning,
+    long ReservedOrSettling,
     int? MaxRunning,
     int MaxRunningPerKey,
     double StartsLastSecond,
@@ -54,6 +59,7 @@ internal sealed record ClusterNodeView(
     DateTimeOffset LastSeen,
     int Workers,
     long InFlight,
+    int HandlersRunning,
     long Completed,
     long Failed,
     long SettingsVersion,

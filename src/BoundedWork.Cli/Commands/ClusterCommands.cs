@@ -135,9 +135,11 @@ internal static class ClusterCommands
 
         var grid = new Grid().AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap()).AddColumn(new GridColumn().NoWrap());
         var waiting = limits.Long("waitingForPermit");
+        // The limit's use is the handlers running; the items reserved or settling count as running in the storage, apart.
+        var handlers = limits.Long("handlersRunning");
         grid.AddRow(
-            new Markup("[grey]running / max[/]"),
-            new Markup(Danger($"{limits.Long("running")} / {Value(limits, "maxRunning")}", limits.Number("maxRunning") is { } max && limits.Long("running") >= max)),
+            new Markup("[grey]handlers running / max[/]"),
+            new Markup(Danger($"{handlers} / {Value(limits, "maxRunning")}", limits.Number("maxRunning") is { } max && handlers >= max)),
             new Markup("[grey]workers per node[/]"),
             new Text(settings.Get("workersPerNode").ValueKind == JsonValueKind.Number ? settings.Text("workersPerNode") : "each node's own"));
         grid.AddRow(
@@ -148,8 +150,8 @@ internal static class ClusterCommands
         grid.AddRow(
             new Markup("[grey]waiting for a permit[/]"),
             new Markup(Danger($"{waiting}{(waiting > 0 ? $" (oldest {Doc.Duration(limits.Number("oldestPermitWaitMs"))})" : "")}", waiting > 0)),
-            new Text(""),
-            new Text(""));
+            new Markup("[grey]reserved or settling[/]"),
+            new Text(limits.Long("reservedOrSettling").ToString(CultureInfo.InvariantCulture)));
 
         var stored = new Markup(Markup.Escape(
             $"stored: {storage.Long("ready")} ready{(storage.Long("ready") > 0 ? $" (oldest {Doc.Duration(storage.Number("oldestReadyAgeMs"))})" : "")}, " +
@@ -168,6 +170,7 @@ internal static class ClusterCommands
         table.AddColumn(new TableColumn("VERSION"));
         table.AddColumn(new TableColumn("WORKERS").RightAligned().NoWrap());
         table.AddColumn(new TableColumn("IN FLIGHT").RightAligned().NoWrap());
+        table.AddColumn(new TableColumn("RUNNING").RightAligned().NoWrap());
         table.AddColumn(new TableColumn("COMPLETED").RightAligned().NoWrap());
         table.AddColumn(new TableColumn("FAILED").RightAligned().NoWrap());
         table.AddColumn(new TableColumn("SETTINGS").RightAligned().NoWrap());
@@ -186,6 +189,7 @@ internal static class ClusterCommands
                 Markup.Escape(Safe(node.Text("version"))),
                 node.Text("workers"),
                 node.Text("inFlight"),
+                node.Long("handlersRunning").ToString(CultureInfo.InvariantCulture),
                 node.Text("completed"),
                 node.Long("failed") > 0 ? $"[red]{node.Long("failed")}[/]" : "0",
                 "v" + node.Text("settingsVersion"),

@@ -62,7 +62,7 @@ internal sealed class ClusterNode(string queueName, string name, BoundedExecutor
     }
 
     /// <summary>Writes the node's row (expiring after three heartbeats) and reads the queue's settings, in one round trip.</summary>
-    public WorkQueueClusterSettings Beat(NpgsqlConnection connection, long inFlight, ClusterPermitUse permits)
+    public WorkQueueClusterSettings Beat(NpgsqlConnection connection, long inFlight, int handlersRunning, ClusterPermitUse permits)
     {
         using var command = new NpgsqlCommand(sql.Beat, connection)
         {
@@ -84,6 +84,7 @@ internal sealed class ClusterNode(string queueName, string name, BoundedExecutor
                 new NpgsqlParameter<double> { TypedValue = permits.StartsLastSecond },
                 new NpgsqlParameter<long> { TypedValue = AppliedVersion },
                 new NpgsqlParameter<bool> { TypedValue = _pinned },
+                new NpgsqlParameter<int> { TypedValue = handlersRunning },
             },
         };
         using var reader = command.ExecuteReader();

@@ -48,19 +48,19 @@ internal sealed class ClusterSql
         // missed a notification finds the change by its version at its next beat. Parameters: $1 queue, $2 node,
         // $3 host, $4 process id, $5 version, $6 started at, $7 time to live, $8 worker count, $9 in flight,
         // $10 completed, $11 failed, $12 waiting for a permit, $13 oldest permit wait (seconds), $14 starts in the last
-        // second, $15 settings version applied, $16 pinned locally.
+        // second, $15 settings version applied, $16 pinned locally, $17 handlers running.
         Beat = $"""
             WITH beat AS (
                 INSERT INTO {nodes} AS n (queue, node, host, process_id, version, started_at, last_seen, expires_at, worker_count, in_flight,
-                    completed, failed, waiting_for_permit, oldest_permit_wait, starts_last_second, settings_version, pinned_locally)
-                VALUES ($1, $2, $3, $4, $5, $6, now(), now() + $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                    completed, failed, waiting_for_permit, oldest_permit_wait, starts_last_second, settings_version, pinned_locally, handlers_running)
+                VALUES ($1, $2, $3, $4, $5, $6, now(), now() + $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
                 ON CONFLICT (queue, node) DO UPDATE SET
                     host = excluded.host, process_id = excluded.process_id, version = excluded.version, started_at = excluded.started_at,
                     last_seen = excluded.last_seen, expires_at = excluded.expires_at, worker_count = excluded.worker_count,
                     in_flight = excluded.in_flight, completed = excluded.completed, failed = excluded.failed,
                     waiting_for_permit = excluded.waiting_for_permit, oldest_permit_wait = excluded.oldest_permit_wait,
                     starts_last_second = excluded.starts_last_second, settings_version = excluded.settings_version,
-                    pinned_locally = excluded.pinned_locally
+                    pinned_locally = excluded.pinned_locally, handlers_running = excluded.handlers_running
                 RETURNING 1)
             SELECT {SettingsColumns}, (SELECT count(*) FROM beat)
             FROM (SELECT 1) AS one LEFT JOIN {settings} s ON s.queue = $1
@@ -77,7 +77,7 @@ internal sealed class ClusterSql
         LiveNodes = $"""
             SELECT node, host, process_id, version, started_at, last_seen, worker_count, in_flight, completed, failed,
                    settings_version, pinned_locally, waiting_for_permit, oldest_permit_wait, starts_last_second,
-                   granted_running, running_in_use
+                   granted_running, running_in_use, handlers_running
             FROM {nodes}
             WHERE queue = $1 AND expires_at > now()
             ORDER BY node COLLATE "C"

@@ -31,7 +31,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var settings = ClusterSettingsRules.Defaults;
         var nodes = new List<WorkQueueClusterNode>();
         var permits = new List<ClusterPermitUse>();
-        long granted = 0, inUse = 0;
+        long granted = 0, inUse = 0, handlersRunning = 0;
         WorkQueueStorageStatistics storage;
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
@@ -63,6 +63,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                         permits.Add(new ClusterPermitUse(reader.GetInt64(12), TimeSpan.FromSeconds(reader.GetDouble(13)), reader.GetDouble(14)));
                         granted += reader.GetInt32(15);
                         inUse += reader.GetInt32(16);
+                        handlersRunning += reader.GetInt32(17);
                     }
 
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
@@ -81,6 +82,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
             LimitUse = new WorkQueueClusterLimitUse
             {
                 Running = storage.Running,
+                HandlersRunning = handlersRunning,
                 WaitingForPermit = permits.Sum(static node => node.WaitingForPermit),
                 StartsLastSecond = permits.Sum(static node => node.StartsLastSecond),
                 OldestPermitWait = permits.Count == 0 ? TimeSpan.Zero : permits.Max(static node => node.OldestPermitWait),
@@ -233,10 +235,10 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
     {
         var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
-        var settings = node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
+        var settings = node.Beat(connection, Volatile.Read(ref _held), Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
         if (node.Apply(settings))
         {
-            node.Beat(connection, Volatile.Read(ref _held), ClusterPermitSnapshot());
+            node.Beat(connection, Volatile.Read(ref _held), Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
         }
 
         RenewPermits(connection, settings, startedAt);
@@ -300,6 +302,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         Failed = reader.GetInt64(9),
         SettingsVersion = reader.GetInt64(10),
         PinnedLocally = reader.GetBoolean(11),
+        HandlersRunning = reader.GetInt32(17),
     };
 
     private static async Task ExecuteAsync(NpgsqlCommand command, CancellationToken cancellationToken)

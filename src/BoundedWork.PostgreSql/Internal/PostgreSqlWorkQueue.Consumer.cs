@@ -382,7 +382,17 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
-        var outcome = _context.Run(value!, new StoredDelivery(item.Id, item.Attempts, item.AttemptBase, item.EnqueuedAt, item.TraceParent, item.TraceState, item.Payload), item.CancellationToken);
+        StoredOutcome outcome;
+        Interlocked.Increment(ref _handlersRunning);
+        try
+        {
+            outcome = _context.Run(value!, new StoredDelivery(item.Id, item.Attempts, item.AttemptBase, item.EnqueuedAt, item.TraceParent, item.TraceState, item.Payload), item.CancellationToken);
+        }
+        finally
+        {
+            Interlocked.Decrement(ref _handlersRunning);
+        }
+
         switch (outcome.Kind)
         {
             case StoredOutcomeKind.Completed:

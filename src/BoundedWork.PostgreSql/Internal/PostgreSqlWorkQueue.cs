@@ -96,6 +96,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// which a crash would leave to run again, so it counts against the claim limit.
     /// </summary>
     private int _held;
+    /// <summary>
+    /// The handlers of this queue running on this node now: deliveries whose handler has started and not ended (the
+    /// held deliveries less those queued, reserved or with their outcome waiting for the writer). Reported by the heartbeat.
+    /// </summary>
+    private int _handlersRunning;
     private int _disposed;
     private WorkQueueStorageStatistics _statistics = new() { IsAvailable = false, LastError = "not started", ReadAt = DateTimeOffset.MinValue };
 

@@ -202,6 +202,13 @@ internal sealed class StorageSql
             UPDATE {Items} SET run_at = '0001-01-01 00:00:00.000001+00' WHERE run_at = '-infinity' AND state IN (0, 1, 5);
             UPDATE {Items} SET enqueued_at = '0001-01-01 00:00:00.000001+00' WHERE enqueued_at = '-infinity';
             """,
+
+            // Version 8: the handlers each node runs now (of its items in state running, those whose handler has started
+            // and not ended; the rest are held in its reserve or have their outcome being written), written by its
+            // heartbeat. A constant default: no rewrite.
+            $"""
+            ALTER TABLE {Nodes} ADD COLUMN handlers_running integer NOT NULL DEFAULT 0;
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at

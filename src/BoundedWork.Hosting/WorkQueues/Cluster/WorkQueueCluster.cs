@@ -25,8 +25,20 @@ public sealed record WorkQueueCluster
 /// <summary>How much of a queue's cluster limits is in use, across every node.</summary>
 public sealed record WorkQueueClusterLimitUse
 {
-    /// <summary>Gets the items of the queue running now across all nodes (the permits of <see cref="WorkQueueClusterSettings.MaxRunning"/> in use).</summary>
+    /// <summary>
+    /// Gets the stored items of the queue in state running across all nodes (the permits of
+    /// <see cref="WorkQueueClusterSettings.MaxRunning"/> in use): the handlers running (<see cref="HandlersRunning"/>) and
+    /// the items reserved or settling (held in a node's reserve, or whose outcome is being written).
+    /// </summary>
     public long Running { get; init; }
+
+    /// <summary>
+    /// Gets the queue's handlers running now across the live nodes (started and not ended), as their latest heartbeats
+    /// reported: what <see cref="WorkQueueClusterSettings.MaxRunning"/> bounds (handlers started before the limit was
+    /// lowered run on and still count). <see cref="Running"/> less this is the items reserved or settling (floored at
+    /// zero: the two are read at different moments).
+    /// </summary>
+    public long HandlersRunning { get; init; }
 
     /// <summary>Gets the ready items held back because a cluster limit (global, per key or rate) is reached, as the nodes last reported.</summary>
     public long WaitingForPermit { get; init; }
@@ -76,6 +88,9 @@ public sealed record WorkQueueClusterNode
 
     /// <summary>Gets the items the node holds (claimed, running or queued in its executor, until their outcome is written).</summary>
     public long InFlight { get; init; }
+
+    /// <summary>Gets the queue's handlers running on the node (started and not ended), as its latest heartbeat reported.</summary>
+    public int HandlersRunning { get; init; }
 
     /// <summary>Gets the items the node completed since it started.</summary>
     public long Completed { get; init; }
