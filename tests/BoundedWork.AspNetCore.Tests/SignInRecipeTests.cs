@@ -73,6 +73,32 @@ public sealed class SignInRecipeTests
         await Assertions.Expect(page.Locator("#token-sign-in")).ToBeHiddenAsync();
     }
 
+    /// <summary>
+    /// What an operator pastes carelessly: a token that is not one (non-ASCII) is refused with a message and the page
+    /// keeps asking; the header's own "Bearer " prefix and spaces of a wrapped line are dropped, and the token works.
+    /// </summary>
+    [Fact]
+    public async Task BearerOnlyApp_Dashboard_RefusesATokenItCannotSend_AcceptsOnePastedWithItsPrefix()
+    {
+        await using var app = await StartAsync(bearerOnly: true);
+        await using var browser = await DashboardBrowserTests.LaunchAsync();
+        var page = await (await browser.NewContextAsync()).NewPageAsync();
+        await page.GotoAsync(new Uri(BaseAddress(app), "/bounded-work/").ToString());
+        var patience = new LocatorAssertionsToBeVisibleOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
+        await Assertions.Expect(page.Locator("#token-sign-in")).ToBeVisibleAsync(patience);
+
+        await page.Locator("#token").FillAsync("jeton-é");
+        await page.Locator("#token-use").ClickAsync();
+        await Assertions.Expect(page.Locator("#token-error")).ToContainTextAsync("Not a bearer token");
+        await Assertions.Expect(page.Locator("#token-sign-in")).ToBeVisibleAsync(patience);
+
+        var token = Token("ops");
+        await page.Locator("#token").FillAsync("Bearer " + token[..10] + " " + token[10..]);
+        await page.Locator("#token-use").ClickAsync();
+        await Assertions.Expect(page.Locator("tr[data-executor='payments']")).ToBeVisibleAsync(patience);
+        await Assertions.Expect(page.Locator("#token-sign-in")).ToBeHiddenAsync();
+    }
+
     [Fact]
     public async Task BearerOnlyApp_AnonymousJsonRequest_StillGetsTheProblem()
     {
