@@ -16,7 +16,8 @@ namespace BoundedWork.Internal;
 /// queued item it can claim at once; a worker that finds no item to start (<see cref="Unused"/>) gives a user's
 /// limiter its permit back at once (that limiter may be shared with other executors, which an idle executor must not
 /// starve) and keeps a permit of the executor's own token bucket for the next asker (nobody else draws on it, and a
-/// token given back is wasted), waking the waiters either way. So every started item took exactly one permit, and no
+/// token given back is wasted), waking the waiters either way. A kept permit serves only the bucket that granted it:
+/// a reconfiguration that replaces the bucket gives the kept permits up (<see cref="Apply"/>). So every started item took exactly one permit, and no
 /// more items start than the limiter granted. The lease is disposed when the item ends, which gives a
 /// concurrency-style limiter its permit back; the kept ones are disposed when the executor completes.
 /// </para>
@@ -49,8 +50,15 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
 
     private static readonly TimeSpan MinReplenishInterval = TimeSpan.FromMilliseconds(1);
 
+    /// <summary>
+    /// The limit that granted the permit the current thread asked for last (a worker asks and, finding no item, hands
+    /// the permit back on the same thread): <see cref="Unused"/> keeps a permit only for the limit that granted it.
+    /// </summary>
+    [ThreadStatic]
+    private static Limit? t_grantedBy;
+
     private readonly object _sync = new();
-    private readonly Stack<RateLimitLease> _kept = new();
+    private readonly Stack<(RateLimitLease Lease, Limit GrantedBy)> _kept = new();
     private volatile Limit? _limit;
     private long _generation;
     private int _waiting;
@@ -83,6 +91,11 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
     /// none. A new token bucket takes over the permits the old one had (at most its burst), so a change of rate never
     /// grants a fresh burst.
     /// </summary>
+    /// <remarks>
+    /// Permits kept from the executor's own token bucket belong to that bucket: when it is replaced they are given up
+    /// (a new bucket counts them among the permits it takes over), so no item starts on a permit of a limit no longer
+    /// in force, a user's limiter in particular.
+    /// </remarks>
     public RateLimiter? Apply(BoundedExecutorSettings settings)
     {
         var previous = _limit;
@@ -94,12 +107,14 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
             }
 
             _limit = new Limit(own, Owned: false, PermitsPerSecond: 0, Burst: 0);
+            DropKept();
             return previous is { Owned: true } ? previous.Limiter : null;
         }
 
         if (settings.PermitsPerSecond == 0)
         {
             _limit = null;
+            DropKept();
             return previous is { Owned: true } ? previous.Limiter : null;
         }
 
@@ -112,7 +127,8 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         if (previous is { Owned: true })
         {
             ((ReplenishingRateLimiter)previous.Limiter).TryReplenish();
-            carried = (int)Math.Min(previous.Limiter.GetStatistics()?.CurrentAvailablePermits ?? 0, settings.PermitBurst);
+            var available = (previous.Limiter.GetStatistics()?.CurrentAvailablePermits ?? 0) + Volatile.Read(ref _keptCount);
+            carried = (int)Math.Min(available, settings.PermitBurst);
         }
 
         var bucket = CreateBucket(settings.PermitsPerSecond, settings.PermitBurst);
@@ -122,7 +138,29 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         }
 
         _limit = new Limit(bucket, Owned: true, settings.PermitsPerSecond, settings.PermitBurst);
+        DropKept();
         return previous is { Owned: true } ? previous.Limiter : null;
+    }
+
+    /// <summary>Gives up the permits kept from a limit no longer in force (after <see cref="_limit"/> was replaced).</summary>
+    private void DropKept()
+    {
+        if (Volatile.Read(ref _keptCount) == 0)
+        {
+            return;
+        }
+
+        lock (_sync)
+        {
+            while (_kept.TryPop(out var kept))
+            {
+                kept.Lease.Dispose();
+            }
+
+            _keptCount = 0;
+            _generation++;
+            Monitor.PulseAll(_sync);
+        }
     }
 
     /// <summary>The token bucket a permits-per-second setting stands for: replenished by the watchdog, never queuing.</summary>
@@ -164,9 +202,10 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
                     return true;
                 }
 
-                if (TakeKept() is { } kept)
+                if (limit.Owned && TakeKept(limit) is { } kept)
                 {
                     lease = kept;
+                    t_grantedBy = limit;
                     return true;
                 }
 
@@ -174,6 +213,7 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
                 if (granted is not null)
                 {
                     lease = granted;
+                    t_grantedBy = limit;
                     Interlocked.Increment(ref _acquired);
                     return true;
                 }
@@ -227,9 +267,10 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
             return;
         }
 
-        if (_limit is { Owned: true })
+        var grantedBy = t_grantedBy;
+        t_grantedBy = null;
+        if (grantedBy is { Owned: true } && Keep(lease, grantedBy))
         {
-            Keep(lease);
             return;
         }
 
@@ -237,15 +278,26 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         WakeWaiters();
     }
 
-    /// <summary>Keeps a permit of the executor's own token bucket that found no item to start, for the next asker, and wakes the waiters.</summary>
-    private void Keep(RateLimitLease lease)
+    /// <summary>
+    /// Keeps a permit of the executor's own token bucket that found no item to start, for the next asker, and wakes the
+    /// waiters; returns <see langword="false"/> (keeping nothing) when that bucket is no longer the limit in force.
+    /// </summary>
+    private bool Keep(RateLimitLease lease, Limit grantedBy)
     {
         lock (_sync)
         {
-            _kept.Push(lease);
+            // Checked under the monitor: Apply replaces the limit before DropKept takes it, so a permit is either
+            // refused here or dropped there, never kept for a limit no longer in force.
+            if (!ReferenceEquals(_limit, grantedBy))
+            {
+                return false;
+            }
+
+            _kept.Push((lease, grantedBy));
             _keptCount = _kept.Count;
             _generation++;
             Monitor.PulseAll(_sync);
+            return true;
         }
     }
 
@@ -326,9 +378,9 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
     {
         lock (_sync)
         {
-            while (_kept.TryPop(out var lease))
+            while (_kept.TryPop(out var kept))
             {
-                lease.Dispose();
+                kept.Lease.Dispose();
             }
 
             _keptCount = 0;
@@ -341,7 +393,7 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
         }
     }
 
-    private RateLimitLease? TakeKept()
+    private RateLimitLease? TakeKept(Limit limit)
     {
         if (Volatile.Read(ref _keptCount) == 0)
         {
@@ -350,10 +402,12 @@ internal sealed class PermitGate(TimeProvider timeProvider, Action signalWatchdo
 
         lock (_sync)
         {
-            if (_kept.TryPop(out var lease))
+            // Only a permit of the limit in force: one kept for a limit replaced a moment ago waits for DropKept.
+            if (_kept.TryPeek(out var kept) && ReferenceEquals(kept.GrantedBy, limit))
             {
+                _kept.Pop();
                 _keptCount = _kept.Count;
-                return lease;
+                return kept.Lease;
             }
 
             return null;
