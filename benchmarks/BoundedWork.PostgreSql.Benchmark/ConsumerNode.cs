@@ -115,7 +115,8 @@ internal static class ConsumerNode
         return builder.Build();
     }
 
-    private static async Task ReportAsync(Recorder recorder, TextWriter output, CancellationToken cancellationToken)
+    /// <summary>Prints <c>COUNT</c> (and recorded starts and spans) every 100 ms until <paramref name="cancellationToken"/> is cancelled; the reference consumer reports the same way.</summary>
+    internal static async Task ReportAsync(Recorder recorder, TextWriter output, CancellationToken cancellationToken)
     {
         using var timer = new PeriodicTimer(TimeSpan.FromMilliseconds(100));
         try
@@ -130,7 +131,7 @@ internal static class ConsumerNode
         }
     }
 
-    private static void Report(Recorder recorder, TextWriter output)
+    internal static void Report(Recorder recorder, TextWriter output)
     {
         lock (output)
         {

@@ -41,15 +41,18 @@ internal sealed class ConsumerProcess : IAsyncDisposable
     /// <summary>Gets the node's process CPU time (user + kernel), as of its last report.</summary>
     public TimeSpan Cpu => TimeSpan.FromTicks(Interlocked.Read(ref _cpuTicks));
 
-    /// <summary>Starts the nodes and waits until each has printed READY (at most a minute for all of them).</summary>
-    public static async Task<List<ConsumerProcess>> StartManyAsync(int count, IReadOnlyList<string> arguments, CancellationToken cancellationToken)
+    /// <summary>
+    /// Starts the nodes and waits until each has printed READY (at most a minute for all of them); <paramref name="verb"/>
+    /// is <c>consumer</c> (the library's node) or <c>reference-consumer</c> (the hand-written reference).
+    /// </summary>
+    public static async Task<List<ConsumerProcess>> StartManyAsync(int count, IReadOnlyList<string> arguments, CancellationToken cancellationToken, string verb = "consumer")
     {
         var consumers = new List<ConsumerProcess>();
         try
         {
             for (var i = 0; i < count; i++)
             {
-                consumers.Add(Start(i, arguments));
+                consumers.Add(Start(i, verb, arguments));
             }
 
             using var deadline = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
@@ -128,7 +131,7 @@ internal sealed class ConsumerProcess : IAsyncDisposable
         _process.Dispose();
     }
 
-    private static ConsumerProcess Start(int index, IReadOnlyList<string> arguments)
+    private static ConsumerProcess Start(int index, string verb, IReadOnlyList<string> arguments)
     {
         var self = Environment.ProcessPath ?? throw new InvalidOperationException("The driver's executable path is unknown.");
         var start = new ProcessStartInfo(self)
@@ -143,7 +146,7 @@ internal sealed class ConsumerProcess : IAsyncDisposable
             start.ArgumentList.Add(typeof(ConsumerProcess).Assembly.Location);
         }
 
-        start.ArgumentList.Add("consumer");
+        start.ArgumentList.Add(verb);
         foreach (var argument in arguments)
         {
             start.ArgumentList.Add(argument);

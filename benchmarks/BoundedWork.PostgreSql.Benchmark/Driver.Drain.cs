@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Globalization;
+using System.Text;
 using BoundedWork.Hosting;
 using Microsoft.Extensions.DependencyInjection;
 using Npgsql;
@@ -8,11 +9,14 @@ using NpgsqlTypes;
 namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
-/// The shapes other durable queues publish: items bulk-inserted, then drained (River, Graphile Worker, Oban), and the
-/// bulk insert itself, the library's statement (INSERT ... SELECT FROM unnest) against binary COPY.
+/// The shapes other durable queues publish: items bulk-inserted, then drained (River, Graphile Worker, Oban), by the
+/// library and by a hand-written reference, and the bulk insert itself, the library's statement (INSERT ... SELECT FROM
+/// unnest) against binary COPY.
 /// </summary>
 internal sealed partial class Driver
 {
+    private readonly List<(int Consumers, DrainRun Library, DrainRun Reference)> _drainComparisons = [];
+
     /// <summary>
     /// Bulk insert, <see cref="Settings.BulkBatch"/> items per statement, each batch its own transaction: the library's
     /// <c>EnqueueManyAsync</c> (one statement, ids returned, one wake-up by the notifier) against binary COPY into a copy
@@ -136,58 +140,117 @@ internal sealed partial class Driver
     }
 
     /// <summary>
-    /// The drain shape: <see cref="Settings.DrainItems"/> items bulk-inserted (statements of <see cref="Settings.BulkBatch"/>)
-    /// in one transaction while the consumer processes wait, ready; its commit makes them visible at once and wakes every
-    /// consumer; the row's rate is the items over the time from that commit to the last handler's end. A warm-up drain
-    /// comes first. Consumers claim up to workers × <see cref="Settings.DrainClaimsPerWorker"/>; handlers do nothing.
+    /// The drain shape, the library against a hand-written reference (<see cref="ReferenceConsumer"/>): each side runs
+    /// <see cref="Settings.DrainRounds"/> times with <paramref name="consumerCount"/> consumer processes, alternating
+    /// (which side goes first alternates too, so a drift of the machine falls on both alike), each run on a fresh schema
+    /// (see <see cref="DrainOnceAsync"/>). Returns each side's median run as a row, and keeps both for the comparison table.
     /// </summary>
-    private async Task<Row> DrainAsync(int consumerCount, double? inMemoryRate)
+    private async Task<IReadOnlyList<Row>> DrainComparisonAsync(int consumerCount, double? inMemoryRate)
     {
-        var schema = "bench_drain_c" + consumerCount.ToString(CultureInfo.InvariantCulture);
+        var rounds = _settings.DrainRounds;
+        Progress($"drain: {_settings.DrainItems} items bulk-inserted, then drained by {consumerCount} consumer process(es) x {_settings.Workers} workers, "
+            + $"{_settings.DrainClaimsPerWorker} claims per worker; the library against the hand-written reference, alternating {rounds} times");
+        var library = new List<DrainRun>();
+        var reference = new List<DrainRun>();
+        for (var round = 0; round < rounds; round++)
+        {
+            bool[] order = round % 2 == 0 ? [false, true] : [true, false];
+            foreach (var isReference in order)
+            {
+                (isReference ? reference : library).Add(await DrainOnceAsync(consumerCount, round, isReference));
+            }
+        }
+
+        static DrainRun Median(List<DrainRun> runs) => runs.OrderBy(r => r.Rate).ElementAt(runs.Count / 2);
+        var (lib, refer) = (Median(library), Median(reference));
+        _drainComparisons.Add((consumerCount, lib, refer));
+        var counted = library.Concat(reference).All(r => r.Counted);
+        _notes.Add($"Drain, {consumerCount} consumer process(es): median of {rounds} alternating round(s) each, library / reference {Format(lib.Rate / refer.Rate, "0.00")}x; "
+            + $"items/s per round: library {string.Join(", ", library.Select(r => Format(r.Rate, "#,0")))}; reference {string.Join(", ", reference.Select(r => Format(r.Rate, "#,0")))}; "
+            + (counted ? "every run: every item completed, one delivery and one handler run each." : "a run miscounted: see its note."));
+
+        var shape = $"{consumerCount} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker";
+        Row ToRow(string name, DrainRun run) => new(name, shape, _settings.DrainItems)
+        {
+            EnqueueRate = run.InsertRate,
+            HandledRate = run.Rate,
+            Ratio = inMemoryRate is { } r ? run.Rate / r : null,
+            RowsCompletedAfter = run.RowsCompletedAfter,
+            Cpu = $"– / {Format(run.ConsumerCpu.TotalMicroseconds / _settings.DrainItems, "0.0")} / {Format(run.ServerCpu.TotalMicroseconds / _settings.DrainItems, "0.0")}",
+            Counts = run.Counts,
+        };
+        return
+        [
+            ToRow("PostgreSQL, bulk-inserted then drained", lib),
+            ToRow("reference (Npgsql only, no library), bulk-inserted then drained", refer),
+        ];
+    }
+
+    /// <summary>
+    /// One drain: <see cref="Settings.DrainItems"/> items bulk-inserted with the library's <c>EnqueueManyAsync</c>
+    /// (statements of <see cref="Settings.BulkBatch"/>) in one transaction into a fresh schema (the library's, migrated
+    /// by the producers' host) while the consumer processes wait, ready; its commit makes them visible at once and wakes
+    /// every consumer; the rate is the items over the time from that commit to the last handler's end. A warm-up drain
+    /// comes first. The consumers are the library's nodes or, with <paramref name="reference"/>, the hand-written
+    /// reference, both with <see cref="Settings.Workers"/> workers and claims of up to workers ×
+    /// <see cref="Settings.DrainClaimsPerWorker"/>; handlers do nothing. The schema is dropped afterwards.
+    /// </summary>
+    private async Task<DrainRun> DrainOnceAsync(int consumerCount, int round, bool reference)
+    {
+        var side = reference ? "reference" : "library";
+        var schema = string.Create(CultureInfo.InvariantCulture, $"bench_drain_c{consumerCount}_{(reference ? "ref" : "lib")}_{round}");
+        var what = $"drain, {consumerCount} consumer(s), {side}, round {round + 1}";
         var items = _settings.DrainItems;
-        Progress($"drain: {items} items bulk-inserted, then drained by {consumerCount} consumer process(es) x {_settings.Workers} workers, {_settings.DrainClaimsPerWorker} claims per worker");
+        Progress(what);
         var host = await StartProducerHostAsync(schema);
         List<ConsumerProcess> consumers = [];
         try
         {
-            consumers = await ConsumerProcess.StartManyAsync(consumerCount,
-                [.. ConsumerArguments(schema), "--claims-per-worker", _settings.DrainClaimsPerWorker.ToString(CultureInfo.InvariantCulture)], _cancellation);
+            var claims = _settings.DrainClaimsPerWorker.ToString(CultureInfo.InvariantCulture);
+            consumers = reference
+                ? await ConsumerProcess.StartManyAsync(consumerCount,
+                    [.. ConsumerArguments(schema), "--claims-per-worker", claims, "--channel", "boundedwork." + schema], _cancellation, verb: "reference-consumer")
+                : await ConsumerProcess.StartManyAsync(consumerCount, [.. ConsumerArguments(schema), "--claims-per-worker", claims], _cancellation);
             var queue = host.Services.GetRequiredService<IPostgreSqlWorkQueue<BenchItem>>();
             Func<long> count = () => consumers.Sum(c => c.Count);
             var warmUp = Math.Min(Math.Max(_settings.WarmUpItems, 1000), items);
             await InsertInOneTransactionAsync(queue, 0, warmUp, resetAtCommit: false);
-            await WaitHandledAsync(count, warmUp, "drain warm-up", () => DescribeTableAsync(schema));
+            await WaitHandledAsync(count, warmUp, what + " (warm-up)", () => DescribeTableAsync(schema));
             await Task.Delay(TimeSpan.FromMilliseconds(300), _cancellation); // every node reports its CPU time after the warm-up
 
             var consumerCpu = Sum(consumers.Select(c => c.Cpu));
             var (insertRate, committed, serverCpu) = await InsertInOneTransactionAsync(queue, warmUp, items, resetAtCommit: true);
-            await WaitHandledAsync(count, warmUp + items, $"drain, {consumerCount} consumer(s)", () => DescribeTableAsync(schema));
+            await WaitHandledAsync(count, warmUp + items, what, () => DescribeTableAsync(schema));
             var ended = consumers.Max(c => c.LastEnded);
             var serverUsed = ServerCpu.Read(Server.DataDirectory) - serverCpu;
             var counts = await StatementCounts.ReadAsync(Database, _cancellation);
             var completed = await WaitRowsCompletedAsync(schema, warmUp + items);
             await Task.Delay(TimeSpan.FromMilliseconds(200), _cancellation); // the last CPU reports
             var consumersUsed = Sum(consumers.Select(c => c.Cpu)) - consumerCpu;
-            await CheckDeliveriesAsync(schema, warmUp + items, consumers.Sum(c => c.Count), $"drain, {consumerCount} consumer(s)");
-            await PrintStatementsAsync($"drain, {consumerCount} consumer process(es)", items);
-
-            var rate = Rate(items, committed, ended);
-            return new Row("PostgreSQL, bulk-inserted then drained", $"{consumerCount} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker", items)
-            {
-                EnqueueRate = insertRate,
-                HandledRate = rate,
-                Ratio = inMemoryRate is { } r ? rate / r : null,
-                RowsCompletedAfter = Milliseconds(ended, completed),
-                Cpu = $"– / {Format(consumersUsed.TotalMicroseconds / items, "0.0")} / {Format(serverUsed.TotalMicroseconds / items, "0.0")}",
-                Counts = counts,
-            };
+            var counted = await CheckDeliveriesAsync(schema, warmUp + items, consumers.Sum(c => c.Count), what);
+            await PrintStatementsAsync(what, items);
+            return new DrainRun(Rate(items, committed, ended), insertRate, Milliseconds(ended, completed), consumersUsed, serverUsed, counts, counted);
         }
         finally
         {
             await StopConsumersAsync(consumers);
             await StopHostAsync(host);
+            if (!_cancellation.IsCancellationRequested)
+            {
+                try
+                {
+                    await ScalarAsync<int>($"DROP SCHEMA {schema} CASCADE; SELECT 1"); // 200,000 rows per run add up
+                }
+                catch (NpgsqlException ex)
+                {
+                    Progress($"could not drop {schema}: {ex.Message}");
+                }
+            }
         }
     }
+
+    /// <summary>One drain's measurements: items/s (commit to the last handler's end), the insert's rate, the outcome writer's lag, CPU, what the server ran, and whether every item was counted.</summary>
+    private sealed record DrainRun(double Rate, double InsertRate, double RowsCompletedAfter, TimeSpan ConsumerCpu, TimeSpan ServerCpu, StatementCounts Counts, bool Counted);
 
     /// <summary>
     /// Inserts items <paramref name="first"/> .. <paramref name="first"/> + <paramref name="count"/> - 1 with bulk
@@ -220,5 +283,29 @@ internal sealed partial class Driver
                 return (Rate(count, start, committed), committed, serverCpu);
             }
         }
+    }
+
+    /// <summary>
+    /// The drain comparison: per consumer count, each side's median run, the ratio of their rates, and per item what
+    /// each cost: statements (each one round trip), server CPU, the consumers' CPU, and the wall time per item (times
+    /// the cores, the CPU time there was; what is left over was spent waiting, or by other processes).
+    /// </summary>
+    private string RenderDrainComparison()
+    {
+        var text = new StringBuilder();
+        text.AppendLine("| drain, library against the hand-written reference (medians) | consumer processes × workers | library items/s | reference items/s | library / reference | statements (= round trips) per item: library / reference | server CPU µs/item: library / reference | consumer CPU µs/item: library / reference | wall µs/item: library / reference |");
+        text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        var items = (double)_settings.DrainItems;
+        foreach (var (consumers, library, reference) in _drainComparisons)
+        {
+            string Pair(Func<DrainRun, double> value, string format) => $"{Format(value(library), format)} / {Format(value(reference), format)}";
+            text.AppendLine(CultureInfo.InvariantCulture,
+                $"| {_settings.DrainItems} items, {_settings.DrainRounds} round(s) each | {consumers} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker | "
+                + $"{Format(library.Rate, "#,0")} | {Format(reference.Rate, "#,0")} | {Format(library.Rate / reference.Rate, "0.00")}x | "
+                + $"{Pair(r => r.Counts.Total / items, "0.0000")} | {Pair(r => r.ServerCpu.TotalMicroseconds / items, "0.0")} | "
+                + $"{Pair(r => r.ConsumerCpu.TotalMicroseconds / items, "0.0")} | {Pair(r => 1_000_000 / r.Rate, "0.0")} |");
+        }
+
+        return text.ToString();
     }
 }

@@ -157,7 +157,7 @@ internal sealed partial class Driver : IAsyncDisposable
         {
             foreach (var consumers in s.Consumers)
             {
-                _rows.Add(await DrainAsync(consumers, inMemory.HandledRate));
+                _rows.AddRange(await DrainComparisonAsync(consumers, inMemory.HandledRate));
             }
         }
 
@@ -766,15 +766,18 @@ internal sealed partial class Driver : IAsyncDisposable
         }
     }
 
-    /// <summary>Every item ran once: as many completed rows as items, one delivery each, and the handlers counted as many.</summary>
-    private async Task CheckDeliveriesAsync(string schema, long total, long handled, string what)
+    /// <summary>Every item ran once: as many rows as items, one delivery each, and the handlers counted as many; false (and a note) otherwise.</summary>
+    private async Task<bool> CheckDeliveriesAsync(string schema, long total, long handled, string what)
     {
         var deliveries = await ScalarAsync<long>($"SELECT coalesce(sum(attempts), 0)::bigint FROM {schema}.items");
         var rows = await ScalarAsync<long>($"SELECT count(*) FROM {schema}.items");
         if (rows != total || deliveries != total || handled != total)
         {
             _notes.Add($"{what}: {rows} rows, {deliveries} deliveries and {handled} handler runs for {total} items (at least once: a repeat means a lease expired).");
+            return false;
         }
+
+        return true;
     }
 
     private async Task ResetStatementsAsync() => await ScalarAsync<object>("SELECT pg_stat_statements_reset(), pg_stat_reset_shared('wal')");
@@ -877,6 +880,12 @@ internal sealed partial class Driver : IAsyncDisposable
         foreach (var note in _notes)
         {
             text.AppendLine("- " + note);
+        }
+
+        if (_drainComparisons.Count > 0)
+        {
+            text.AppendLine();
+            text.Append(RenderDrainComparison());
         }
 
         if (_rows.Any(row => row.Counts is not null))

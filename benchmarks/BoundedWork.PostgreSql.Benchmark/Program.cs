@@ -5,20 +5,22 @@ using BoundedWork.PostgreSql.Benchmark;
 //   run [options]      the driver: starts PostgreSQL, measures, prints the tables on stdout (--shapes cluster: the
 //                      cluster limits, benchmarks/cluster-limits.sh)
 //   consumer [options] one consumer node; the driver starts these as child processes
+//   reference-consumer [options]  the drain shape's hand-written reference (Npgsql only), started the same way
 string[] flags = ["quick", "record-starts", "record-spans", "statements", "strict"];
-if (args.Length == 0 || args[0] is not ("run" or "consumer"))
+if (args.Length == 0 || args[0] is not ("run" or "consumer" or "reference-consumer"))
 {
     Console.Error.WriteLine("""
         Usage: run [--quick] [--items N] [--warmup-items N] [--producers P] [--consumers 1,2,4] [--workers W]
                    [--latency-rate R] [--latency-seconds S] [--latency-warmup S]
                    [--bloat SECONDS] [--bloat-rate R] [--bloat-sample S] [--fsync on|off] [--statements] [--server-dir-file F]
-                   [--shapes per-item,latency,bulk,drain,cluster] [--drain-items N] [--bulk-batch B] [--drain-claims-per-worker C] [--bulk-rounds R]
+                   [--shapes per-item,latency,bulk,drain,cluster] [--drain-items N] [--bulk-batch B] [--drain-claims-per-worker C] [--bulk-rounds R] [--drain-rounds R]
                    cluster shape: [--cluster-items N] [--cluster-rounds R] [--cluster-consumers 1,2,4] [--cluster-workers W] [--cluster-claims-per-worker C]
                    [--cluster-keys K] [--binding-consumers P] [--binding-workers W] [--handler-ms MS] [--max-running N] [--rate R]
                    [--binding-keys K] [--max-running-per-key M] [--binding-seconds S] [--binding-warmup S] [--cluster-out DIR]
                    [--command-line TEXT] [--commit TEXT] [--strict]
                consumer --connection CS --schema S [--workers W] [--claims-per-worker C] [--record-starts] [--record-spans] [--handler-ms MS]
                         [--retention-ms MS] [--cleanup-ms MS]
+               reference-consumer --connection CS --schema S --channel C [--workers W] [--claims-per-worker C]
         """);
     return 2;
 }
@@ -29,6 +31,11 @@ try
     if (args[0] == "consumer")
     {
         return await ConsumerNode.RunAsync(arguments);
+    }
+
+    if (args[0] == "reference-consumer")
+    {
+        return await ReferenceConsumer.RunAsync(arguments);
     }
 
     using var cancellation = new CancellationTokenSource();

@@ -54,6 +54,9 @@ internal sealed class Settings
     /// <summary>Gets how many times the bulk-insert comparison runs each side, alternating.</summary>
     public int BulkRounds { get; private init; }
 
+    /// <summary>Gets how many times the drain shape runs each side (the library, the hand-written reference), alternating, per consumer count.</summary>
+    public int DrainRounds { get; private init; }
+
     /// <summary>Gets the cluster shape's options.</summary>
     public ClusterSettings Cluster { get; private init; } = null!;
 
@@ -100,6 +103,7 @@ internal sealed class Settings
             BulkBatch = arguments.Int("bulk-batch", 5000, 1, 100_000),
             DrainClaimsPerWorker = arguments.Int("drain-claims-per-worker", 50, 1, 100),
             BulkRounds = arguments.Int("bulk-rounds", quick ? 1 : 3, 1, 100),
+            DrainRounds = arguments.Int("drain-rounds", quick ? 1 : 3, 1, 100),
             Cluster = ClusterSettings.From(arguments, quick),
         };
         arguments.CheckAllUsed();

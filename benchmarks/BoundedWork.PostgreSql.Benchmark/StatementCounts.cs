@@ -6,7 +6,8 @@ namespace BoundedWork.PostgreSql.Benchmark;
 /// <summary>
 /// What the server ran for the queue since the last <c>pg_stat_statements_reset()</c>, by kind of statement (matched
 /// on the library's statement texts; the driver's own queries match none): how many calls and rows. Every library
-/// statement is one round trip (single statements, prepared automatically), so calls are round trips too.
+/// statement is one round trip (single statements, prepared automatically), so calls are round trips too. The drain
+/// shape's hand-written reference (<see cref="ReferenceConsumer"/>) marks its statements with comments, counted the same way.
 /// </summary>
 internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims, long ClaimedRows, long Outcomes, long Heartbeats, long Other)
 {
@@ -39,7 +40,20 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
                         execution += reader.GetDouble(4);
                     }
 
-                    if (Has("WITH promoted AS"))
+                    if (Has("/* reference claim */"))
+                    {
+                        claims += calls; // the drain shape's hand-written reference: only the claimed rows come back
+                        claimRows += rows;
+                    }
+                    else if (Has("/* reference outcomes */"))
+                    {
+                        outcomes += calls;
+                    }
+                    else if (Has("/* reference reaper */"))
+                    {
+                        other += calls;
+                    }
+                    else if (Has("WITH promoted AS"))
                     {
                         claims += calls;
                         claimRows += rows - calls; // each claim returns one last row that is not an item
