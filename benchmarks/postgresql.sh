@@ -6,18 +6,22 @@
 # the server ran per item, and with --bloat the table's size); progress goes to stderr.
 #
 #   benchmarks/postgresql.sh                      # 20,000 items per row, 1/2/4 consumer processes, latency at 200/s,
-#                                                 # bulk insert, and 200,000 items drained by 1/2/4 processes (~6-8 min)
+#                                                 # bulk insert, and 200,000 items drained by 1/2/4 processes, the library
+#                                                 # and a hand-written reference alternately, 3 rounds each (~15 min)
 #   benchmarks/postgresql.sh --quick              # 2,000 items, 1 s of latency: checks that everything runs (<1 min)
 #   benchmarks/postgresql.sh --bloat 120          # adds 120 s of steady load and the table-size samples
 #   benchmarks/postgresql.sh --fsync off          # the server without fsync (the tests' setting): no disk flush per commit
 #   benchmarks/postgresql.sh --shapes drain       # only the shape others publish: 200,000 items bulk-inserted, then drained
+#   benchmarks/postgresql.sh --shapes drain --consumers 1,2 --drain-rounds 3
+#                                                 # the drain, library against the reference (Npgsql only, SKIP LOCKED
+#                                                 # claims, outcomes in batches), alternating, medians and their ratio
 #   benchmarks/postgresql.sh --shapes bulk        # only the bulk insert: EnqueueManyAsync against binary COPY, alternating
 #   benchmarks/postgresql.sh --shapes cluster     # only the cluster limits (not in the default shapes; cluster-limits.sh runs it)
 #
 # Options: --quick, --items N, --warmup-items N, --producers P, --consumers 1,2,4, --workers W, --latency-rate R,
 # --latency-seconds S, --latency-warmup S, --bloat SECONDS, --bloat-rate R, --bloat-sample S, --fsync on|off,
 # --statements, --shapes per-item,latency,bulk,drain,cluster, --drain-items N, --bulk-batch B, --drain-claims-per-worker C,
-# --bulk-rounds R.
+# --bulk-rounds R, --drain-rounds R.
 #
 # The driver stops its consumers and the server however it ends (Ctrl-C included); if the driver itself is killed,
 # this script stops the server it left behind (SIGQUIT to the postmaster: an immediate shutdown) and deletes its folder.
