@@ -23,7 +23,8 @@ namespace BoundedWork.PostgreSql.Benchmark;
 /// At least once: an item is marked completed only after its handler ran; an item whose process died stays running
 /// until its lease (5 minutes: the handlers are short, so there is no heartbeat) expires, and every 30 s the claim loop
 /// makes such items ready again. A failed statement is logged on standard error and tried again 100 ms later. Npgsql
-/// prepares the statements (auto-prepare, as the library's data source does). The protocol with the driver is the
+/// prepares the statements (auto-prepare) and does not reset a connection returned to its pool, as the library's data
+/// source is set up. The protocol with the driver is the
 /// <c>consumer</c> verb's: <c>READY</c> once listening, <c>COUNT</c> every 100 ms, <c>STOP</c>, <c>STOPPED</c>.
 /// </summary>
 internal static class ReferenceConsumer
@@ -58,6 +59,7 @@ internal static class ReferenceConsumer
         var reapSql = $"/* reference reaper */ UPDATE {table} SET state = 0 WHERE queue = $1 AND state = 1 AND lease_until < now()";
 
         var builder = new NpgsqlDataSourceBuilder(connectionString);
+        builder.ConnectionStringBuilder.NoResetOnClose = true;
         builder.ConnectionStringBuilder.MaxAutoPrepare = 8;
         builder.ConnectionStringBuilder.AutoPrepareMinUsages = 2;
         await using var dataSource = builder.Build();
