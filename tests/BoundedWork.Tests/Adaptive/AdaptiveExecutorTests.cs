@@ -152,11 +152,6 @@ public sealed class AdaptiveExecutorTests
         Assert.Equal(3, rig.Executor.Settings.WorkerCount);
         var pin = Assert.Single(rig.Executor.GetWorkerCountDecisions());
         Assert.Equal(("Pinned", 2, 3), (pin.Rule, pin.OldCount, pin.NewCount));
-        rig.Submit(400);
-        for (var i = 0; i < 60; i++)
-        {
-            Assert.Equal(3, rig.WorkingLook().TargetWorkerCount); // a standing queue would grow an unpinned count
-        }
 
         // A reconfiguration keeps the pin: another setting leaves the count alone; a new count holds until the next
         // decision, which brings it back to the pinned one.
@@ -166,9 +161,16 @@ public sealed class AdaptiveExecutorTests
         rig.Executor.Reconfigure(s => s with { WorkerCount = 6 });
         Assert.True(rig.Executor.IsWorkerCountPinned);
         Assert.Equal(6, rig.Executor.Settings.WorkerCount);
-        var back = rig.LookUntil(s => s.TargetWorkerCount == 3, workingLooks: true);
+        var back = rig.LookUntil(s => s.TargetWorkerCount == 3, workingLooks: false);
         Assert.True(back.IsWorkerCountPinned);
         Assert.Equal(("Pinned", 6, 3), rig.Executor.GetWorkerCountDecisions().Select(d => (d.Rule, d.OldCount, d.NewCount)).Last());
+        TestKit.WaitForStatistics(rig.Executor, s => s.LiveWorkerCount == 3);
+
+        rig.Submit(400);
+        for (var i = 0; i < 60; i++)
+        {
+            Assert.Equal(3, rig.WorkingLook().TargetWorkerCount); // a standing queue would grow an unpinned count
+        }
 
         rig.Executor.UnpinWorkerCount();
 
