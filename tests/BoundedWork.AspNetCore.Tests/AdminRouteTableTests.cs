@@ -101,6 +101,9 @@ public sealed class AdminRouteTableTests : IAsyncLifetime
         var detail = socket.Json.GetProperty("detail").GetString();
         Assert.StartsWith($"No console endpoint at '{target}'; the socket serves ", detail, StringComparison.Ordinal);
         Assert.All(_table.For(AdminTransports.LocalSocket), route => Assert.Contains(route.Pattern, detail, StringComparison.Ordinal));
+        Assert.Equal(
+            $"No console endpoint at '{target}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge and /queues/{{name}}/cluster.",
+            detail);
     }
 
     /// <summary>A path of <paramref name="route"/>: executor and queue <c>payments</c>, a dead letter that is not there.</summary>
