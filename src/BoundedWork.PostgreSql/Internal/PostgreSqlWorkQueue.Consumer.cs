@@ -54,7 +54,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Posts a delivery's outcome: from now on a cancellation of the item no longer concerns this node.</summary>
     private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
-        _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
+        _leases.Posted(item);
         // The handler ended: its permit is free now, before the outcome's commit, and goes straight to the oldest
         // reserved item, if any (started here, with no claim in between; the claim loop refills the reserve). Freed
         // before the outcome is posted, so that the writer's hand-off (see IOutcomeHandOff) finds it free.
@@ -65,7 +65,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         // A final end of a keyed item starts its key's reserve, if the node holds one (see the key reserve part):
         // taken before the outcome is posted, so that the writer's hand-off does not count it as still reserved.
-        var reserved = OnKeyItemEnded(item, kind, out var orphan);
+        var reserved = _keys.Ended(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
@@ -99,7 +99,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Someone asked to cancel a stored item: if this node holds it, its handler's token fires (or, not started, it will not run).</summary>
     private void OnCancellationRequested(long id)
     {
-        if (_deliveries.TryGetValue(id, out var item))
+        if (_leases.TryGetDelivery(id, out var item))
         {
             var callbackFailure = item.RequestCancellation();
             _logger.CancellationRequested(Name, id, callbackFailure);
@@ -112,10 +112,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         foreach (var delivery in settled)
         {
-            _leases.TryRemove(new KeyValuePair<long, long>(delivery.Id, delivery.Delivery));
+            _leases.Settled(delivery);
         }
 
-        Interlocked.Add(ref _held, -settled.Count);
+        _room.Settled(settled.Count);
         _wake.Set();
     }
 
@@ -138,8 +138,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (!cancellationToken.IsCancellationRequested)
         {
             // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
-            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see ReserveRoom.)
-            var wanted = ReserveRoom(MaxClaimBatch, settling: 0);
+            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see NodeRoom.)
+            var wanted = _room.Book(MaxClaimBatch, settling: 0);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -168,12 +168,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             }
             catch (Exception ex)
             {
-                ReturnRoom(wanted);
+                _room.Unbook(wanted);
                 failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
                 continue;
             }
 
-            ReturnRoom(wanted);
+            _room.Unbook(wanted);
 
             var requested = claim.Requested;
             if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))

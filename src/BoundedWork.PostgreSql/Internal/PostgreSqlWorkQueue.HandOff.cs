@@ -13,7 +13,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// cancelled: not a stored retry, not a release) of keyed items, and the queue's per-key limit is above one, the same
 /// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
 /// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys within the
-/// node's free room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch
+/// node's free room (<see cref="NodeRoom.Book"/>: what <see cref="RunClaims"/> may take, plus the items the batch
 /// settles: room for one successor per final keyed outcome first, then the keys' reserves, then the rest) and its
 /// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
@@ -39,10 +39,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
     /// <summary>The column of the hand-off's ordering key (its last).</summary>
     private const int HandOffKeyColumn = 8;
 
-    private readonly Lock _roomLock = new();
-
-    /// <summary>Room taken by a claim in flight (the claim loop's or a hand-off's), counted against the claim limit until its items are held.</summary>
-    private int _roomReserved;
     private long _handedOff;
     private long _claimedByLoop;
 
@@ -62,45 +58,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        var perKey = _permits.PerKey;
-        if (perKey <= 1)
-        {
-            return null;
-        }
-
-        var reserveKeys = KeyReserveKeys(keys); // keys that may take a reserve: one more item each (see the key reserve part)
-        var room = ReserveRoom(finished, settling);
-        var reserves = reserveKeys.Length > 0 ? ReserveKeyRoom(reserveKeys.Length, settling, room) : 0;
-        reserveKeys = reserves < reserveKeys.Length ? reserveKeys[..reserves] : reserveKeys;
-        room = Math.Max(room, 0) + reserves;
-        if (room > 0)
-        {
-            // And the rest of the node's room, for more eligible items of the same keys: items the claim loop would
-            // otherwise claim after the commit, in a claim of their own (taken last: the successors and reserves first).
-            room += Math.Max(ReserveRoom(ClaimLimit(), settling), 0);
-        }
-
-        if (room <= 0)
-        {
-            EndKeyReservePlan();
-            return null;
-        }
-
-        var take = _permits.Take(_permits.StartRoom(room, Executor.Settings.WorkerCount)); // under a rate: idle workers only
-        if (take.LapsedNow)
+        var plan = _handOff.Plan(keys, finished, settling, Executor.Settings.WorkerCount, out var lapsedNow);
+        if (lapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
             _wake.Set(); // the claim loop releases the lapsed grant's reserve
         }
 
-        ReturnRoom(room - take.Count);
-        if (take.Count <= 0)
-        {
-            EndKeyReservePlan();
-            return null;
-        }
-
-        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null) { Rated = take.Rated };
+        return plan;
     }
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
@@ -123,11 +88,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
-        _permits.Return(plan.Count - claimed.Count, plan.Rated);
-        if (claimed.Count == 0)
+        if (!_handOff.Committed(plan, claimed.Count))
         {
-            EndKeyReservePlan();
-            ReturnRoom(plan.Count);
             return [];
         }
 
@@ -136,15 +98,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         if (_claiming.IsCancellationRequested)
         {
             // Stopping: nothing more starts. Held until the writer has written their releases (it does so next).
-            EndKeyReservePlan();
-            _permits.Return(claimed.Count, plan.Rated);
-            Interlocked.Add(ref _held, claimed.Count);
+            _handOff.Stopping(plan, claimed.Count);
             foreach (var item in claimed)
             {
-                _leases[item.Id] = item.Delivery;
+                _leases.Lease(item);
             }
 
-            ReturnRoom(plan.Count);
             return claimed;
         }
 
@@ -154,30 +113,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             Hold(item);
         }
 
-        ReturnRoom(plan.Count); // held now: counted by _held
-
         // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
         // for the next such end if a partner of its key still runs here, and released otherwise.
         var start = new List<StoredItem>(claimed.Count);
         List<StoredItem>? release = null;
-        foreach (var item in claimed)
-        {
-            if (!item.KeyReserved)
-            {
-                start.Add(item);
-            }
-            else if (AcceptKeyReserve(item, out var giveUp))
-            {
-                Interlocked.Increment(ref _keyReservesStarted);
-                start.Add(item);
-            }
-            else if (giveUp)
-            {
-                (release ??= []).Add(item);
-            }
-        }
-
-        EndKeyReservePlan();
+        _handOff.Start(plan, claimed, start, ref release);
         Interlocked.Add(ref _handedOff, start.Count);
         if (_logger.IsEnabled(LogLevel.Debug))
         {
@@ -193,37 +133,5 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         return [];
     }
 
-    void IOutcomeHandOff.Failed(HandOffPlan plan)
-    {
-        EndKeyReservePlan();
-        _permits.Return(plan.Count, plan.Rated);
-        ReturnRoom(plan.Count);
-    }
-
-    /// <summary>
-    /// Takes room for a claim of up to <paramref name="wanted"/> items: what the node may hold (<see cref="ClaimLimit"/>)
-    /// minus what it holds and what other claims in flight took, plus <paramref name="settling"/> held items whose
-    /// outcomes the same transaction writes. Returns the room (zero or less: none); give it back with
-    /// <see cref="ReturnRoom"/> once the claimed items are held (counted twice meanwhile, never too few).
-    /// </summary>
-    private int ReserveRoom(int wanted, int settling)
-    {
-        lock (_roomLock)
-        {
-            var room = Math.Min(wanted, ClaimLimit() - Volatile.Read(ref _held) - _roomReserved + settling);
-            _roomReserved += Math.Max(room, 0);
-            return room;
-        }
-    }
-
-    private void ReturnRoom(int room)
-    {
-        if (room > 0)
-        {
-            lock (_roomLock)
-            {
-                _roomReserved -= room;
-            }
-        }
-    }
+    void IOutcomeHandOff.Failed(HandOffPlan plan) => _handOff.Failed(plan);
 }

@@ -12,10 +12,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Counts a claimed item as held by this node (its outcome, or its release, is yet to be written).</summary>
     private void Hold(StoredItem item)
     {
-        Interlocked.Increment(ref _held);
-        _leases[item.Id] = item.Delivery;
-        _deliveries[item.Id] = item;
-        CountKeyActive(item);
+        _room.Hold();
+        _leases.Hold(item);
+        _keys.CountRunning(item);
     }
 
     /// <summary>Hands a held delivery to the executor, its span current while it is submitted. Refused: the OnRejected hook releases it.</summary>
@@ -58,7 +57,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>A cancellation for a reserved item: it leaves the reserve and ends cancelled without running.</summary>
     private void CancelIfReserved(StoredItem item)
     {
-        if ((_permits.TryUnreserve(item) || TryUnreserveKey(item)) && item.TryStart())
+        if ((_permits.TryUnreserve(item) || _keys.TryRemovePrefetched(item)) && item.TryStart())
         {
             Cancelled(item, "cancelled before it ran");
         }
