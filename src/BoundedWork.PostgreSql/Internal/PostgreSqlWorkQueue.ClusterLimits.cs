@@ -78,7 +78,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
         // plain claim only: the keyed claim's per-key count is the statement's own).
-        var room = _permits.PerKey <= 1 ? _permits.ReserveRoom(wanted, take.Count) : 0;
+        var room = _permits.PerKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         int promoted = 0;
@@ -235,7 +235,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
             _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
-            ReleaseKeyReservesNoLongerAllowed(); // a lowered per-key limit binds the key reserves held
+            ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
             _wake.Set();
             return;
@@ -302,7 +302,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         Apply(_permits.Rebalance()); // a grown grant starts reserved items now; a shrunk one releases what it no longer covers
-        ReleaseKeyReservesNoLongerAllowed(); // a running or rate limit set: no key reserve starts
+        ReleasePrefetchedNoLongerAllowed(); // a running or rate limit set: no prefetched item starts
 
         if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
         {

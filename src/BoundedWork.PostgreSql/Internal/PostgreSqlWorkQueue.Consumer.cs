@@ -63,9 +63,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
         }
 
-        // A final end of a keyed item starts its key's reserve, if the node holds one (see the key reserve part):
-        // taken before the outcome is posted, so that the writer's hand-off does not count it as still reserved.
-        var reserved = _keys.Ended(item, kind, out var orphan);
+        // A final end of a keyed item starts its key's prefetched item, if the node holds one (KeyBook, I3): taken
+        // before the outcome is posted, so that the writer's hand-off does not count it as still prefetched.
+        var prefetched = _keys.Ended(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
@@ -73,13 +73,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             Execute(next);
         }
 
-        if (reserved is not null)
+        if (prefetched is not null)
         {
-            StartKeyReserve(reserved);
+            StartPrefetched(prefetched);
         }
         else if (orphan is not null)
         {
-            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
+            ReleasePrefetched([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
         }
 
         if (_permits.IsLimited)
@@ -103,7 +103,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             var callbackFailure = item.RequestCancellation();
             _logger.CancellationRequested(Name, id, callbackFailure);
-            CancelIfReserved(item);
+            CancelIfNotStarted(item);
         }
     }
 

@@ -14,24 +14,15 @@ namespace BoundedWork.PostgreSql.Internal;
 /// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
 /// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys within the
 /// node's free room (<see cref="NodeRoom.Book"/>: what <see cref="RunClaims"/> may take, plus the items the batch
-/// settles: room for one successor per final keyed outcome first, then the keys' reserves, then the rest) and its
-/// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
+/// settles: room for one successor per final keyed outcome first, then one prefetched item per key, then the rest:
+/// <see cref="HandOffPlanner"/>) and its cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
 /// transaction rolled back): the room and permits go back, and the batch is written again as before. While the node
 /// stops, no hand-off starts; items handed off after the stop began are not started but released by the writer.
 /// </para>
 /// <para>
-/// <b>Why at most M run per key.</b> The database judges, as for <see cref="KeyedClaimSql.ClaimPerKey"/>, with the
-/// same statement text for a key's eligible items. Under READ COMMITTED the claim statement's snapshot includes the
-/// outcome statement's own changes, so the items whose outcome it wrote are finished for it; for every other
-/// transaction they are running until the commit, and finished after it, together with the claim. To the others the
-/// outcome and the claim are one change, as an outcome followed at once by a claim would be: the set of unfinished
-/// older items the claim counted is the one that holds from its commit on (it only shrinks after), so the argument of
-/// <see cref="KeyedClaimSql"/> holds unchanged. Rows are locked with <c>SKIP LOCKED</c> and the version check, so the
-/// hand-off never waits for another claim and never takes a row another claim took; a key's newer item is not taken
-/// while an older chosen one was skipped, so a key's items start in id order. A per-key limit of one (the plain
-/// claim, <see cref="StorageSql.Claim"/>) has no hand-off: its claim also checks the settings version, which the
-/// hand-off would have to repeat; the next item of such a key is claimed by the claim loop after the commit.
+/// <b>Why at most M run per key.</b> To every other transaction the outcome and the claim are one change, so the claim's
+/// argument holds unchanged: docs/durable-invariants.md, I2 (and I3 for the prefetched items).
 /// </para>
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
@@ -75,14 +66,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.Bound });
         command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.Keys });
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
-        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.ReserveKeys ?? [] });
+        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.PrefetchKeys ?? [] });
         return command;
     }
 
     StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader)
     {
         var item = ReadClaimed(reader, HandOffKeyColumn);
-        item.KeyReserved = reader.GetBoolean(HandOffKeyColumn + 1);
+        item.Prefetched = reader.GetBoolean(HandOffKeyColumn + 1);
         return item;
     }
 
@@ -109,12 +100,12 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
         foreach (var item in claimed)
         {
-            item.KeyReserveBound = item.KeyReserved ? plan.PerKey : 0;
+            item.PrefetchBound = item.Prefetched ? plan.PerKey : 0;
             Hold(item);
         }
 
-        // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
-        // for the next such end if a partner of its key still runs here, and released otherwise.
+        // A prefetched item (count M) starts at once only paired with a final end of its key that came meanwhile; it is
+        // kept for the next such end if a partner of its key still runs here, and released otherwise (I3).
         var start = new List<StoredItem>(claimed.Count);
         List<StoredItem>? release = null;
         _handOff.Start(plan, claimed, start, ref release);
@@ -129,7 +120,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             Execute(item);
         }
 
-        ReleaseKeyReserves(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
+        ReleasePrefetched(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
         return [];
     }
 

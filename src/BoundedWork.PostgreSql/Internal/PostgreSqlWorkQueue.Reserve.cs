@@ -3,7 +3,7 @@ using BoundedWork.Hosting;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The node's reserve under a binding running limit (see <see cref="ClusterPermits.ReserveRoom"/>): items claimed ahead, started when a permit frees.</summary>
+/// <summary>The node's reserve under a binding running limit (see <see cref="ClusterPermits.ReserveSlots"/>): items claimed ahead, started when a permit frees.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
     /// <summary>Gets the items this node holds in its reserve (claimed, waiting for a permit of its own).</summary>
@@ -54,8 +54,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>A cancellation for a reserved item: it leaves the reserve and ends cancelled without running.</summary>
-    private void CancelIfReserved(StoredItem item)
+    /// <summary>A cancellation for an item held unstarted (in the reserve, or prefetched for its key): it leaves it and ends cancelled without running.</summary>
+    private void CancelIfNotStarted(StoredItem item)
     {
         if ((_permits.TryUnreserve(item) || _keys.TryRemovePrefetched(item)) && item.TryStart())
         {

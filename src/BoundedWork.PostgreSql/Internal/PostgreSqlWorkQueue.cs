@@ -290,7 +290,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
 
         ReleaseReserved(_permits.CloseReserve()); // reserved items never started: back to ready now
-        CloseKeyReserve(); // and the keys' reserves
+        ClosePrefetch(); // and the keys' prefetched items
         return Task.CompletedTask;
     }
 

@@ -63,7 +63,7 @@ public sealed class ClusterPermitsProperties
                 {
                     var wanted = step.A;
                     var take = permits.Take(wanted);
-                    var room = permits.ReserveRoom(wanted, take.Count);
+                    var room = permits.ReserveSlots(wanted, take.Count);
                     Assert.True(take.Count + room <= wanted);
                     var found = new List<StoredItem>();
                     for (var i = 0; i < Math.Min(step.B, take.Count + room); i++)

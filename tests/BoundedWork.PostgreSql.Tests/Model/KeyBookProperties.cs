@@ -178,7 +178,7 @@ public sealed class KeyBookProperties
                         var item = _items.Next(key);
 
                         // The statement returns at most one row per key with count M (a prefetch), for the keys the plan allows.
-                        item.KeyReserved = plan.ReserveKeys?.Contains(key) == true && ((step.B >> i) & 1) == 1 && prefetchedKeys.Add(key);
+                        item.Prefetched = plan.PrefetchKeys?.Contains(key) == true && ((step.B >> i) & 1) == 1 && prefetchedKeys.Add(key);
                         claimed.Add(item);
                     }
 
@@ -198,7 +198,7 @@ public sealed class KeyBookProperties
 
                     foreach (var item in claimed)
                     {
-                        item.KeyReserveBound = item.KeyReserved ? plan.PerKey : 0;
+                        item.PrefetchBound = item.Prefetched ? plan.PerKey : 0;
                         Hold(item);
                     }
 
@@ -213,12 +213,12 @@ public sealed class KeyBookProperties
                         }
                         else if (release?.Contains(item) == true)
                         {
-                            Assert.True(item.KeyReserved, "Only a prefetched item is given up at the commit.");
+                            Assert.True(item.Prefetched, "Only a prefetched item is given up at the commit.");
                             Released(item);
                         }
                         else
                         {
-                            Assert.True(item.KeyReserved, "An item claimed to start at once was kept.");
+                            Assert.True(item.Prefetched, "An item claimed to start at once was kept.");
                             Assert.False(Prefetched.ContainsKey(item.OrderingKey!), "Two prefetched items of one key.");
                             Prefetched[item.OrderingKey!] = item;
                         }
@@ -238,7 +238,7 @@ public sealed class KeyBookProperties
                     Permits.NoGrant(_perKey, ++_version);
                     foreach (var item in Book.TakeNoLongerAllowed() ?? [])
                     {
-                        Assert.True(item.KeyReserveBound > _perKey || _perKey <= 1, $"Prefetched #{item.Id} (claimed under {item.KeyReserveBound}) released under a per-key limit of {_perKey}.");
+                        Assert.True(item.PrefetchBound > _perKey || _perKey <= 1, $"Prefetched #{item.Id} (claimed under {item.PrefetchBound}) released under a per-key limit of {_perKey}.");
                         Assert.Same(Prefetched[item.OrderingKey!], item);
                         Prefetched.Remove(item.OrderingKey!);
                         Released(item);
@@ -281,7 +281,7 @@ public sealed class KeyBookProperties
             Assert.Equal(Prefetched.Count, Book.PrefetchedCount);
             foreach (var (key, item) in Prefetched)
             {
-                Assert.Equal(item.Id, Book.Prefetched[key]);
+                Assert.Equal(item.Id, Book.PrefetchedByKey[key]);
                 Assert.True(Executing.Exists(i => i.OrderingKey == key), $"Key {key} holds prefetched #{item.Id} with no handler of its key running here, after {step}.");
             }
 

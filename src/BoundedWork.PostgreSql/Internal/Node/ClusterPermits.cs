@@ -53,7 +53,22 @@ namespace BoundedWork.PostgreSql.Internal;
 /// (the notification, or its next heartbeat at the latest), and the per-key limit it passes is the one it last read.
 /// </para>
 /// <para>
-/// Thread safety: every member takes <see cref="SyncObj"/>; the bucket is used only under it.
+/// <b>The reserve.</b> Under a binding running limit: items claimed (rows in state running, so every limit's accounting
+/// counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees, in the
+/// claim order (highest priority, then earliest due, then oldest: <see cref="StoredItem.CompareClaimOrder"/>). A
+/// handler's end gives its permit straight to the first reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
+/// so the next start needs no claim. Never used under a rate limit (a start needs a token) or when no running limit binds.
+/// (The only "reserve" of the node: room for a claim is <em>booked</em> in the <see cref="NodeRoom"/>, and the item a
+/// node holds ahead for a key is <em>prefetched</em> in the <see cref="KeyBook"/>.)
+/// </para>
+/// <para>
+/// <b>Invariant (I4).</b> The items holding a permit are the node's items claimed whose handler has not ended
+/// (<c>_inUse</c>, never below zero), at most the allowance unless a grant shrank below what was in use; no reserved item
+/// holds a permit; the reserve is in the claim order, and a freed permit goes to its first item.
+/// </para>
+/// <para>
+/// Thread safety: every member takes <see cref="SyncObj"/>; the buckets are used only under it. Lock order: the key
+/// book's lock may be held when this one is taken (<see cref="KeyBook"/>), never the other way round.
 /// </para>
 /// </remarks>
 internal sealed class ClusterPermits(TimeProvider time)
@@ -78,6 +93,13 @@ internal sealed class ClusterPermits(TimeProvider time)
     private int _stored;
     private bool _givingBack;
     private long _earlyRenewalAt = long.MinValue;
+
+    /// <summary>The reserve, in the claim order (see the remarks).</summary>
+    private readonly List<StoredItem> _reserve = [];
+
+    /// <summary>Reserve slots promised to a claim in flight (<see cref="ReserveSlots"/>).</summary>
+    private int _reserving;
+    private bool _reserveClosed;
 
     /// <summary>Gets the lock of every member.</summary>
     private Lock SyncObj { get; } = new();
@@ -336,7 +358,7 @@ internal sealed class ClusterPermits(TimeProvider time)
             }
 
             _inUse--;
-            next = HandOffLocked();
+            next = StartReservedLocked();
             if (_allowed is int allowed && _stored > allowed && _inUse <= allowed && !_givingBack)
             {
                 _givingBack = true;
@@ -532,15 +554,6 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
-    // The reserve under a binding running limit:
-    // The node's reserve under a binding running limit: items claimed (rows in state running, so every limit's accounting
-    // counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees, in the
-    // claim order (highest priority, then earliest due, then oldest: <see cref="StoredItem.CompareClaimOrder"/>). A
-    // handler's end gives its permit straight to the first reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
-    // so the next start needs no claim. Never used under a rate limit (a start needs a token) or when no running limit binds.
-    private readonly List<StoredItem> _reserve = [];
-    private int _reserving;
-    private bool _reserveClosed;
 
     /// <summary>Gets the items this node holds in its reserve (claimed, not started, holding no permit).</summary>
     public int ReservedCount
@@ -559,7 +572,7 @@ internal sealed class ClusterPermits(TimeProvider time)
     /// claim may take into the reserve (zero unless the running limit is what held items back, with no rate limit).
     /// The slots stay promised until <see cref="ReserveSlotsDone"/>.
     /// </summary>
-    public int ReserveRoom(int wanted, int taken)
+    public int ReserveSlots(int wanted, int taken)
     {
         lock (SyncObj)
         {
@@ -600,7 +613,7 @@ internal sealed class ClusterPermits(TimeProvider time)
                 _reserve.Insert(at < 0 ? _reserve.Count : at, item);
             }
 
-            return (HandOffAllLocked(), TrimLocked());
+            return (StartAllReservedLocked(), TrimLocked());
         }
     }
 
@@ -609,7 +622,7 @@ internal sealed class ClusterPermits(TimeProvider time)
     {
         lock (SyncObj)
         {
-            return (HandOffAllLocked(), TrimLocked());
+            return (StartAllReservedLocked(), TrimLocked());
         }
     }
 
@@ -636,7 +649,7 @@ internal sealed class ClusterPermits(TimeProvider time)
         !_reserveClosed && !_rated && !_stale && !_lapsed && _version >= 0 && _allowed is not null && time.GetTimestamp() - _expiresAt < 0;
 
     /// <summary>The first reserved item in the claim order, if a permit is free for it now: it takes the permit.</summary>
-    private StoredItem? HandOffLocked()
+    private StoredItem? StartReservedLocked()
     {
         if (_reserve.Count == 0 || !ReserveAllowedLocked() || _allowed is not int allowed || _inUse >= allowed)
         {
@@ -650,10 +663,10 @@ internal sealed class ClusterPermits(TimeProvider time)
         return item;
     }
 
-    private List<StoredItem> HandOffAllLocked()
+    private List<StoredItem> StartAllReservedLocked()
     {
         var start = new List<StoredItem>();
-        while (HandOffLocked() is { } item)
+        while (StartReservedLocked() is { } item)
         {
             start.Add(item);
         }

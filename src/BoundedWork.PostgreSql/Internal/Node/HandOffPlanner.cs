@@ -119,7 +119,7 @@ internal sealed class HandOffPlanner(NodeRoom room, KeyBook book, ClusterPermits
         room.Unbook(plan.Count); // held now: counted as held by the room
         foreach (var item in claimed)
         {
-            if (!item.KeyReserved)
+            if (!item.Prefetched)
             {
                 start.Add(item);
             }

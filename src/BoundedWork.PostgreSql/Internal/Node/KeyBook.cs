@@ -59,7 +59,7 @@ internal sealed class KeyBook(ClusterPermits permits)
     }
 
     /// <summary>Gets the prefetched item of each key this node holds one for: key and item id.</summary>
-    public IReadOnlyDictionary<string, long> Prefetched
+    public IReadOnlyDictionary<string, long> PrefetchedByKey
     {
         get
         {
@@ -85,14 +85,14 @@ internal sealed class KeyBook(ClusterPermits permits)
     /// <summary>A held item that is to run: counted as running for its key (a prefetched item is not, until it starts).</summary>
     public void CountRunning(StoredItem item)
     {
-        if (item.OrderingKey is not { } key || item.KeyReserved)
+        if (item.OrderingKey is not { } key || item.Prefetched)
         {
             return;
         }
 
         lock (Enter())
         {
-            item.KeyActive = true;
+            item.KeyRunning = true;
             _running[key] = _running.GetValueOrDefault(key) + 1;
         }
     }
@@ -158,7 +158,7 @@ internal sealed class KeyBook(ClusterPermits permits)
             if (!_closed && _unpairedEnds.GetValueOrDefault(key) > 0)
             {
                 _unpairedEnds[key]--;
-                item.KeyActive = true;
+                item.KeyRunning = true;
                 _running[key] = _running.GetValueOrDefault(key) + 1;
                 AssertInvariantsLocked();
                 return true;
@@ -184,14 +184,14 @@ internal sealed class KeyBook(ClusterPermits permits)
     public StoredItem? Ended(StoredItem item, OutcomeKind kind, out StoredItem? release)
     {
         release = null;
-        if (!item.KeyActive || item.OrderingKey is not { } key)
+        if (!item.KeyRunning || item.OrderingKey is not { } key)
         {
             return null;
         }
 
         lock (Enter())
         {
-            item.KeyActive = false;
+            item.KeyRunning = false;
             var left = _running.GetValueOrDefault(key) - 1;
             if (left > 0)
             {
@@ -223,7 +223,7 @@ internal sealed class KeyBook(ClusterPermits permits)
 
             if (final)
             {
-                prefetched.KeyActive = true;
+                prefetched.KeyRunning = true;
                 _running[key] = left + 1;
                 AssertInvariantsLocked();
                 return prefetched;
@@ -282,7 +282,7 @@ internal sealed class KeyBook(ClusterPermits permits)
     /// <summary>A cancellation for a prefetched item: it leaves the book (true), to end cancelled without running.</summary>
     public bool TryRemovePrefetched(StoredItem item)
     {
-        if (!item.KeyReserved || item.OrderingKey is not { } key)
+        if (!item.Prefetched || item.OrderingKey is not { } key)
         {
             return false;
         }
@@ -308,7 +308,7 @@ internal sealed class KeyBook(ClusterPermits permits)
     /// the per-key limit is still the queue's only cluster limit, and no lower than the one it was claimed under.
     /// Takes the permits' lock under this one (the lock order).
     /// </summary>
-    private bool MayStartLocked(StoredItem item) => permits.PerKeyOnly && permits.PerKey >= item.KeyReserveBound;
+    private bool MayStartLocked(StoredItem item) => permits.PerKeyOnly && permits.PerKey >= item.PrefetchBound;
 
     /// <summary>Takes the lock order's first step: the permits' lock is not held here (asserted in Debug).</summary>
     private Lock Enter()
@@ -328,7 +328,7 @@ internal sealed class KeyBook(ClusterPermits permits)
 
         foreach (var (key, item) in _prefetched)
         {
-            Debug.Assert(item.KeyReserved && !item.KeyActive && item.OrderingKey == key, $"I3: the prefetched item #{item.Id} of key '{key}' is not a prefetched, unstarted item of that key");
+            Debug.Assert(item.Prefetched && !item.KeyRunning && item.OrderingKey == key, $"I3: the prefetched item #{item.Id} of key '{key}' is not a prefetched, unstarted item of that key");
             Debug.Assert(_running.GetValueOrDefault(key) > 0, $"I3: key '{key}' holds a prefetched item with no running partner on this node");
         }
     }
