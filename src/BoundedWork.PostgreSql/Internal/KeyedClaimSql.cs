@@ -169,7 +169,7 @@ internal sealed class KeyedClaimSql
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
-                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved, c.delivery
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery
             FROM claimed c
             """;
     }

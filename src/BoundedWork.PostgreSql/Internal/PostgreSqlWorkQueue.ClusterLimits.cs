@@ -110,35 +110,22 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                if (reader.IsDBNull(0))
+                if (ClaimRows.IsSummary(reader))
                 {
                     // The last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
-                    promoted = reader.GetInt32(2);
-                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
-                    if (keyed)
-                    {
-                        heldByKey = reader.GetInt64(9);
-                        oldestHeldByKey = reader.GetDouble(10);
-                    }
-                    else
-                    {
-                        version = reader.GetInt64(9);
-                        waiting = reader.GetInt64(10);
-                        oldestWait = reader.GetDouble(11);
-                    }
-
+                    var summary = keyed ? KeyedClaimRow.ReadSummary(reader) : PlainClaimRow.ReadSummary(reader);
+                    promoted = summary.Promoted;
+                    nextDue = summary.NextDue;
+                    version = summary.Version;
+                    waiting = summary.Waiting;
+                    oldestWait = summary.OldestWaitSeconds;
+                    heldByKey = summary.HeldByKey;
+                    oldestHeldByKey = summary.OldestHeldByKeySeconds;
                     continue;
                 }
 
-                var item = ReadClaimed(reader, reader.FieldCount - 2);
-                if (!keyed)
-                {
-                    // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
-                    item.Priority = reader.GetInt16(12);
-                    item.RunAt = reader.GetFieldValue<DateTimeOffset>(13);
-                }
-
-                claimed.Add(item);
+                // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
+                claimed.Add(keyed ? KeyedClaimRow.ReadItem(this, reader) : PlainClaimRow.ReadItem(this, reader));
             }
 
             read = true;

@@ -214,12 +214,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
     }
 
-    /// <summary>Reads a claimed row; <paramref name="keyColumn"/> is the ordinal of its <c>ordering_key</c>, and its delivery token is the last column of every claim statement.</summary>
-    private StoredItem ReadClaimed(NpgsqlDataReader reader, int keyColumn) =>
-        new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
-            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn),
-            reader.GetInt64(reader.FieldCount - 1));
-
     /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
     private void Submit(List<StoredItem> claimed)
     {

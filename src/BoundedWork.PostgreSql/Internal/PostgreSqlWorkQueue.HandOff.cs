@@ -27,9 +27,6 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 {
-    /// <summary>The column of the hand-off's ordering key (its last).</summary>
-    private const int HandOffKeyColumn = 8;
-
     private long _handedOff;
     private long _claimedByLoop;
 
@@ -70,12 +67,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         return command;
     }
 
-    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader)
-    {
-        var item = ReadClaimed(reader, HandOffKeyColumn);
-        item.Prefetched = reader.GetBoolean(HandOffKeyColumn + 1);
-        return item;
-    }
+    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader) => HandOffRow.ReadItem(this, reader);
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
