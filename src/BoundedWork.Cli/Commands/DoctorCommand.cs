@@ -3,6 +3,7 @@ using System.CommandLine;
 using System.Text.Json;
 using System.Text.Json.Serialization;
 using BoundedWork.Cli.Doctor;
+using BoundedWork.Diagnostics.Internal;
 using BoundedWork.Cli.Rendering;
 using Spectre.Console;
 

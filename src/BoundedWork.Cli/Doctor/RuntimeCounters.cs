@@ -1,12 +1,10 @@
 using System.Diagnostics.Tracing;
 using System.Globalization;
+using BoundedWork.Diagnostics.Internal;
 using Microsoft.Diagnostics.NETCore.Client;
 using Microsoft.Diagnostics.Tracing;
 
 namespace BoundedWork.Cli.Doctor;
-
-/// <summary>One reading of the counters, once per interval.</summary>
-internal sealed record CounterSample(DateTime At, string Name, string? Executor, double Value);
 
 /// <summary>
 /// Reads a process's counters over EventPipe, the way <c>dotnet-counters</c> does: the runtime's <c>System.Runtime</c>
@@ -17,10 +15,10 @@ internal sealed record CounterSample(DateTime At, string Name, string? Executor,
 /// </summary>
 internal static class RuntimeCounters
 {
-    public const string PoolThreads = "threadpool-thread-count";
-    public const string PoolQueue = "threadpool-queue-length";
-    public const string PoolCompleted = "threadpool-completed-items-count";
-    public const string Cpu = "cpu-usage";
+    public const string PoolThreads = CounterNames.PoolThreads;
+    public const string PoolQueue = CounterNames.PoolQueue;
+    public const string PoolCompleted = CounterNames.PoolCompleted;
+    public const string Cpu = CounterNames.Cpu;
 
     private const string ExecutorTag = "boundedwork.executor=";
 
