@@ -179,7 +179,7 @@ internal static partial class Diagnosis
     /// </summary>
     public static string Readable(string method)
     {
-        var name = method;
+        var name = WithoutTypeArguments(method);
         var paren = name.IndexOf('(', StringComparison.Ordinal);
         if (paren > 0)
         {
@@ -286,7 +286,9 @@ internal static partial class Diagnosis
         "Task`1.get_Result" or "Task`1.GetResultCore" => "waits on Task.Result: sync over async",
         "TaskAwaiter.GetResult" => "waits on GetAwaiter().GetResult(): sync over async",
         "Task.Wait" => "waits on Task.Wait: sync over async",
-        "Task.InternalWait" or "Task.InternalWaitCore" or "Task.SpinThenBlockingWait" => "waits on a task (Result or Wait): sync over async",
+        // Task<T>.Result and GetAwaiter().GetResult() wait in InternalWait; the JIT often inlines them into the caller.
+        "Task.InternalWait" => "waits on Task.Result (or GetAwaiter().GetResult()): sync over async",
+        "Task.InternalWaitCore" or "Task.SpinThenBlockingWait" => "waits on a task (Task.Wait or Task.Result): sync over async",
         "Thread.Sleep" or "Thread.SleepInternal" => "polls with Thread.Sleep (or pauses in it)",
         "Monitor.Enter" or "Monitor.ReliableEnter" or "Lock.Enter" or "Lock.TryEnterSlow" or "Lock.EnterScope" or "ReaderWriterLockSlim.Enter" => $"waits for a lock ({wait})",
         _ when wait.StartsWith("Socket.", StringComparison.Ordinal) || wait.Contains("Stream.", StringComparison.Ordinal) => $"synchronous I/O ({wait})",
@@ -295,7 +297,42 @@ internal static partial class Diagnosis
     };
 
     /// <summary>Whether a frame is one of the blocking calls (by type and method name, so <c>ReadAsync</c> is not <c>Read</c>).</summary>
-    private static bool IsWait(string method) => s_waits.Any(w => method.Contains(w + "(", StringComparison.Ordinal));
+    private static bool IsWait(string method)
+    {
+        var name = WithoutTypeArguments(method);
+        return s_waits.Any(w => name.Contains(w + "(", StringComparison.Ordinal));
+    }
+
+    /// <summary>A method's name without the type arguments of its generic types: <c>Task`1[System.Int32].GetResultCore(bool)</c> is <c>Task`1.GetResultCore(bool)</c>.</summary>
+    private static string WithoutTypeArguments(string method)
+    {
+        var paren = method.IndexOf('(', StringComparison.Ordinal);
+        var head = paren < 0 ? method : method[..paren];
+        if (!head.Contains('[', StringComparison.Ordinal))
+        {
+            return method;
+        }
+
+        var result = new System.Text.StringBuilder(method.Length);
+        var depth = 0;
+        foreach (var c in head)
+        {
+            if (c == '[')
+            {
+                depth++;
+            }
+            else if (c == ']')
+            {
+                depth = Math.Max(0, depth - 1);
+            }
+            else if (depth == 0)
+            {
+                result.Append(c);
+            }
+        }
+
+        return paren < 0 ? result.ToString() : result.Append(method, paren, method.Length - paren).ToString();
+    }
 
     /// <summary>The runtime, ASP.NET Core and Microsoft.Extensions: code the app did not write.</summary>
     private static bool IsFramework(Frame frame)
