@@ -9,13 +9,49 @@ builder.Logging.ClearProviders();
 builder.Logging.AddJsonConsole();
 builder.Logging.AddFilter("Microsoft", LogLevel.Warning);
 builder.Services.AddControllers();
-builder.Services.AddStarvationSentinel(o =>
+// --Sentinel test (the default: quick settings for the tests), default (the library's defaults) or off (none:
+// benchmarks/sentinel-cost.sh compares).
+switch (builder.Configuration["Sentinel"] ?? "test")
 {
-    o.ProbeInterval = TimeSpan.FromMilliseconds(250);
-    o.StarvationThreshold = TimeSpan.FromSeconds(1);
-    o.DiagnoseAfter = TimeSpan.FromSeconds(2);
-    o.DiagnosisInterval = TimeSpan.FromMinutes(10);
-});
+    case "test":
+        builder.Services.AddStarvationSentinel(o =>
+        {
+            o.ProbeInterval = TimeSpan.FromMilliseconds(250);
+            o.StarvationThreshold = TimeSpan.FromSeconds(1);
+            o.DiagnoseAfter = TimeSpan.FromSeconds(2);
+            o.DiagnosisInterval = TimeSpan.FromMinutes(10);
+        });
+        break;
+    case "default":
+        builder.Services.AddStarvationSentinel();
+        break;
+}
+
+builder.Services.AddHealthChecks();
+if (builder.Configuration["MeasurePauses"] == "true")
+{
+    // A bystander on a thread of its own: each second, the longest gap between two 1 ms sleeps ("PAUSE 12.3"), which
+    // the runtime's suspensions for stack samples lengthen.
+    new Thread(() =>
+    {
+        var second = System.Diagnostics.Stopwatch.StartNew();
+        var last = System.Diagnostics.Stopwatch.GetTimestamp();
+        var longest = 0.0;
+        while (true)
+        {
+            Thread.Sleep(1);
+            var now = System.Diagnostics.Stopwatch.GetTimestamp();
+            longest = Math.Max(longest, System.Diagnostics.Stopwatch.GetElapsedTime(last, now).TotalMilliseconds);
+            last = now;
+            if (second.ElapsedMilliseconds >= 1000)
+            {
+                Console.Out.WriteLine(FormattableString.Invariant($"PAUSE {longest:0.0}"));
+                longest = 0;
+                second.Restart();
+            }
+        }
+    }) { IsBackground = true, Name = "pause bystander" }.Start();
+}
 // The OpenTelemetry side, as a tracer provider would see it: the sentinel's activity event, one line.
 using var listener = new System.Diagnostics.ActivityListener
 {
@@ -39,7 +75,7 @@ app.Lifetime.ApplicationStarted.Register(() =>
     Console.Out.WriteLine("LISTENING " + address);
     Console.Out.Flush();
 });
-if (Console.IsInputRedirected)
+if (builder.Configuration["StopOnStdinClose"] == "true")
 {
     // Started by a test: stop when its end of stdin closes (a thread of its own: the pool may be starved).
     new Thread(() =>
@@ -95,6 +131,15 @@ public sealed class PricesController : ControllerBase
 {
     [HttpGet("{id:int}")]
     public async Task<int> Get(int id) => await Inventory.CountAsync(id);
+}
+
+/// <summary>The least an action does: what the sentinel's bookkeeping of running actions costs shows here.</summary>
+[ApiController]
+[Route("ping")]
+public sealed class PingController : ControllerBase
+{
+    [HttpGet]
+    public string Get() => "pong";
 }
 
 /// <summary>CPU-bound: the pool thread computes.</summary>

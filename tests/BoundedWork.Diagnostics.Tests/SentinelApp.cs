@@ -36,7 +36,9 @@ public sealed class SentinelApp : IAsyncDisposable
 
     public IReadOnlyList<LogLine> Log => [.. _lines.Select(Parse).OfType<LogLine>()];
 
-    public static async Task<SentinelApp> StartAsync(IDictionary<string, string>? environment = null)
+    public int ProcessId => _process.Id;
+
+    public static async Task<SentinelApp> StartAsync(IDictionary<string, string>? environment = null, params string[] arguments)
     {
         var start = new ProcessStartInfo(DotnetHost())
         {
@@ -48,6 +50,13 @@ public sealed class SentinelApp : IAsyncDisposable
         start.ArgumentList.Add(AppPath());
         start.ArgumentList.Add("--urls");
         start.ArgumentList.Add("http://127.0.0.1:0");
+        start.ArgumentList.Add("--StopOnStdinClose");
+        start.ArgumentList.Add("true");
+        foreach (var argument in arguments)
+        {
+            start.ArgumentList.Add(argument);
+        }
+
         start.Environment["ASPNETCORE_ENVIRONMENT"] = "Production";
         foreach (var (name, value) in environment ?? new Dictionary<string, string>())
         {
@@ -161,7 +170,7 @@ public sealed class SentinelApp : IAsyncDisposable
         throw new FileNotFoundException("The test app is not built in Release (the test project's build builds it).");
     }
 
-    private static string DotnetHost()
+    public static string DotnetHost()
     {
         var current = Environment.ProcessPath;
         return current is not null && Path.GetFileNameWithoutExtension(current).Equals("dotnet", StringComparison.OrdinalIgnoreCase) ? current

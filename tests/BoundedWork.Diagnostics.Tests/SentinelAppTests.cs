@@ -9,9 +9,9 @@ namespace BoundedWork.Diagnostics.Tests;
 /// </summary>
 public sealed class SentinelAppTests(ITestOutputHelper output)
 {
-    private const int Diagnosed = 1;
-    private const int NotDiagnosable = 3;
-    private const int Detected = 4;
+    private const int Diagnosed = 400;
+    private const int NotDiagnosable = 402;
+    private const int Detected = 403;
 
     [Fact]
     public async Task TaskResultAction_UnderLoad_LogNamesTheActionAndSyncOverAsync()
@@ -75,7 +75,7 @@ public sealed class SentinelAppTests(ITestOutputHelper output)
         }
 
         await AssertSentinelWatchedAsync(app);
-        foreach (var line in app.SentinelEvents(2))
+        foreach (var line in app.SentinelEvents(401))
         {
             output.WriteLine(line.Message); // the pool was slow to start work, and the diagnosis said why: busy
         }
@@ -97,7 +97,17 @@ public sealed class SentinelAppTests(ITestOutputHelper output)
         Assert.Contains("DOTNET_EnableDiagnostics=0", limitation.Message, StringComparison.Ordinal);
         Assert.Equal("Healthy", health);
         Assert.Equal("14", price);
+
+        // Starved, it says so (how long work waited), without the code, and goes on.
+        await using (var load = new Load(new Uri(app.Address, "/orders/7"), clients: 200))
+        {
+            var detected = await app.WaitForSentinelEventAsync(Detected);
+            output.WriteLine(detected.Message);
+            Assert.Contains("The ThreadPool is starved", detected.Message, StringComparison.Ordinal);
+        }
+
         Assert.Single(app.SentinelEvents(NotDiagnosable));
+        Assert.Empty(app.SentinelEvents(Diagnosed));
     }
 
     /// <summary>The sentinel is alive after the load: its health check answers from the app.</summary>

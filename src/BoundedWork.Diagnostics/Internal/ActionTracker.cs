@@ -146,17 +146,10 @@ internal sealed class ActionTracker : IObserver<DiagnosticListener>, IObserver<K
     {
         var type = descriptor.GetType();
         var display = type.GetProperty("DisplayName", BindingFlags.Public | BindingFlags.Instance)?.GetValue(descriptor) as string ?? type.Name;
-        var assembly = display.LastIndexOf(" (", StringComparison.Ordinal);
-        if (assembly > 0)
-        {
-            display = display[..assembly];
-        }
-
         var route = type.GetProperty("AttributeRouteInfo", BindingFlags.Public | BindingFlags.Instance)?.GetValue(descriptor) is { } info
             ? info.GetType().GetProperty("Template", BindingFlags.Public | BindingFlags.Instance)?.GetValue(info) as string
             : null;
-        var name = Diagnosis.Readable(display);
-        return string.IsNullOrEmpty(route) ? $"{name} (action)" : $"{name} (route {route})";
+        return Diagnosis.ActionLabel(display, route);
     }
 }
 

@@ -88,6 +88,7 @@ internal static partial class Diagnosis
         var queueLengths = Series(counters, CounterNames.PoolQueue);
         var completed = Series(counters, CounterNames.PoolCompleted);
 
+        var generatedWork = GeneratedWork(samples, threadWork);
         var states = new Dictionary<int, PoolThreadState>();
         var stacks = new Dictionary<string, (int Threads, PoolThreadState State, IReadOnlyList<string> Frames)>(StringComparer.Ordinal);
         var sites = new Dictionary<(string Method, string? Caller, string Wait, bool FromWork), HashSet<int>>();
@@ -108,7 +109,7 @@ internal static partial class Diagnosis
 
             // The thread's most frequent blocked place.
             var work = threadWork is not null && threadWork.TryGetValue(thread.Key, out var w) ? w : null;
-            var place = classified.Where(c => c.State == PoolThreadState.Blocked).Select(c => Site(c.Sample.Frames, work))
+            var place = classified.Where(c => c.State == PoolThreadState.Blocked).Select(c => Site(c.Sample.Frames, work ?? WorkOf(c.Sample.Frames, generatedWork)))
                 .GroupBy(p => p).OrderByDescending(g => g.Count()).First().Key;
             if (!sites.TryGetValue(place, out var threads))
             {
@@ -270,6 +271,40 @@ internal static partial class Diagnosis
             1 => (user[0], null, wait, false),
             _ => (user[0], user[1], wait, false),
         };
+    }
+
+    /// <summary>
+    /// The work each generated method stands for: MVC compiles one invoker per action, so a thread seen running an
+    /// action names the generated frame it blocks under (<c>dynamicClass.lambda_method3</c>) for every thread blocked
+    /// under the same frame, also those whose action began before anyone watched. The most frequent pairing wins.
+    /// </summary>
+    private static Dictionary<string, string> GeneratedWork(IReadOnlyList<ThreadSample> samples, IReadOnlyDictionary<int, string>? threadWork)
+    {
+        var votes = new Dictionary<(string Generated, string Work), int>();
+        if (threadWork is not null)
+        {
+            foreach (var sample in samples)
+            {
+                if (threadWork.TryGetValue(sample.ThreadId, out var work) && sample.Frames.FirstOrDefault(f => IsGenerated(f.Method)) is { } generated)
+                {
+                    votes[(generated.Method, work)] = votes.GetValueOrDefault((generated.Method, work)) + 1;
+                }
+            }
+        }
+
+        return votes.GroupBy(v => v.Key.Generated, StringComparer.Ordinal)
+            .ToDictionary(g => g.Key, g => g.OrderByDescending(v => v.Value).ThenBy(v => v.Key.Work, StringComparer.Ordinal).First().Key.Work, StringComparer.Ordinal);
+    }
+
+    private static string? WorkOf(IReadOnlyList<Frame> frames, Dictionary<string, string> generatedWork) =>
+        generatedWork.Count > 0 && frames.FirstOrDefault(f => IsGenerated(f.Method)) is { } generated && generatedWork.TryGetValue(generated.Method, out var work) ? work : null;
+
+    /// <summary>An MVC action in a user's words: <c>OrdersController.Get (route orders/{id})</c>, from its display name and attribute route.</summary>
+    public static string ActionLabel(string displayName, string? routeTemplate)
+    {
+        var assembly = displayName.LastIndexOf(" (", StringComparison.Ordinal);
+        var name = Readable(assembly > 0 ? displayName[..assembly] : displayName);
+        return string.IsNullOrEmpty(routeTemplate) ? $"{name} (action)" : $"{name} (route {routeTemplate})";
     }
 
     /// <summary>

@@ -120,6 +120,9 @@ internal sealed class StarvationSentinel : IThreadPoolDiagnosisSource, IHealthCh
         _actions?.Dispose();
     }
 
+    /// <summary>Keeps <paramref name="diagnosis"/> as the last one, for the health check and the console.</summary>
+    internal void Publish(ThreadPoolDiagnosis diagnosis) => _last = diagnosis;
+
     public Task<HealthCheckResult> CheckHealthAsync(HealthCheckContext context, CancellationToken cancellationToken = default)
     {
         var last = _last;
@@ -274,7 +277,7 @@ internal sealed class StarvationSentinel : IThreadPoolDiagnosisSource, IHealthCh
             Evidence = report.Evidence,
             Advice = report.Advice,
         };
-        _last = diagnosis;
+        Publish(diagnosis);
         var took = Stopwatch.GetElapsedTime(started);
         if (!report.Starved)
         {
@@ -322,23 +325,23 @@ internal sealed class StarvationSentinel : IThreadPoolDiagnosisSource, IHealthCh
 /// <summary>The sentinel's log events.</summary>
 internal static partial class SentinelLog
 {
-    [LoggerMessage(EventId = 1, EventName = "ThreadPoolStarvationDiagnosed", Level = LogLevel.Warning,
+    [LoggerMessage(EventId = 400, EventName = "ThreadPoolStarvationDiagnosed", Level = LogLevel.Warning,
         Message = "ThreadPool starvation diagnosed. {Verdict} Blocking: {BlockingSites}. Evidence: {Evidence} What to do: {Advice} (diagnosed in {DiagnosisMs:0} ms)")]
     public static partial void StarvationDiagnosed(ILogger logger, string verdict, string blockingSites, string evidence, string advice, double diagnosisMs);
 
-    [LoggerMessage(EventId = 2, EventName = "ThreadPoolSlowNotStarved", Level = LogLevel.Information,
+    [LoggerMessage(EventId = 401, EventName = "ThreadPoolSlowNotStarved", Level = LogLevel.Information,
         Message = "The ThreadPool was slow to start work, but not starved: {Verdict} (diagnosed in {DiagnosisMs:0} ms)")]
     public static partial void SlowNotStarved(ILogger logger, string verdict, double diagnosisMs);
 
-    [LoggerMessage(EventId = 3, EventName = "ThreadPoolStarvationNotDiagnosable", Level = LogLevel.Warning,
+    [LoggerMessage(EventId = 402, EventName = "ThreadPoolStarvationNotDiagnosable", Level = LogLevel.Warning,
         Message = "The starvation sentinel can detect ThreadPool starvation but not diagnose it: {Reason} It goes on watching.")]
     public static partial void CannotDiagnose(ILogger logger, string reason);
 
-    [LoggerMessage(EventId = 4, EventName = "ThreadPoolStarvationDetected", Level = LogLevel.Warning,
+    [LoggerMessage(EventId = 403, EventName = "ThreadPoolStarvationDetected", Level = LogLevel.Warning,
         Message = "The ThreadPool is starved: a work item waited {Seconds:0.0} s for a pool thread ({Pending} items pending, {Threads} threads). The sentinel cannot name the code: {Reason}")]
     public static partial void StarvationDetected(ILogger logger, double seconds, long pending, int threads, string reason);
 
-    [LoggerMessage(EventId = 5, EventName = "ThreadPoolDiagnosisFailed", Level = LogLevel.Error,
+    [LoggerMessage(EventId = 404, EventName = "ThreadPoolDiagnosisFailed", Level = LogLevel.Error,
         Message = "The starvation sentinel failed to diagnose the ThreadPool; it goes on watching.")]
     public static partial void DiagnosisFailed(ILogger logger, Exception exception);
 }
