@@ -2,16 +2,17 @@ using BoundedWork.Hosting;
 
 namespace BoundedWork.AspNetCore.Tests;
 
+/// <summary>A starvation sentinel's diagnosis source that holds what the test gives it.</summary>
+internal sealed class FakeSource(ThreadPoolDiagnosis? last, string? limitation) : IThreadPoolDiagnosisSource
+{
+    public ThreadPoolDiagnosis? LastDiagnosis => last;
+
+    public string? Limitation => limitation;
+}
+
 /// <summary>The console's /threadpool document carries the starvation sentinel's last diagnosis, or why it cannot make one.</summary>
 public sealed class ThreadPoolDiagnosisTests
 {
-    private sealed class FakeSource(ThreadPoolDiagnosis? last, string? limitation) : IThreadPoolDiagnosisSource
-    {
-        public ThreadPoolDiagnosis? LastDiagnosis => last;
-
-        public string? Limitation => limitation;
-    }
-
     [Fact]
     public async Task ThreadPool_SentinelDiagnosed_DocumentCarriesTheLastDiagnosis()
     {
