@@ -305,6 +305,8 @@ internal sealed class StarvationSentinel : IThreadPoolDiagnosisSource, IHealthCh
         }
 
         _limitation = reason;
+        _actions?.Dispose(); // nothing will read the running actions
+        _actions = null;
         SentinelLog.CannotDiagnose(_logger, reason);
     }
 
