@@ -99,6 +99,23 @@ public sealed class SentinelApp : IAsyncDisposable
         }
     }
 
+    /// <summary>Waits for the first output line that <paramref name="match"/> accepts, within the safety limit.</summary>
+    public async Task<string> WaitForLineAsync(string what, Func<string, bool> match)
+    {
+        var deadline = DateTime.UtcNow + Limits.Safety;
+        while (true)
+        {
+            if (_lines.FirstOrDefault(match) is { } line)
+            {
+                return line;
+            }
+
+            var left = deadline - DateTime.UtcNow;
+            Assert.True(left > TimeSpan.Zero && !_process.HasExited, $"The app printed no {what}. Its output:{Environment.NewLine}{string.Join(Environment.NewLine, _lines)}");
+            await _newLine.WaitAsync(left < TimeSpan.FromSeconds(1) ? left : TimeSpan.FromSeconds(1));
+        }
+    }
+
     public IEnumerable<LogLine> SentinelEvents(int eventId) =>
         Log.Where(l => l.EventId == eventId && l.Category == "BoundedWork.Diagnostics.StarvationSentinel");
 

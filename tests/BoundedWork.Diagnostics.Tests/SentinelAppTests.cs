@@ -30,8 +30,12 @@ public sealed class SentinelAppTests(ITestOutputHelper output)
             Assert.DoesNotContain("dynamicClass", diagnosis.Message, StringComparison.Ordinal);
         }
 
+        // The activity event follows the log event (the app prints it when the activity stops).
+        static bool IsActivityEvent(string line) => line.StartsWith("ACTIVITY BoundedWork.ThreadPoolDiagnosis EVENT threadpool.starvation STARVED", StringComparison.Ordinal);
+        var activity = await app.WaitForLineAsync("activity event of the diagnosis", IsActivityEvent);
+        Assert.Contains("OrdersController.Get", activity, StringComparison.Ordinal);
         Assert.Single(app.SentinelEvents(Diagnosed));
-        Assert.Single(app.RawLines, l => l.StartsWith("ACTIVITY BoundedWork.ThreadPoolDiagnosis EVENT threadpool.starvation STARVED", StringComparison.Ordinal) && l.Contains("OrdersController.Get", StringComparison.Ordinal));
+        Assert.Single(app.RawLines, IsActivityEvent);
     }
 
     [Fact]
