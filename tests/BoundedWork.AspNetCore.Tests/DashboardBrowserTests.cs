@@ -39,6 +39,28 @@ public sealed class DashboardBrowserTests
     }
 
     [Fact]
+    public async Task Dashboard_SentinelDiagnosed_ThreadPoolPanelShowsTheLastDiagnosisWithItsAdvice()
+    {
+        var diagnosis = new BoundedWork.Hosting.ThreadPoolDiagnosis
+        {
+            DiagnosedAt = DateTimeOffset.UtcNow,
+            IsStarved = true,
+            Verdict = "STARVED: 6 of 6 pool threads are blocked in OrdersController.Get (route orders/{id}) (waits on Task.Result: sync over async), and work is queuing behind them.",
+            BlockingSites = ["6 of 6 pool threads blocked in OrdersController.Get (route orders/{id}): waits on Task.Result: sync over async"],
+            Evidence = ["Work waited for a pool thread in every one of 4 readings."],
+            Advice = ["Await the task in OrdersController.Get (route orders/{id}) instead of blocking on it.", "    await executor.RunAsync(() => theBlockingCall(...));"],
+        };
+        await using var server = await AdminServer.StartAsync(configure: builder =>
+            builder.Services.AddSingleton<BoundedWork.Hosting.IThreadPoolDiagnosisSource>(new FakeSource(diagnosis, null)));
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server);
+
+        var panel = page.Locator("#pool-diagnosis");
+        await Assertions.Expect(panel).ToContainTextAsync("STARVED: 6 of 6 pool threads are blocked in OrdersController.Get (route orders/{id})", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        Assert.Equal(string.Join("\n", diagnosis.Advice), await panel.GetAttributeAsync("title"));
+    }
+
+    [Fact]
     public async Task Dashboard_AQueueWithDurableStorage_ShowsTheStoredItems_AndWhenTheStorageIsUnreachable()
     {
         var storage = new StandInStorage

@@ -1,4 +1,4 @@
-using BoundedWork.Cli.Doctor;
+using BoundedWork.Diagnostics.Internal;
 
 namespace BoundedWork.Cli.Tests;
 

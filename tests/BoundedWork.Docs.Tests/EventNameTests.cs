@@ -16,6 +16,7 @@ public sealed class EventNameTests
         typeof(Microsoft.AspNetCore.Builder.BoundedWorkAdminEndpointRouteBuilderExtensions).Assembly,
         typeof(BoundedWork.PostgreSql.PostgreSqlWorkQueueDiagnostics).Assembly,
         typeof(BoundedWork.OpenTelemetry.BoundedWorkInstrumentation).Assembly,
+        typeof(BoundedWork.Diagnostics.StarvationSentinelOptions).Assembly,
     ];
 
     [Fact]

@@ -16,6 +16,7 @@ internal static partial class SnippetPackages
     public const string AspNetCore = "BoundedWork.AspNetCore";
     public const string PostgreSql = "BoundedWork.PostgreSql";
     public const string OpenTelemetry = "BoundedWork.OpenTelemetry";
+    public const string Diagnostics = "BoundedWork.Diagnostics";
     public const string JwtBearer = "Microsoft.AspNetCore.Authentication.JwtBearer";
 
     /// <summary>Each package and the packages it depends on. The tool's app side is the console's local socket.</summary>
@@ -27,6 +28,7 @@ internal static partial class SnippetPackages
         [AspNetCore] = [WorkQueues],
         [PostgreSql] = [WorkQueues],
         [OpenTelemetry] = [Core],
+        [Diagnostics] = [Hosting],
         ["BoundedWork.Cli"] = [AspNetCore],
         [JwtBearer] = [],
         ["OpenTelemetry.Extensions.Hosting"] = [],
@@ -49,6 +51,7 @@ internal static partial class SnippetPackages
         ["docs/cluster-limits.md"] = PostgreSql,
         ["docs/storage.md"] = PostgreSql,
         ["docs/opentelemetry.md"] = OpenTelemetry,
+        ["docs/in-an-incident.md"] = Diagnostics,
     };
 
     /// <summary>The packages the section before a snippet names (<paramref name="before"/>: the document up to the snippet), with their dependencies.</summary>

@@ -164,7 +164,18 @@ internal sealed record ThreadPoolResponse(
     bool IsStarved,
     double StarvationThresholdMs,
     string? Starvation,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] ThreadPoolHistoryView? History);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] ThreadPoolHistoryView? History,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] ThreadPoolDiagnosisView? LastDiagnosis = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? DiagnosisLimitation = null);
+
+/// <summary>The last diagnosis of the app's starvation sentinel (BoundedWork.Diagnostics), when it runs.</summary>
+internal sealed record ThreadPoolDiagnosisView(
+    DateTimeOffset DiagnosedAt,
+    bool IsStarved,
+    string Verdict,
+    IReadOnlyList<string> BlockingSites,
+    IReadOnlyList<string> Evidence,
+    IReadOnlyList<string> Advice);
 
 internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyList<long> PendingWorkItemCount, IReadOnlyList<int> ThreadCount);
 

@@ -28,6 +28,7 @@ internal sealed class AdminSampler : IDisposable
     private readonly Dictionary<string, Ring<ExecutorSample>> _executors = new(StringComparer.OrdinalIgnoreCase);
     private readonly Ring<PoolSample> _pool;
     private readonly ManualResetEventSlim _stop = new(false);
+    private readonly IThreadPoolDiagnosisSource? _diagnoses;
     private Thread? _thread;
 
     // The ThreadPool probe: the timestamp a probe was queued at (0 when none is outstanding), and how long the last
@@ -35,8 +36,9 @@ internal sealed class AdminSampler : IDisposable
     private long _probeQueuedAt;
     private long _lastProbeLatency = -1;
 
-    public AdminSampler(IBoundedExecutorRegistry registry, ILoggerFactory loggerFactory, IOptions<BoundedWorkAdminOptions> options)
+    public AdminSampler(IBoundedExecutorRegistry registry, ILoggerFactory loggerFactory, IOptions<BoundedWorkAdminOptions> options, IEnumerable<IThreadPoolDiagnosisSource>? diagnoses = null)
     {
+        _diagnoses = diagnoses?.FirstOrDefault();
         _registry = registry;
         _logger = loggerFactory.CreateLogger(AdminLog.Category);
         _capacity = (int)Math.Ceiling(options.Value.History / Interval);
@@ -223,7 +225,9 @@ internal sealed class AdminSampler : IDisposable
             starved,
             thresholdMs,
             starvation,
-            history);
+            history,
+            _diagnoses?.LastDiagnosis is { } d ? new ThreadPoolDiagnosisView(d.DiagnosedAt, d.IsStarved, d.Verdict, d.BlockingSites, d.Evidence, d.Advice) : null,
+            _diagnoses?.Limitation);
     }
 
     /// <summary>Takes one sample now (the sampler thread calls this every second).</summary>

@@ -3,6 +3,7 @@ using System.CommandLine;
 using System.Text.Json;
 using System.Text.Json.Serialization;
 using BoundedWork.Cli.Doctor;
+using BoundedWork.Diagnostics.Internal;
 using BoundedWork.Cli.Rendering;
 using Spectre.Console;
 
@@ -59,7 +60,20 @@ internal static class DoctorCommand
     public static async Task<DoctorReport> RunAsync(int pid, TimeSpan duration, TimeSpan stackDuration, CancellationToken cancellationToken)
     {
         var counters = new ConcurrentQueue<CounterSample>();
-        var reading = RuntimeCounters.CollectAsync(pid, duration, counters.Enqueue, cancellationToken);
+        // The MVC action each thread runs, from ASP.NET Core's own events: it names the blocked threads whose stacks
+        // show only MVC's compiled invoker (an action the JIT inlined into dynamicClass.lambda_method3).
+        var actions = new ConcurrentDictionary<int, string>();
+        var reading = RuntimeCounters.CollectAsync(pid, duration, counters.Enqueue, cancellationToken, (thread, action) =>
+        {
+            if (action is null)
+            {
+                actions.TryRemove(thread, out _);
+            }
+            else
+            {
+                actions[thread] = action;
+            }
+        });
 
         // Stacks are sampled while the counters are read, at the end of the window.
         var sampling = Task.Run(
@@ -75,7 +89,7 @@ internal static class DoctorCommand
             },
             cancellationToken);
         await Task.WhenAll(reading, sampling);
-        return Diagnosis.Diagnose(pid, [.. counters], await sampling);
+        return Diagnosis.Diagnose(pid, [.. counters], await sampling, actions.ToDictionary());
     }
 
     private static void Write(DoctorReport report, bool stacks)

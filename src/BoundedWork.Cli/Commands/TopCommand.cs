@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.CommandLine;
 using System.Globalization;
 using BoundedWork.Cli.Doctor;
+using BoundedWork.Diagnostics.Internal;
 using BoundedWork.Cli.Rendering;
 using BoundedWork.Cli.Targets;
 using Spectre.Console;

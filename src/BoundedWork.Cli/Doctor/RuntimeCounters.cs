@@ -1,12 +1,10 @@
 using System.Diagnostics.Tracing;
 using System.Globalization;
+using BoundedWork.Diagnostics.Internal;
 using Microsoft.Diagnostics.NETCore.Client;
 using Microsoft.Diagnostics.Tracing;
 
 namespace BoundedWork.Cli.Doctor;
-
-/// <summary>One reading of the counters, once per interval.</summary>
-internal sealed record CounterSample(DateTime At, string Name, string? Executor, double Value);
 
 /// <summary>
 /// Reads a process's counters over EventPipe, the way <c>dotnet-counters</c> does: the runtime's <c>System.Runtime</c>
@@ -17,15 +15,24 @@ internal sealed record CounterSample(DateTime At, string Name, string? Executor,
 /// </summary>
 internal static class RuntimeCounters
 {
-    public const string PoolThreads = "threadpool-thread-count";
-    public const string PoolQueue = "threadpool-queue-length";
-    public const string PoolCompleted = "threadpool-completed-items-count";
-    public const string Cpu = "cpu-usage";
+    public const string PoolThreads = CounterNames.PoolThreads;
+    public const string PoolQueue = CounterNames.PoolQueue;
+    public const string PoolCompleted = CounterNames.PoolCompleted;
+    public const string Cpu = CounterNames.Cpu;
 
     private const string ExecutorTag = "boundedwork.executor=";
 
-    /// <summary>Streams samples to <paramref name="onSample"/> until <paramref name="duration"/> passes or the token is cancelled.</summary>
-    public static async Task CollectAsync(int processId, TimeSpan duration, Action<CounterSample> onSample, CancellationToken cancellationToken)
+    /// <summary>The diagnostic events of ASP.NET Core MVC that say which action a thread begins and ends (the event header carries the thread).</summary>
+    private const string ActionSpecs =
+        "Microsoft.AspNetCore/Microsoft.AspNetCore.Mvc.BeforeAction:-Action=ActionDescriptor.DisplayName;Route=ActionDescriptor.AttributeRouteInfo.Template\r\n" +
+        "Microsoft.AspNetCore/Microsoft.AspNetCore.Mvc.AfterAction:-Action=ActionDescriptor.DisplayName";
+
+    /// <summary>
+    /// Streams samples to <paramref name="onSample"/> until <paramref name="duration"/> passes or the token is cancelled;
+    /// with <paramref name="onAction"/>, also the MVC action each OS thread begins (its label) or ends (null), from
+    /// ASP.NET Core's diagnostic events through the runtime's DiagnosticSource event source.
+    /// </summary>
+    public static async Task CollectAsync(int processId, TimeSpan duration, Action<CounterSample> onSample, CancellationToken cancellationToken, Action<int, string?>? onAction = null)
     {
         var sessionId = Guid.NewGuid().ToString();
         var providers = new[]
@@ -41,6 +48,10 @@ internal static class RuntimeCounters
                 ["ClientId"] = Guid.NewGuid().ToString(),
             }),
         };
+        if (onAction is not null)
+        {
+            providers = [.. providers, new EventPipeProvider("Microsoft-Diagnostics-DiagnosticSource", EventLevel.Verbose, 0x2, new Dictionary<string, string> { ["FilterAndPayloadSpecs"] = ActionSpecs })];
+        }
 
         using var session = await Attach.StartAsync(processId, providers, requestRundown: false, cancellationToken);
         using var source = new EventPipeEventSource(session.EventStream);
@@ -49,6 +60,10 @@ internal static class RuntimeCounters
             if (Read(e, sessionId) is { } sample)
             {
                 onSample(sample);
+            }
+            else if (onAction is not null && e.ProviderName == "Microsoft-Diagnostics-DiagnosticSource" && ReadAction(e) is { } action)
+            {
+                onAction(e.ThreadID, action.Label);
             }
         };
 
@@ -64,6 +79,41 @@ internal static class RuntimeCounters
 
         await Attach.StopAsync(session);
         await Task.WhenAny(processing, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None));
+    }
+
+    /// <summary>An MVC action's begin (its label) or end (a null label), or null for another event.</summary>
+    private static (string? Label, bool Known)? ReadAction(TraceEvent e)
+    {
+        if (e.EventName != "Event" || e.PayloadByName("EventName") is not string name)
+        {
+            return null;
+        }
+
+        string? display = null, route = null;
+        if (e.PayloadByName("Arguments") is System.Collections.IEnumerable arguments)
+        {
+            foreach (var argument in arguments)
+            {
+                if (argument is IDictionary<string, object> pair && pair.TryGetValue("Key", out var key) && pair.TryGetValue("Value", out var value))
+                {
+                    if (Equals(key, "Action"))
+                    {
+                        display = value as string;
+                    }
+                    else if (Equals(key, "Route"))
+                    {
+                        route = value as string;
+                    }
+                }
+            }
+        }
+
+        return name switch
+        {
+            "Microsoft.AspNetCore.Mvc.BeforeAction" when !string.IsNullOrEmpty(display) => (Diagnosis.ActionLabel(display, route), true),
+            "Microsoft.AspNetCore.Mvc.AfterAction" => (null, true),
+            _ => null,
+        };
     }
 
     private static CounterSample? Read(TraceEvent e, string sessionId)

@@ -1,14 +1,8 @@
 using System.Diagnostics.Tracing;
+using BoundedWork.Diagnostics.Internal;
 using Microsoft.Diagnostics.NETCore.Client;
-using Microsoft.Diagnostics.Tracing.Etlx;
 
 namespace BoundedWork.Cli.Doctor;
-
-/// <summary>One frame of a managed stack: the method (namespace, type and name) and its module.</summary>
-internal sealed record Frame(string Method, string Module);
-
-/// <summary>One stack sample of one thread, innermost frame first.</summary>
-internal sealed record ThreadSample(int ThreadId, IReadOnlyList<Frame> Frames);
 
 /// <summary>
 /// Samples every managed thread's stack with the runtime's sample profiler over EventPipe (as <c>dotnet-stack</c>
@@ -20,10 +14,9 @@ internal static class StackSampler
     public static async Task<IReadOnlyList<ThreadSample>> SampleAsync(int processId, TimeSpan duration, CancellationToken cancellationToken)
     {
         var trace = Path.Combine(Path.GetTempPath(), $"bw-doctor-{Environment.ProcessId}-{Guid.NewGuid():N}.nettrace");
-        string? etlx = null;
         try
         {
-            using (var session = await Attach.StartAsync(processId, [new EventPipeProvider("Microsoft-DotNETCore-SampleProfiler", EventLevel.Informational)], requestRundown: true, cancellationToken))
+            using (var session = await Attach.StartAsync(processId, [new EventPipeProvider(StackTraceReader.Provider, EventLevel.Informational)], requestRundown: true, cancellationToken))
             using (var file = File.Create(trace))
             {
                 var copy = session.EventStream.CopyToAsync(file, CancellationToken.None);
@@ -43,50 +36,11 @@ internal static class StackSampler
                 }
             }
 
-            etlx = TraceLog.CreateFromEventPipeDataFile(trace);
-            using var log = new TraceLog(etlx);
-            var samples = new List<ThreadSample>();
-            foreach (var e in log.Events)
-            {
-                if (e.ProviderName != "Microsoft-DotNETCore-SampleProfiler" || !e.EventName.StartsWith("Thread/Sample", StringComparison.Ordinal))
-                {
-                    continue;
-                }
-
-                var frames = new List<Frame>();
-                for (var frame = e.CallStack(); frame is not null && frames.Count < 200; frame = frame.Caller)
-                {
-                    var address = frame.CodeAddress;
-                    frames.Add(new Frame(address.FullMethodName ?? "?", address.ModuleName ?? ""));
-                }
-
-                if (frames.Count > 0)
-                {
-                    samples.Add(new ThreadSample(e.ThreadID, frames));
-                }
-            }
-
-            return samples;
+            return StackTraceReader.Read(trace);
         }
         finally
         {
-            TryDelete(trace);
-            if (etlx is not null)
-            {
-                TryDelete(etlx);
-            }
-        }
-    }
-
-    private static void TryDelete(string path)
-    {
-        try
-        {
-            File.Delete(path);
-        }
-        catch (IOException)
-        {
-            // A temporary file left behind is harmless.
+            StackTraceReader.TryDelete(trace);
         }
     }
 }

@@ -215,6 +215,26 @@ internal static class Views
             Row("pending, last 60 s", $"[{(starved ? "red" : "blue")}]{Markup.Escape(Sparkline.Of(pending, 60, Math.Max(pending.DefaultIfEmpty(0).Max(), 10)))}[/]");
         }
 
+        // The app's starvation sentinel (BoundedWork.Diagnostics): its last diagnosis, or why it cannot make one.
+        if (pool.Get("lastDiagnosis").ValueKind == JsonValueKind.Object)
+        {
+            var diagnosed = pool.Flag("lastDiagnosis", "isStarved");
+            Row("last diagnosis", $"[{(diagnosed ? "red" : "green")}]{Markup.Escape(pool.Text("lastDiagnosis", "verdict"))}[/] [grey]({Markup.Escape(pool.Text("lastDiagnosis", "diagnosedAt"))})[/]");
+            foreach (var site in pool.Items("lastDiagnosis", "blockingSites"))
+            {
+                Row("  blocked", Markup.Escape(site.GetString() ?? ""));
+            }
+
+            foreach (var line in pool.Items("lastDiagnosis", "advice"))
+            {
+                Row("  what to do", Markup.Escape(line.GetString() ?? ""));
+            }
+        }
+        else if (pool.Get("diagnosisLimitation").ValueKind == JsonValueKind.String)
+        {
+            Row("sentinel", $"[yellow]can detect starvation, not diagnose it: {Markup.Escape(pool.Text("diagnosisLimitation"))}[/]");
+        }
+
         return new Panel(grid).Header("shared ThreadPool").Border(BoxBorder.Rounded).BorderColor(starved ? Color.Red : Color.Grey);
     }
 }

@@ -1,7 +1,7 @@
 using System.Globalization;
 using System.Text.RegularExpressions;
 
-namespace BoundedWork.Cli.Doctor;
+namespace BoundedWork.Diagnostics.Internal;
 
 /// <summary>What a pool thread was doing in most of its samples.</summary>
 internal enum PoolThreadState
@@ -16,8 +16,18 @@ internal enum PoolThreadState
     Running,
 }
 
-/// <summary>A place in user code where pool threads sit blocked: the method, what calls it, and the wait it is in.</summary>
-internal sealed record BlockingSite(string Method, string? CalledFrom, string Wait, int Threads);
+/// <summary>
+/// A place in user code where pool threads sit blocked: the method (or, when the stacks name only generated code, the
+/// action the threads were running), what calls it, and the wait it is in.
+/// </summary>
+internal sealed record BlockingSite(string Method, string? CalledFrom, string Wait, int Threads)
+{
+    /// <summary>Gets the wait in a user's words: "waits on Task.Result: sync over async".</summary>
+    public string Meaning => Diagnosis.Meaning(Wait);
+
+    /// <summary>Gets a value indicating whether <see cref="Method"/> names the work the threads ran (an action), not a method of their stacks.</summary>
+    public bool FromWork { get; init; }
+}
 
 /// <summary>An executor as the BoundedWork meter showed it during the run (last reading).</summary>
 internal sealed record ExecutorReading(string Name, double QueueLength, double Workers, double Busy);
@@ -64,18 +74,24 @@ internal static partial class Diagnosis
         "Task.Wait", "Task.InternalWait", "Task.SpinThenBlockingWait", "Task.InternalWaitCore", "TaskAwaiter.GetResult", "Task`1.get_Result",
         "CountdownEvent.Wait", "Barrier.SignalAndWait", "ReaderWriterLockSlim.Enter", "Socket.Receive", "Socket.Send",
         "Socket.Connect", "Socket.Accept", "Stream.Read", "Stream.Write", "FileStream.Read", "Process.WaitForExit", "Console.ReadLine",
-        "Lock.TryEnterSlow", "Lock.EnterScope", "WaitSubsystem.Wait", "LowLevelMonitor.Wait",
+        "Lock.TryEnterSlow", "Lock.EnterScope", "WaitSubsystem.Wait", "LowLevelMonitor.Wait", "Task`1.GetResultCore",
     ];
 
-    public static DoctorReport Diagnose(int processId, IReadOnlyList<CounterSample> counters, IReadOnlyList<ThreadSample> samples)
+    /// <summary>
+    /// Reads counters and stacks into a verdict. <paramref name="threadWork"/>, when known, names the work (an MVC
+    /// action and its route) each OS thread was running: it names a blocked thread's site when its stack shows only
+    /// code the compiler or the framework generated.
+    /// </summary>
+    public static DoctorReport Diagnose(int processId, IReadOnlyList<CounterSample> counters, IReadOnlyList<ThreadSample> samples, IReadOnlyDictionary<int, string>? threadWork = null)
     {
-        var threadCounts = Series(counters, RuntimeCounters.PoolThreads);
-        var queueLengths = Series(counters, RuntimeCounters.PoolQueue);
-        var completed = Series(counters, RuntimeCounters.PoolCompleted);
+        var threadCounts = Series(counters, CounterNames.PoolThreads);
+        var queueLengths = Series(counters, CounterNames.PoolQueue);
+        var completed = Series(counters, CounterNames.PoolCompleted);
 
+        var generatedWork = GeneratedWork(samples, threadWork);
         var states = new Dictionary<int, PoolThreadState>();
         var stacks = new Dictionary<string, (int Threads, PoolThreadState State, IReadOnlyList<string> Frames)>(StringComparer.Ordinal);
-        var sites = new Dictionary<(string Method, string? Caller, string Wait), HashSet<int>>();
+        var sites = new Dictionary<(string Method, string? Caller, string Wait, bool FromWork), HashSet<int>>();
         foreach (var thread in samples.Where(s => IsPoolWorker(s.Frames)).GroupBy(s => s.ThreadId))
         {
             var classified = thread.Select(s => (Sample: s, State: Classify(s.Frames))).ToList();
@@ -92,7 +108,8 @@ internal static partial class Diagnosis
             }
 
             // The thread's most frequent blocked place.
-            var place = classified.Where(c => c.State == PoolThreadState.Blocked).Select(c => Site(c.Sample.Frames))
+            var work = threadWork is not null && threadWork.TryGetValue(thread.Key, out var w) ? w : null;
+            var place = classified.Where(c => c.State == PoolThreadState.Blocked).Select(c => Site(c.Sample.Frames, work ?? WorkOf(c.Sample.Frames, generatedWork)))
                 .GroupBy(p => p).OrderByDescending(g => g.Count()).First().Key;
             if (!sites.TryGetValue(place, out var threads))
             {
@@ -106,7 +123,7 @@ internal static partial class Diagnosis
         var blocked = states.Values.Count(s => s == PoolThreadState.Blocked);
         var running = states.Values.Count(s => s == PoolThreadState.Running);
         var idle = states.Values.Count(s => s == PoolThreadState.Idle);
-        var blockingSites = sites.Select(s => new BlockingSite(s.Key.Method, s.Key.Caller, s.Key.Wait, s.Value.Count))
+        var blockingSites = sites.Select(s => new BlockingSite(s.Key.Method, s.Key.Caller, s.Key.Wait, s.Value.Count) { FromWork = s.Key.FromWork })
             .OrderByDescending(s => s.Threads).ToList();
 
         var queuedAlways = queueLengths.Count >= 2 && queueLengths.All(q => q > 0);
@@ -139,7 +156,7 @@ internal static partial class Diagnosis
         }
         foreach (var site in blockingSites.Take(3))
         {
-            evidence.Add($"{site.Threads} of {pool} pool threads are blocked in {site.Method}{(site.CalledFrom is null ? "" : $", called from {site.CalledFrom}")} (waiting in {site.Wait}).");
+            evidence.Add($"{site.Threads} of {pool} pool threads are blocked in {site.Method}{(site.CalledFrom is null ? "" : $", called from {site.CalledFrom}")}: {site.Meaning}.");
         }
 
         var executors = counters.Where(c => c.Executor is not null).GroupBy(c => c.Executor!)
@@ -148,7 +165,7 @@ internal static partial class Diagnosis
 
         var verdict = starved
             ? blockingSites.Count > 0
-                ? $"STARVED: {blockingSites[0].Threads} of {pool} pool threads are blocked in {blockingSites[0].Method}{(blockingSites[0].CalledFrom is null ? "" : $", called from {blockingSites[0].CalledFrom}")}, and work is queuing behind them."
+                ? $"STARVED: {blockingSites[0].Threads} of {pool} pool threads are blocked in {blockingSites[0].Method}{(blockingSites[0].CalledFrom is null ? "" : $", called from {blockingSites[0].CalledFrom}")} ({blockingSites[0].Meaning}), and work is queuing behind them."
                 : $"STARVED: {blocked} of {pool} pool threads are blocked, and work is queuing behind them."
             : !queuedAlways
                 ? "Not starved: work items found a pool thread."
@@ -163,7 +180,7 @@ internal static partial class Diagnosis
     /// </summary>
     public static string Readable(string method)
     {
-        var name = method;
+        var name = WithoutTypeArguments(method);
         var paren = name.IndexOf('(', StringComparison.Ordinal);
         if (paren > 0)
         {
@@ -219,20 +236,138 @@ internal static partial class Diagnosis
         return PoolThreadState.Running;
     }
 
-    private static (string Method, string? Caller, string Wait) Site(IReadOnlyList<Frame> frames)
+    private static (string Method, string? Caller, string Wait, bool FromWork) Site(IReadOnlyList<Frame> frames, string? work)
     {
-        var wait = frames.FirstOrDefault(f => IsFramework(f) && IsWait(f.Method)) is { } w ? Readable(w.Method) : "a wait";
-        var user = frames.Where(f => !IsFramework(f)).Select(f => Readable(f.Method)).Distinct().Take(2).ToList();
+        // The outermost wait above the first frame that is not the framework's: the call the user's code made
+        // (Task.Result, not the monitor it ends in).
+        string? wait = null;
+        foreach (var frame in frames)
+        {
+            if (!IsFramework(frame) || frame.Method.Contains("ThreadPoolWorkQueue.Dispatch", StringComparison.Ordinal))
+            {
+                break;
+            }
+
+            if (IsWait(frame.Method))
+            {
+                wait = Readable(frame.Method);
+            }
+        }
+
+        wait ??= frames.FirstOrDefault(f => IsFramework(f) && IsWait(f.Method)) is { } w ? Readable(w.Method) : "a wait";
+        var user = frames.Where(f => !IsFramework(f) && !IsGenerated(f.Method)).Select(f => Readable(f.Method)).Distinct().Take(2).ToList();
+        if (work is not null)
+        {
+            // The work the thread was running names what the stack leaves out (an action inlined into MVC's
+            // compiled invoker), and stands beside a user method it calls.
+            return user.Count == 0 || work.StartsWith(user[0] + " ", StringComparison.Ordinal)
+                ? (work, null, wait, true)
+                : (user[0], work, wait, false);
+        }
+
         return user.Count switch
         {
-            0 => (wait, null, wait),
-            1 => (user[0], null, wait),
-            _ => (user[0], user[1], wait),
+            0 => (wait, null, wait, false),
+            1 => (user[0], null, wait, false),
+            _ => (user[0], user[1], wait, false),
         };
     }
 
+    /// <summary>
+    /// The work each generated method stands for: MVC compiles one invoker per action, so a thread seen running an
+    /// action names the generated frame it blocks under (<c>dynamicClass.lambda_method3</c>) for every thread blocked
+    /// under the same frame, also those whose action began before anyone watched. The most frequent pairing wins.
+    /// </summary>
+    private static Dictionary<string, string> GeneratedWork(IReadOnlyList<ThreadSample> samples, IReadOnlyDictionary<int, string>? threadWork)
+    {
+        var votes = new Dictionary<(string Generated, string Work), int>();
+        if (threadWork is not null)
+        {
+            foreach (var sample in samples)
+            {
+                if (threadWork.TryGetValue(sample.ThreadId, out var work) && sample.Frames.FirstOrDefault(f => IsGenerated(f.Method)) is { } generated)
+                {
+                    votes[(generated.Method, work)] = votes.GetValueOrDefault((generated.Method, work)) + 1;
+                }
+            }
+        }
+
+        return votes.GroupBy(v => v.Key.Generated, StringComparer.Ordinal)
+            .ToDictionary(g => g.Key, g => g.OrderByDescending(v => v.Value).ThenBy(v => v.Key.Work, StringComparer.Ordinal).First().Key.Work, StringComparer.Ordinal);
+    }
+
+    private static string? WorkOf(IReadOnlyList<Frame> frames, Dictionary<string, string> generatedWork) =>
+        generatedWork.Count > 0 && frames.FirstOrDefault(f => IsGenerated(f.Method)) is { } generated && generatedWork.TryGetValue(generated.Method, out var work) ? work : null;
+
+    /// <summary>An MVC action in a user's words: <c>OrdersController.Get (route orders/{id})</c>, from its display name and attribute route.</summary>
+    public static string ActionLabel(string displayName, string? routeTemplate)
+    {
+        var assembly = displayName.LastIndexOf(" (", StringComparison.Ordinal);
+        var name = Readable(assembly > 0 ? displayName[..assembly] : displayName);
+        return string.IsNullOrEmpty(routeTemplate) ? $"{name} (action)" : $"{name} (route {routeTemplate})";
+    }
+
+    /// <summary>
+    /// Whether a method was generated by the compiler or the runtime rather than written: a dynamic method (MVC's
+    /// compiled action invoker, <c>dynamicClass.lambda_method3</c>), an IL stub. Advice never names one.
+    /// </summary>
+    public static bool IsGenerated(string method) =>
+        method.StartsWith("dynamicClass", StringComparison.Ordinal) || method.Contains("lambda_method", StringComparison.Ordinal)
+        || method.StartsWith("ILStubClass", StringComparison.Ordinal) || method.StartsWith('(');
+
+    /// <summary>A wait (a readable framework method) in a user's words.</summary>
+    public static string Meaning(string wait) => wait switch
+    {
+        "Task`1.get_Result" or "Task`1.GetResultCore" => "waits on Task.Result: sync over async",
+        "TaskAwaiter.GetResult" => "waits on GetAwaiter().GetResult(): sync over async",
+        "Task.Wait" => "waits on Task.Wait: sync over async",
+        // Task<T>.Result and GetAwaiter().GetResult() wait in InternalWait; the JIT often inlines them into the caller.
+        "Task.InternalWait" => "waits on Task.Result (or GetAwaiter().GetResult()): sync over async",
+        "Task.InternalWaitCore" or "Task.SpinThenBlockingWait" => "waits on a task (Task.Wait or Task.Result): sync over async",
+        "Thread.Sleep" or "Thread.SleepInternal" => "polls with Thread.Sleep (or pauses in it)",
+        "Monitor.Enter" or "Monitor.ReliableEnter" or "Lock.Enter" or "Lock.TryEnterSlow" or "Lock.EnterScope" or "ReaderWriterLockSlim.Enter" => $"waits for a lock ({wait})",
+        _ when wait.StartsWith("Socket.", StringComparison.Ordinal) || wait.Contains("Stream.", StringComparison.Ordinal) => $"synchronous I/O ({wait})",
+        "a wait" => "waits",
+        _ => $"waits in {wait}",
+    };
+
     /// <summary>Whether a frame is one of the blocking calls (by type and method name, so <c>ReadAsync</c> is not <c>Read</c>).</summary>
-    private static bool IsWait(string method) => s_waits.Any(w => method.Contains(w + "(", StringComparison.Ordinal));
+    private static bool IsWait(string method)
+    {
+        var name = WithoutTypeArguments(method);
+        return s_waits.Any(w => name.Contains(w + "(", StringComparison.Ordinal));
+    }
+
+    /// <summary>A method's name without the type arguments of its generic types: <c>Task`1[System.Int32].GetResultCore(bool)</c> is <c>Task`1.GetResultCore(bool)</c>.</summary>
+    private static string WithoutTypeArguments(string method)
+    {
+        var paren = method.IndexOf('(', StringComparison.Ordinal);
+        var head = paren < 0 ? method : method[..paren];
+        if (!head.Contains('[', StringComparison.Ordinal))
+        {
+            return method;
+        }
+
+        var result = new System.Text.StringBuilder(method.Length);
+        var depth = 0;
+        foreach (var c in head)
+        {
+            if (c == '[')
+            {
+                depth++;
+            }
+            else if (c == ']')
+            {
+                depth = Math.Max(0, depth - 1);
+            }
+            else if (depth == 0)
+            {
+                result.Append(c);
+            }
+        }
+
+        return paren < 0 ? result.ToString() : result.Append(method, paren, method.Length - paren).ToString();
+    }
 
     /// <summary>The runtime, ASP.NET Core and Microsoft.Extensions: code the app did not write.</summary>
     private static bool IsFramework(Frame frame)
@@ -252,10 +387,17 @@ internal static partial class Diagnosis
         var advice = new List<string>();
         if (starved)
         {
-            var site = sites.Count > 0 ? sites[0].Method : "the blocking call";
-            advice.Add($"Move {site} off the shared pool onto a BoundedExecutor (threads of its own, a bounded queue):");
+            var first = sites.Count > 0 ? sites[0] : null;
+            var named = first is not null && first.Method != first.Wait && !first.FromWork;
+            var site = first is null ? "the blocking call" : first.Method;
+            if (first is not null && first.Meaning.EndsWith("sync over async", StringComparison.Ordinal))
+            {
+                advice.Add($"Await the task in {site} instead of blocking on it (async all the way down: the action returns a Task and awaits). A call that can only block goes onto a BoundedExecutor.");
+            }
+
+            advice.Add($"Move {(named ? site : $"the blocking call in {site}")} off the shared pool onto a BoundedExecutor (threads of its own, a bounded queue):");
             advice.Add("    builder.Services.AddBoundedExecutor(\"legacy\", o => o.WorkerCount = 16);");
-            advice.Add($"    await executor.RunAsync(() => {site}(...));");
+            advice.Add(named ? $"    await executor.RunAsync(() => {site}(...));" : "    await executor.RunAsync(() => theBlockingCall(...));");
             advice.Add("For a fire-and-forget side effect, executor.TryExecute(...) instead. Until then the pool grows by a thread or two a second; raising ThreadPool.SetMinThreads hides the cause and buys time at best.");
         }
 
