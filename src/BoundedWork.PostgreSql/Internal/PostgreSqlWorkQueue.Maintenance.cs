@@ -53,17 +53,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var held = _leases.Snapshot();
         List<long>? cancelled = null;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.Heartbeat, connection))
+        using (var command = _claims.Heartbeat.Command(connection, new HeartbeatParameters(
+            Name, NodeId, _options.LeaseDuration, [.. held.Select(lease => lease.Key)], [.. held.Select(lease => lease.Value)])))
         {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-            command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
-            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Key)] });
-            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Value)] });
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                (cancelled ??= []).Add(reader.GetInt64(0));
+                (cancelled ??= []).Add(HeartbeatStatement.ReadCancelled(reader));
             }
         }
 

@@ -88,6 +88,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly NpgsqlDataSource _asyncSource;
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
+    private readonly ClaimStatements _claims;
     private readonly StorageHealth _health;
 
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
@@ -136,6 +137,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _asyncSource = CreateDataSource(connectionString, Name + " async", SessionUse.Async);
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
+        _claims = new ClaimStatements(_sql);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();
