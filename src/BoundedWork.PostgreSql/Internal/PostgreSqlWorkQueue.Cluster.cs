@@ -17,13 +17,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
     /// <summary>Set when the settings may have changed (a notification, the listener reconnected, a change made here): the cluster loop beats at once.</summary>
     private readonly WakeSignal _settingsChanged = new();
     private ClusterSql? _clusterSql;
-    private KeyedClaimSql? _keyedSql;
     private ClusterNode? _clusterNode;
 
     private ClusterSql ClusterStatements => _clusterSql ??= new ClusterSql(_sql);
-
-    /// <summary>Gets the per-key claim (queues whose <c>max_running_per_key</c> is above one), built once.</summary>
-    private KeyedClaimSql KeyedStatements => _keyedSql ??= new KeyedClaimSql(_sql);
 
     public async Task<WorkQueueCluster> GetClusterAsync(CancellationToken cancellationToken = default)
     {

@@ -81,53 +81,23 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         var room = _permits.PerKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
-        int promoted = 0;
-        TimeSpan? nextDue = null;
-        long? version = null;
-        long waiting = 0;
-        double oldestWait = 0;
-        long heldByKey = 0;
-        double oldestHeldByKey = 0;
+        var summary = default(ClaimSummary);
         var perKey = _permits.PerKey;
         var keyed = take.Count > 0 && perKey > 1;
         var read = false;
         try
         {
             using var connection = _dataSource.OpenConnection();
-
-            using var command = new NpgsqlCommand(keyed ? KeyedStatements.ClaimPerKey : _sql.Claim, connection);
-            AddClaimParameters(command.Parameters, take.Count + room);
-            if (keyed)
-            {
-                command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = perKey });
-            }
-            else
-            {
-                command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = take.Version });
-                command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = take.Bound ? wanted : 0 });
-            }
-
+            using var command = keyed
+                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(Name, take.Count + room, NodeId, _options.LeaseDuration, perKey))
+                : _claims.Plain.Command(connection, new PlainClaimParameters(Name, take.Count + room, NodeId, _options.LeaseDuration, take.Version, take.Bound ? wanted : 0));
             using var reader = command.ExecuteReader();
-            while (reader.Read())
-            {
-                if (ClaimRows.IsSummary(reader))
-                {
-                    // The last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
-                    var summary = keyed ? KeyedClaimRow.ReadSummary(reader) : PlainClaimRow.ReadSummary(reader);
-                    promoted = summary.Promoted;
-                    nextDue = summary.NextDue;
-                    version = summary.Version;
-                    waiting = summary.Waiting;
-                    oldestWait = summary.OldestWaitSeconds;
-                    heldByKey = summary.HeldByKey;
-                    oldestHeldByKey = summary.OldestHeldByKeySeconds;
-                    continue;
-                }
 
-                // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
-                claimed.Add(keyed ? KeyedClaimRow.ReadItem(this, reader) : PlainClaimRow.ReadItem(this, reader));
-            }
-
+            // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
+            // then the last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
+            summary = keyed
+                ? ClaimReader.Read<KeyedClaimRow>(reader, this, claimed)
+                : ClaimReader.Read<PlainClaimRow>(reader, this, claimed);
             read = true;
         }
         finally
@@ -139,6 +109,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             _permits.ReserveSlotsDone(room);
         }
 
+        var (promoted, nextDue, version) = (summary.Promoted, summary.NextDue, summary.Version);
+        var (waiting, oldestWait) = (summary.Waiting, summary.OldestWaitSeconds);
+        var (heldByKey, oldestHeldByKey) = (summary.HeldByKey, summary.OldestHeldByKeySeconds);
         if (claimed.Count > take.Count)
         {
             // The first items in the claim order (highest priority, then earliest due, then oldest) hold the permits; the

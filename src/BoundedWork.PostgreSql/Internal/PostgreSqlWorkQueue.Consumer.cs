@@ -205,15 +205,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
 
-    /// <summary>Adds the parameters every claim statement starts with: the queue, how many, this node and the lease.</summary>
-    private void AddClaimParameters(NpgsqlParameterCollection parameters, int count)
-    {
-        parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-        parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
-        parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-        parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
-    }
-
     /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
     private void Submit(List<StoredItem> claimed)
     {

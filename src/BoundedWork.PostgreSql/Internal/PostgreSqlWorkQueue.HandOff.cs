@@ -58,12 +58,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
     {
-        var command = new NpgsqlCommand(KeyedStatements.HandOff, connection, transaction);
-        AddClaimParameters(command.Parameters, plan.Count);
-        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.Bound });
-        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.Keys });
-        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
-        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.PrefetchKeys ?? [] });
+        var command = _claims.HandOff.Command(connection, transaction, new HandOffParameters(
+            Name, plan.Count, NodeId, _options.LeaseDuration, plan.Bound, plan.Keys, plan.PerKey, plan.PrefetchKeys ?? []));
         return command;
     }
 

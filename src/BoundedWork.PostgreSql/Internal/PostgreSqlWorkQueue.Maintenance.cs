@@ -3,75 +3,11 @@ using Npgsql;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The background loops: lease heartbeats, statistics, and cleanup of finished items.</summary>
+/// <summary>The background loops: statistics, and cleanup of finished items (the lease heartbeat: <see cref="LeaseKeeper"/>).</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
-    private const string HeartbeatLoop = "renewing leases";
     private const string MaintenanceLoop = "statistics and cleanup";
     private const int CleanupBatch = 5000;
-
-    private void RunHeartbeats(CancellationToken cancellationToken)
-    {
-        var interval = _options.LeaseDuration / 3;
-        var delay = interval;
-        while (!cancellationToken.WaitHandle.WaitOne(delay))
-        {
-            try
-            {
-                if (!_leases.IsEmpty)
-                {
-                    RenewLeases();
-                }
-
-                if (_health.Succeeded(HeartbeatLoop))
-                {
-                    _logger.StorageRecovered(Name, HeartbeatLoop);
-                }
-
-                delay = interval;
-            }
-            catch (Exception ex)
-            {
-                // Try again soon: the lease is shorter than three missed beats.
-                delay = TimeSpan.FromTicks(Math.Min(interval.Ticks, TimeSpan.FromSeconds(1).Ticks));
-                if (_health.Failed(HeartbeatLoop, ex))
-                {
-                    _logger.StorageUnavailable(Name, HeartbeatLoop, delay, ex);
-                }
-            }
-        }
-    }
-
-    /// <summary>
-    /// Renews the leases of the deliveries this node holds (by id and delivery token: a row leased to this node that it
-    /// does not hold, left by a claim or an outcome whose answer was lost, is left to expire and be reaped); the items
-    /// among them that someone asked to cancel (a notification this node's listener missed while it reconnected) get
-    /// their cancellation now.
-    /// </summary>
-    private void RenewLeases()
-    {
-        var held = _leases.Snapshot();
-        List<long>? cancelled = null;
-        using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.Heartbeat, connection))
-        {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
-            command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
-            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Key)] });
-            command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Bigint, TypedValue = [.. held.Select(lease => lease.Value)] });
-            using var reader = command.ExecuteReader();
-            while (reader.Read())
-            {
-                (cancelled ??= []).Add(reader.GetInt64(0));
-            }
-        }
-
-        foreach (var id in cancelled ?? [])
-        {
-            OnCancellationRequested(id);
-        }
-    }
 
     /// <summary>Reads the statistics every <c>StatisticsInterval</c> and cleans up every <c>CleanupInterval</c>, each on its own schedule.</summary>
     private void RunMaintenance(CancellationToken cancellationToken)

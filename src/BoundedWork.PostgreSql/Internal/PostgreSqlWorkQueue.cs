@@ -88,6 +88,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly NpgsqlDataSource _asyncSource;
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
+    private readonly ClaimStatements _claims;
     private readonly StorageHealth _health;
 
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
@@ -103,6 +104,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     /// <summary>The deliveries this node holds: their leases (renewed by the heartbeat) and, until their outcome is posted, the items (I7).</summary>
     private readonly LeaseBook _leases = new();
+    private readonly LeaseKeeper _leaseKeeper;
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
 
@@ -136,6 +138,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _asyncSource = CreateDataSource(connectionString, Name + " async", SessionUse.Async);
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
+        _claims = new ClaimStatements(_sql);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();
@@ -147,6 +150,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
+        _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
     }
 
@@ -269,7 +273,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             StartCluster(); // the fleet-wide settings are read and applied before the first claim
             _claimThreads.Add(StartThread("claims", () => RunClaims(_claiming.Token)));
             _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
-            _backgroundThreads.Add(StartThread("leases", () => RunHeartbeats(_background.Token)));
+            _backgroundThreads.Add(StartThread("leases", () => _leaseKeeper.Run(_background.Token)));
         }
 
         _backgroundThreads.Add(StartThread("maintenance", () => RunMaintenance(_background.Token)));

@@ -40,7 +40,7 @@ internal static class ClaimRows
 /// (priority, due time); the last row carries the promotions, the next due time, the settings version the claim saw, and
 /// the ready items it left that the node wanted, with the oldest one's wait.
 /// </summary>
-internal static class PlainClaimRow
+internal sealed class PlainClaimRow : IClaimRows
 {
     private const int Promoted = 2;
     private const int NextDue = 8;
@@ -51,6 +51,10 @@ internal static class PlainClaimRow
     private const int RunAt = 13;
     private const int Key = 14;
     private const int Delivery = 15;
+
+    private PlainClaimRow()
+    {
+    }
 
     /// <summary>Reads a claimed item with its place in the claim order (the reserve starts them in it).</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
@@ -74,7 +78,7 @@ internal static class PlainClaimRow
 /// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): the last row carries the promotions, the next
 /// due time, and the ready items the per-key rule held back that the node wanted, with the oldest one's wait.
 /// </summary>
-internal static class KeyedClaimRow
+internal sealed class KeyedClaimRow : IClaimRows
 {
     private const int Promoted = 2;
     private const int NextDue = 8;
@@ -82,6 +86,10 @@ internal static class KeyedClaimRow
     private const int OldestHeldBack = 10;
     private const int Key = 11;
     private const int Delivery = 12;
+
+    private KeyedClaimRow()
+    {
+    }
 
     /// <summary>Reads a claimed item.</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ClaimRows.ReadItem(owner, reader, Key, Delivery);

@@ -1,0 +1,187 @@
+using Npgsql;
+using NpgsqlTypes;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// The statements the claim path runs most often, each a type with its text, its parameters by name (a record bound in
+/// the text's <c>$n</c> order: the text stays what the server tests and prepared plans know) and the rows it reads:
+/// <see cref="PlainClaimStatement"/>, <see cref="KeyedClaimStatement"/>, <see cref="HandOffStatement"/> and
+/// <see cref="HeartbeatStatement"/>. The texts are built by <see cref="StorageSql"/> and <see cref="KeyedClaimSql"/>
+/// (their comments hold the reasoning; docs/durable-invariants.md the invariants they keep). Binding allocates what the
+/// positional code did: one parameter object per parameter, none per item.
+/// </summary>
+internal sealed class ClaimStatements(StorageSql sql)
+{
+    private KeyedClaimSql? _keyedSql;
+    private KeyedClaimStatement? _keyed;
+    private HandOffStatement? _handOff;
+
+    /// <summary>Gets the plain claim.</summary>
+    public PlainClaimStatement Plain { get; } = new(sql.Claim);
+
+    /// <summary>Gets the per-key claim (built on first use: only a queue with <c>max_running_per_key</c> above one runs it).</summary>
+    public KeyedClaimStatement Keyed => _keyed ??= new(KeyedSql.ClaimPerKey);
+
+    /// <summary>Gets the hand-off claim (built on first use).</summary>
+    public HandOffStatement HandOff => _handOff ??= new(KeyedSql.HandOff);
+
+    /// <summary>Gets the lease renewal.</summary>
+    public HeartbeatStatement Heartbeat { get; } = new(sql.Heartbeat);
+
+    private KeyedClaimSql KeyedSql => _keyedSql ??= new KeyedClaimSql(sql);
+}
+
+/// <summary>What every claim binds first: <c>$1</c> queue, <c>$2</c> how many, <c>$3</c> node (the lease owner), <c>$4</c> lease.</summary>
+internal static class ClaimParameters
+{
+    /// <summary>Adds the four leading parameters in their <c>$n</c> order.</summary>
+    public static void AddLeading(NpgsqlParameterCollection parameters, string queue, int count, string node, TimeSpan lease)
+    {
+        parameters.Add(new NpgsqlParameter<string> { TypedValue = queue });
+        parameters.Add(new NpgsqlParameter<int> { TypedValue = count });
+        parameters.Add(new NpgsqlParameter<string> { TypedValue = node });
+        parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = lease });
+    }
+
+    /// <summary>A text[] parameter.</summary>
+    public static NpgsqlParameter<string[]> TextArray(string[] values) => new() { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = values };
+
+    /// <summary>A bigint[] parameter.</summary>
+    public static NpgsqlParameter<long[]> BigintArray(long[] values) => new() { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = values };
+}
+
+/// <summary>
+/// The rows of a claim that ends with a last row (<see cref="ClaimReader"/>): how one claimed row and the last row are read.
+/// </summary>
+internal interface IClaimRows
+{
+    /// <summary>Reads a claimed row.</summary>
+    static abstract StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader);
+
+    /// <summary>Reads the last row.</summary>
+    static abstract ClaimSummary ReadSummary(NpgsqlDataReader reader);
+}
+
+/// <summary>
+/// The last-row protocol of the two claims, in one place: a claim returns the rows it claimed, then one last row whose id
+/// is null and whose columns say what the claim saw (<see cref="ClaimSummary"/>). Kept in the statement, not split into
+/// a second statement: the last row is computed in the claim's own snapshot (the promotions it made, the items it left),
+/// in the same round trip.
+/// </summary>
+internal static class ClaimReader
+{
+    /// <summary>
+    /// Reads every row of a claim: claimed rows are added to <paramref name="claimed"/> as they are read (a failure part
+    /// way leaves those read so far there); returns the last row (default: none was read).
+    /// </summary>
+    public static ClaimSummary Read<TRows>(NpgsqlDataReader reader, IStoredItemOwner owner, List<StoredItem> claimed)
+        where TRows : IClaimRows
+    {
+        var summary = default(ClaimSummary);
+        while (reader.Read())
+        {
+            if (ClaimRows.IsSummary(reader))
+            {
+                summary = TRows.ReadSummary(reader);
+                continue;
+            }
+
+            claimed.Add(TRows.ReadItem(owner, reader));
+        }
+
+        return summary;
+    }
+}
+
+/// <summary>The plain claim's parameters (<see cref="StorageSql.Claim"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> the settings version the node's permits were granted under and <c>$6</c> how many ready items to count as waiting (0: none).</summary>
+internal readonly record struct PlainClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, long Version, int CountWaiting);
+
+/// <summary>The plain claim (<see cref="StorageSql.Claim"/>): rows <see cref="PlainClaimRow"/>, then the last row.</summary>
+internal sealed class PlainClaimStatement(string text)
+{
+    /// <summary>Gets the text.</summary>
+    public string Text { get; } = text;
+
+    /// <summary>Creates the command on <paramref name="connection"/>.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, in PlainClaimParameters parameters)
+    {
+        var command = new NpgsqlCommand(Text, connection);
+        ClaimParameters.AddLeading(command.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
+        command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
+        return command;
+    }
+}
+
+/// <summary>The per-key claim's parameters (<see cref="KeyedClaimSql.ClaimPerKey"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> M (<c>max_running_per_key</c>).</summary>
+internal readonly record struct KeyedClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, int PerKey);
+
+/// <summary>The per-key claim (<see cref="KeyedClaimSql.ClaimPerKey"/>): rows <see cref="KeyedClaimRow"/>, then the last row.</summary>
+internal sealed class KeyedClaimStatement(string text)
+{
+    /// <summary>Gets the text.</summary>
+    public string Text { get; } = text;
+
+    /// <summary>Creates the command on <paramref name="connection"/>.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, in KeyedClaimParameters parameters)
+    {
+        var command = new NpgsqlCommand(Text, connection);
+        ClaimParameters.AddLeading(command.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.PerKey });
+        return command;
+    }
+}
+
+/// <summary>
+/// The hand-off's parameters (<see cref="KeyedClaimSql.HandOff"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> the bound the
+/// rule admits by (M, or M + 1 to prefetch), <c>$6</c> the keys, <c>$7</c> M, <c>$8</c> the keys it may prefetch for.
+/// </summary>
+internal readonly record struct HandOffParameters(string Queue, int Count, string Node, TimeSpan Lease, int Bound, string[] Keys, int PerKey, string[] PrefetchKeys);
+
+/// <summary>The hand-off claim (<see cref="KeyedClaimSql.HandOff"/>), in an outcome's transaction: rows <see cref="HandOffRow"/>, no last row.</summary>
+internal sealed class HandOffStatement(string text)
+{
+    /// <summary>Gets the text.</summary>
+    public string Text { get; } = text;
+
+    /// <summary>Creates the command on <paramref name="connection"/> in <paramref name="transaction"/>.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, NpgsqlTransaction transaction, in HandOffParameters parameters)
+    {
+        var command = new NpgsqlCommand(Text, connection, transaction);
+        ClaimParameters.AddLeading(command.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.Bound });
+        command.Parameters.Add(ClaimParameters.TextArray(parameters.Keys));
+        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.PerKey });
+        command.Parameters.Add(ClaimParameters.TextArray(parameters.PrefetchKeys));
+        return command;
+    }
+}
+
+/// <summary>
+/// The lease renewal's parameters (<see cref="StorageSql.Heartbeat"/>): <c>$1</c> queue, <c>$2</c> node, <c>$3</c> lease,
+/// <c>$4</c> the ids of the deliveries the node holds and <c>$5</c> their delivery tokens, in the same order.
+/// </summary>
+internal readonly record struct HeartbeatParameters(string Queue, string Node, TimeSpan Lease, long[] Ids, long[] Deliveries);
+
+/// <summary>The lease renewal (<see cref="StorageSql.Heartbeat"/>): rows of one column, the id of a renewed item whose cancellation was asked.</summary>
+internal sealed class HeartbeatStatement(string text)
+{
+    /// <summary>Gets the text.</summary>
+    public string Text { get; } = text;
+
+    /// <summary>Creates the command on <paramref name="connection"/>.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, in HeartbeatParameters parameters)
+    {
+        var command = new NpgsqlCommand(Text, connection);
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Queue });
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Node });
+        command.Parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = parameters.Lease });
+        command.Parameters.Add(ClaimParameters.BigintArray(parameters.Ids));
+        command.Parameters.Add(ClaimParameters.BigintArray(parameters.Deliveries));
+        return command;
+    }
+
+    /// <summary>Reads a row: the id of an item to cancel.</summary>
+    public static long ReadCancelled(NpgsqlDataReader reader) => reader.GetInt64(0);
+}

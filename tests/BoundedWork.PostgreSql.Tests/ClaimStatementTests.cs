@@ -1,0 +1,71 @@
+using BoundedWork.PostgreSql.Internal;
+
+namespace BoundedWork.PostgreSql.Tests;
+
+/// <summary>
+/// The claim statements as the queue runs them (<see cref="ClaimStatements"/>): parameters bound from their records, the
+/// claimed rows and the last row read by <see cref="ClaimReader"/> into items and a <see cref="ClaimSummary"/>.
+/// </summary>
+[Collection(PostgresCollection.Name)]
+public sealed class ClaimStatementTests(PostgresFixture postgres)
+{
+    [Fact]
+    public async Task PlainClaim_ReadsTheClaimedItemsWithTheirPlaceInTheClaimOrder_AndTheLastRowsVersionAndWaiting()
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync((null, 0, 0), (null, 3, 0), (null, 0, 0), (null, 0, 5));
+        var statements = new ClaimStatements(claim.Sql);
+        await using var connection = await claim.OpenAsync();
+
+        var claimed = new List<StoredItem>();
+        ClaimSummary summary;
+        await using (var command = statements.Plain.Command(connection, new PlainClaimParameters(KeyedClaim.Queue, 2, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 3)))
+        await using (var reader = await command.ExecuteReaderAsync())
+        {
+            summary = ClaimReader.Read<PlainClaimRow>(reader, new Owner(), claimed);
+        }
+
+        claimed.Sort(StoredItem.CompareClaimOrder); // the rows come back in any order; each carries its place in the claim order
+        Assert.Equal([ids[1], ids[0]], claimed.Select(item => item.Id)); // priority 3 first
+        Assert.Equal([(short)3, (short)0], claimed.Select(item => item.Priority));
+        Assert.All(claimed, item => Assert.Equal(1, item.Delivery));
+        Assert.Equal(0, summary.Promoted);
+        Assert.Equal(0L, summary.Version); // no settings row: version 0
+        Assert.Equal(1, summary.Waiting); // of the first 3 ready items, 1 was not taken
+        Assert.True(summary.NextDue > TimeSpan.FromMinutes(30)); // the scheduled item, an hour ahead
+        Assert.Equal(0, summary.HeldByKey);
+    }
+
+    [Fact]
+    public async Task KeyedClaim_ReadsTheClaimedItems_AndTheLastRowsHeldBackCount()
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync([.. Enumerable.Repeat(((string?)"a", 0, 0), 10)]);
+        var statements = new ClaimStatements(claim.Sql);
+        await using var connection = await claim.OpenAsync();
+
+        var claimed = new List<StoredItem>();
+        ClaimSummary summary;
+        await using (var command = statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2)))
+        await using (var reader = await command.ExecuteReaderAsync())
+        {
+            summary = ClaimReader.Read<KeyedClaimRow>(reader, new Owner(), claimed);
+        }
+
+        Assert.Equal([ids[0], ids[1]], claimed.Select(item => item.Id).Order());
+        Assert.All(claimed, item => Assert.Equal("a", item.OrderingKey));
+        Assert.Equal(3, summary.HeldByKey); // wanted 5, took 2
+        Assert.True(summary.OldestHeldByKeySeconds >= 0);
+        Assert.Null(summary.Version); // the keyed claim does not read the settings version
+        Assert.Null(summary.NextDue);
+    }
+
+    private sealed class Owner : IStoredItemOwner
+    {
+        public string DeliveryDescriptionPrefix => "test";
+
+        public void Run(StoredItem item) => throw new NotSupportedException();
+
+        public void Release(StoredItem item) => throw new NotSupportedException();
+    }
+}
