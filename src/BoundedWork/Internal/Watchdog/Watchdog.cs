@@ -122,6 +122,7 @@ internal sealed class Watchdog(
             {
                 _signal.WaitOne(NextWait());
                 ExpireShutdownDeadlines();
+                owner.ResumeIfPauseEnded();
                 producers.RejectExpired(timeProvider.GetTimestamp());
                 owner.Permits.Replenish();
                 var threshold = owner.Settings.SlowItemThreshold;
@@ -157,6 +158,13 @@ internal sealed class Watchdog(
         if (owner.Settings.AdaptiveMode != AdaptiveMode.Off && (wait == Timeout.InfiniteTimeSpan || owner.Adaptive.LookInterval < wait))
         {
             wait = owner.Adaptive.LookInterval;
+        }
+
+        if (owner.PauseEnds is { } pauseEnds)
+        {
+            // A pause's end is on the executor's clock, which may not be the wall clock: look again at least every 50 ms.
+            var untilResume = TimeSpan.FromTicks(Math.Clamp((pauseEnds - timeProvider.GetUtcNow()).Ticks, TimeSpan.TicksPerMillisecond, MaxDeadlinePoll.Ticks));
+            wait = wait == Timeout.InfiniteTimeSpan || untilResume < wait ? untilResume : wait;
         }
 
         var deadline = producers.EarliestDeadline();
