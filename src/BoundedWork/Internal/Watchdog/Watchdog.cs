@@ -1,8 +1,8 @@
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// The executor's watchdog: a dedicated thread that keeps every deadline of the executor (shutdown deadlines and
-/// Wait-policy timeouts) and reports each run that passes the slow-item threshold; and the queue-wait alarm, checked by
+/// The executor's watchdog: a dedicated thread that keeps every deadline of the executor (shutdown deadlines,
+/// Wait-policy timeouts and a pause's end) and reports each run that passes the slow-item threshold; and the queue-wait alarm, checked by
 /// the worker that takes an item.
 /// </summary>
 /// <remarks>
