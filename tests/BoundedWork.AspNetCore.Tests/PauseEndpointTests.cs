@@ -1,5 +1,6 @@
 using System.Net;
 using System.Text.Json;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.AspNetCore.Tests;
@@ -144,5 +145,30 @@ public sealed class PauseEndpointTests
         await server.Payments.ShutdownAsync();
         using var response = await server.Client.SendChangeAsync(HttpMethod.Post, Pause, """{"reason": "x"}""");
         Assert.Equal(HttpStatusCode.Conflict, response.StatusCode);
+    }
+
+    [Theory]
+    [InlineData("""{"reason": "line\r\nforged: entry"}""", "reason")]
+    [InlineData("""{"reason": ["a", "b"]}""", "reason")]
+    [InlineData("""{"reason": "x", "for": "-00:00:01"}""", "for")]
+    [InlineData("""{"reason": "x", "for": "99999999.00:00:00"}""", "for")]
+    public async Task Pause_BadBody_TheSocketAnswersAsKestrelDoes(string body, string field)
+    {
+        var path = Path.Combine(Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock");
+        await using var server = await AdminServer.StartAsync(configure: b => b.Services.AddBoundedWorkAdmin(o => o.LocalSocketPath = path));
+
+        using var http = await server.Client.SendChangeAsync(HttpMethod.Post, Pause, body);
+        var socket = LocalSocketClient.Send(path, "POST", "/executors/payments/pause", body);
+
+        Assert.Equal(400, (int)http.StatusCode);
+        Assert.Equal(400, socket.Status);
+        Assert.True(socket.Json.GetProperty("errors").TryGetProperty(field, out _), socket.Body);
+        Assert.Equal((await http.JsonAsync()).GetProperty("detail").GetString(), socket.Json.GetProperty("detail").GetString());
+        Assert.False(server.Payments.IsPaused);
+
+        var paused = LocalSocketClient.Send(path, "POST", "/executors/payments/pause", """{"reason": "from the socket"}""");
+        Assert.Equal(200, paused.Status);
+        Assert.True(server.Payments.IsPaused);
+        Assert.Equal("from the socket", server.Payments.GetStatistics().PauseReason);
     }
 }
