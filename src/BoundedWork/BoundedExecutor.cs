@@ -484,8 +484,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     /// <exception cref="ArgumentException"><paramref name="reason"/> is empty, too long or holds a control character; nothing changes.</exception>
     /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
     /// <remarks>
-    /// Pausing again replaces the pause (its reason and its end). A shutdown while paused ends the pause: the drain runs
-    /// the queued items, and at the shutdown's deadline the ones still queued are handed back, as without a pause.
+    /// Pausing again replaces the pause (its reason and its end). A worker that was taking an item at the very instant
+    /// of the pause may still start that one item. A shutdown while paused ends the pause: the drain runs the queued
+    /// items, and at the shutdown's deadline the ones still queued are handed back, as without a pause.
     /// </remarks>
     public void Pause(string reason) => Pause(reason, Timeout.InfiniteTimeSpan);
 
@@ -521,6 +522,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         var now = _timeProvider.GetUtcNow();
         _pause.Set(new PauseRecord(reason, now, duration == Timeout.InfiniteTimeSpan ? null : now + duration));
         _watchdog.Signal();
+
+        // A worker waiting for a rate-limit permit gives up the wait, and parks, instead of starting an item.
+        _permits.WakeWaiters();
     }
 
     /// <summary>Ends a pause: the workers start queued items again at once. Does nothing when the executor is not paused.</summary>
@@ -1042,9 +1046,10 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         return true;
     }
 
-    /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned and it need not retire.</summary>
+    /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned, it need not retire and no pause is in force.</summary>
     private static readonly Func<BoundedExecutor, bool> s_keepWaitingForPermit =
-        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed;
+        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed
+            && (!executor._pause.IsPaused || executor._queue.IsShutdown);
 
     void IWorkSource.OnAllWorkersExited() => OnAllWorkersExited();
 

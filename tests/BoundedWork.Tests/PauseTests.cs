@@ -113,6 +113,29 @@ public sealed class PauseTests
     }
 
     [Fact]
+    public async Task Pause_WorkersWaitingForARateLimitPermit_GiveUpTheWait_AndStartNothingWhenPermitsCome()
+    {
+        var limiter = new ManualRateLimiter();
+        await using var executor = TestKit.Create(workers: 2, capacity: 8, configure: o => o.RateLimiter = limiter);
+        var started = 0;
+        for (var i = 0; i < 3; i++)
+        {
+            executor.Execute(() => Interlocked.Increment(ref started));
+        }
+
+        TestKit.WaitForStatistics(executor, s => s.RateLimitWaitingWorkers == 2);
+        executor.Pause("limiter test");
+        TestKit.WaitForStatistics(executor, s => s.RateLimitWaitingWorkers == 0);
+        limiter.Grant(3);
+        WaitForWatchdog(executor);
+        Assert.Equal(0, Volatile.Read(ref started));
+        Assert.Equal(3, executor.GetStatistics().QueueLength);
+
+        executor.Resume();
+        TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+    }
+
+    [Fact]
     public async Task Shutdown_WhilePaused_DrainsEveryQueuedItem()
     {
         var executor = TestKit.Create(workers: 2, capacity: 8);
