@@ -25,6 +25,8 @@ var root = new RootCommand(
     WriteCommands.Resize(),
     WriteCommands.Set(),
     WriteCommands.Unpin(),
+    PauseCommands.Pause(),
+    PauseCommands.Resume(),
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
     ClusterCommands.Create(),

@@ -36,4 +36,41 @@ public sealed class WorkItemContext
 
     /// <summary>Gets the W3C <c>tracestate</c> stored with <see cref="TraceParent"/>; <see langword="null"/> when there was none.</summary>
     public string? TraceState { get; internal set; }
+
+    /// <summary>The longest delay <see cref="Snooze"/> accepts: 30 days.</summary>
+    public static readonly TimeSpan MaxSnooze = TimeSpan.FromDays(30);
+
+    /// <summary>Gets the delay the handler asked for with <see cref="Snooze"/> in this attempt, or <see langword="null"/>.</summary>
+    public TimeSpan? SnoozedFor { get; private set; }
+
+    /// <summary>
+    /// Asks for the item to run again after <paramref name="delay"/>, without counting a failed attempt: when the
+    /// handler then returns (without throwing), the item is neither handled nor retried now; it waits, holding no worker
+    /// and no queue slot (and still holding its ordering key), and runs again with the same attempt number. The shape
+    /// for a downstream that answers "try again in 30 seconds". Snoozes are counted
+    /// (<c>boundedwork.workqueue.items.snoozed</c>). An item still snoozing when the host stops becomes a dead letter
+    /// (reason ShutDown). In-memory queues only for now.
+    /// </summary>
+    /// <param name="delay">How long to wait: positive, at most <see cref="MaxSnooze"/>. Calling again replaces it.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="delay"/> is not positive or above <see cref="MaxSnooze"/>.</exception>
+    /// <exception cref="InvalidOperationException">Outside a handler's attempt, or for a durable item (not supported yet).</exception>
+    public void Snooze(TimeSpan delay)
+    {
+        if (delay <= TimeSpan.Zero || delay > MaxSnooze)
+        {
+            throw new ArgumentOutOfRangeException(nameof(delay), delay, $"A snooze's delay must be positive and at most {MaxSnooze.TotalDays} days.");
+        }
+
+        if (Attempt == 0)
+        {
+            throw new InvalidOperationException("Snooze is called from a work-queue handler, during its attempt.");
+        }
+
+        if (IsDurable)
+        {
+            throw new InvalidOperationException($"Work queue '{QueueName}' stores its items durably; snoozing a durable item is not supported yet.");
+        }
+
+        SnoozedFor = delay;
+    }
 }

@@ -50,6 +50,11 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     // and handed back (AbandonQueuedItems). Running items are never interrupted. Alarms for slow and long-waiting
     // items come from the watchdog too.
     //
+    // Pause (PauseSwitch). While an operator's pause is in force, workers claim nothing: the queue keeps accepting up to
+    // its capacity (then the rejection policy applies as usual) and running items finish. A shutdown overrides the
+    // pause (the drain runs, and at the deadline the rest is handed back, as without a pause); the watchdog ends a
+    // pause that has an end.
+    //
     // Locks: the pool's lifecycle lock (worker list and counts; the settings change under it as well, so a resize and
     // a reconfiguration are one step), the waiting producers' list lock, the watchdog's lock over shutdown callers,
     // the idle stack's lock and each worker's parker. None is held while user code runs, and none is taken on the
@@ -65,6 +70,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     private readonly Watchdog _watchdog;
     private readonly PermitGate _permits;
     private readonly AdaptiveDriver _adaptive;
+    private readonly PauseSwitch _pause = new();
     private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TimeProvider _timeProvider;
     private readonly ItemClock _itemClock;
@@ -458,6 +464,119 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     /// <returns>A copy of the log.</returns>
     public IReadOnlyList<WorkerCountDecision> GetWorkerCountDecisions() => _adaptive.GetDecisions();
 
+    /// <summary>The longest pause <see cref="Pause(string, TimeSpan)"/> accepts with an end: 30 days.</summary>
+    public static readonly TimeSpan MaxPauseDuration = TimeSpan.FromDays(30);
+
+    /// <summary>The longest reason <see cref="Pause(string, TimeSpan)"/> accepts: 200 characters.</summary>
+    public const int MaxPauseReasonLength = 200;
+
+    /// <summary>
+    /// Gets a value indicating whether the executor is paused now: its workers start no new item. Always
+    /// <see langword="false"/> once shutdown has begun (a shutdown drains a paused executor as any other).
+    /// </summary>
+    public bool IsPaused => _pause.IsPaused && !_queue.IsShutdown;
+
+    /// <summary>
+    /// Pauses the executor until <see cref="Resume"/>: its workers start no new item; running items finish; the queue
+    /// keeps accepting items up to its capacity, and then the rejection policy applies as usual.
+    /// </summary>
+    /// <param name="reason">Why, for the statistics, the health check and the logs: 1 to <see cref="MaxPauseReasonLength"/> characters, no control characters.</param>
+    /// <exception cref="ArgumentException"><paramref name="reason"/> is empty, too long or holds a control character; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    /// <remarks>
+    /// Pausing again replaces the pause (its reason and its end). A worker that was taking an item at the very instant
+    /// of the pause may still start that one item. A shutdown while paused ends the pause: the drain runs the queued
+    /// items, and at the shutdown's deadline the ones still queued are handed back, as without a pause.
+    /// </remarks>
+    public void Pause(string reason) => Pause(reason, Timeout.InfiniteTimeSpan);
+
+    /// <summary>
+    /// Pauses the executor as <see cref="Pause(string)"/> does, for <paramref name="duration"/>: then it resumes by
+    /// itself. The executor's watchdog thread ends the pause on the executor's <see cref="TimeProvider"/>, so it resumes
+    /// on time while the ThreadPool is starved.
+    /// </summary>
+    /// <param name="reason">Why: 1 to <see cref="MaxPauseReasonLength"/> characters, no control characters.</param>
+    /// <param name="duration">How long: positive and at most <see cref="MaxPauseDuration"/>, or <see cref="Timeout.InfiniteTimeSpan"/> until resumed.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="reason"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="reason"/> is empty, too long or holds a control character; nothing changes.</exception>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="duration"/> is neither positive (up to <see cref="MaxPauseDuration"/>) nor infinite; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    public void Pause(string reason, TimeSpan duration)
+    {
+        ArgumentNullException.ThrowIfNull(reason);
+        if (GetPauseReasonError(reason) is { } error)
+        {
+            throw new ArgumentException(error, nameof(reason));
+        }
+
+        if (duration != Timeout.InfiniteTimeSpan && (duration <= TimeSpan.Zero || duration > MaxPauseDuration))
+        {
+            throw new ArgumentOutOfRangeException(nameof(duration), duration, $"A pause's duration must be positive and at most {MaxPauseDuration.TotalDays} days, or Timeout.InfiniteTimeSpan (until resumed).");
+        }
+
+        if (IsShutdown)
+        {
+            throw new InvalidOperationException($"Executor '{Name}' is shut down and can no longer be paused.");
+        }
+
+        var now = _timeProvider.GetUtcNow();
+        _pause.Set(new PauseRecord(reason, now, duration == Timeout.InfiniteTimeSpan ? null : now + duration));
+        _watchdog.Signal();
+
+        // A worker waiting for a rate-limit permit gives up the wait, and parks, instead of starting an item.
+        _permits.WakeWaiters();
+    }
+
+    /// <summary>Ends a pause: the workers start queued items again at once. Does nothing when the executor is not paused.</summary>
+    /// <returns><see langword="true"/> if a pause was ended; otherwise <see langword="false"/>.</returns>
+    public bool Resume()
+    {
+        if (_pause.Clear() is null || IsShutdown)
+        {
+            return false; // not paused, or shut down (which had ended the pause)
+        }
+
+        AfterResume();
+        return true;
+    }
+
+    /// <summary>Returns why <paramref name="reason"/> is not a valid pause reason, or <see langword="null"/> when it is.</summary>
+    /// <param name="reason">The reason to check.</param>
+    /// <returns>The message, naming the reason, or <see langword="null"/>.</returns>
+    public static string? GetPauseReasonError(string? reason)
+    {
+        if (string.IsNullOrWhiteSpace(reason))
+        {
+            return "A pause's reason must not be empty.";
+        }
+
+        if (reason.Length > MaxPauseReasonLength)
+        {
+            return $"A pause's reason must be at most {MaxPauseReasonLength} characters.";
+        }
+
+        return reason.Any(char.IsControl) ? "A pause's reason must not contain control characters (such as CR or LF)." : null;
+    }
+
+    /// <summary>On the watchdog thread: ends the pause if its end has come.</summary>
+    internal void ResumeIfPauseEnded()
+    {
+        if (_pause.Current?.Until is not null && _pause.ClearIfEnded(_timeProvider.GetUtcNow()) is not null)
+        {
+            AfterResume();
+        }
+    }
+
+    /// <summary>Gets when the pause in force ends, or <see langword="null"/> when none does; for the watchdog.</summary>
+    internal DateTimeOffset? PauseEnds => _pause.Current?.Until;
+
+    /// <summary>After a pause ends (an interlocked step): every parked worker wakes and re-checks the queue.</summary>
+    private void AfterResume()
+    {
+        _pool.WakeAll();
+        _producers.AdmitWaiting();
+    }
+
     /// <summary>
     /// Stops accepting items at once, lets the workers drain the queue, and completes when every worker has exited.
     /// </summary>
@@ -573,6 +692,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         var oldestAge = s.Queued != 0 && _queue.TryReadOldestStamp(s.Claims, out var oldestEnqueued)
             ? _itemClock.Elapsed(oldestEnqueued, now)
             : TimeSpan.Zero;
+        var pause = _queue.IsShutdown ? null : _pause.Current;
 
         return new BoundedExecutorStatistics
         {
@@ -622,6 +742,10 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             WorkerCountPinnedUntil = pinnedUntil,
             WorkerCountDecisions = _adaptive.Decisions,
             RunTimeBaseline = _adaptive.Baseline,
+            IsPaused = pause is not null,
+            PauseReason = pause?.Reason,
+            PausedSince = pause?.Since,
+            PausedUntil = pause?.Until,
         };
     }
 
@@ -789,6 +913,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     {
         _queue.Freeze();
 
+        // A shutdown ends a pause: the drain runs (the workers ignore a pause set after the freeze as well).
+        _pause.Clear();
+
         // Parked workers wake to drain or exit; waiting producers are rejected.
         _pool.WakeAll();
         _producers.RejectAll();
@@ -841,7 +968,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     }
 
     // The worker pool's view of the executor (IWorkSource).
-    bool IWorkSource.HasWork => _queue.Count != 0 || _queue.IsShutdown || _queue.IsAbandoned;
+    bool IWorkSource.HasWork => (_queue.Count != 0 && !_pause.IsPaused) || _queue.IsShutdown || _queue.IsAbandoned;
 
     bool IWorkSource.IsDrained => _queue.IsAbandoned || (_queue.IsShutdown && _queue.Count == 0);
 
@@ -856,6 +983,12 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     [MethodImpl(MethodImplOptions.NoInlining)]
     bool IWorkSource.TryRunOne(Worker worker)
     {
+        // Paused: claim nothing (one volatile read while never paused). A shutdown overrides the pause, so the drain runs.
+        if (_pause.IsPaused && !_queue.IsShutdown)
+        {
+            return false;
+        }
+
         // A rate limit: a permit before the claim, so the item stays queued while the worker waits for one.
         System.Threading.RateLimiting.RateLimitLease? permit = null;
         if (_permits.Limiter is not null && !_permits.TryAcquire(ref permit, s_keepWaitingForPermit, this))
@@ -913,9 +1046,10 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         return true;
     }
 
-    /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned and it need not retire.</summary>
+    /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned, it need not retire and no pause is in force.</summary>
     private static readonly Func<BoundedExecutor, bool> s_keepWaitingForPermit =
-        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed;
+        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed
+            && (!executor._pause.IsPaused || executor._queue.IsShutdown);
 
     void IWorkSource.OnAllWorkersExited() => OnAllWorkersExited();
 

@@ -189,4 +189,16 @@ public sealed record BoundedExecutorStatistics
 
     /// <summary>Gets the run time items take while the dependency is not saturated, as the adaptive mode measured it; <see langword="null"/> before it is known.</summary>
     public TimeSpan? RunTimeBaseline { get; init; }
+
+    /// <summary>Gets a value indicating whether the executor is paused (<see cref="BoundedExecutor.Pause(string, TimeSpan)"/>): its workers start no new item.</summary>
+    public bool IsPaused { get; init; }
+
+    /// <summary>Gets why the executor is paused, or <see langword="null"/> when it is not.</summary>
+    public string? PauseReason { get; init; }
+
+    /// <summary>Gets when the pause began, or <see langword="null"/> when the executor is not paused.</summary>
+    public DateTimeOffset? PausedSince { get; init; }
+
+    /// <summary>Gets when the pause ends by itself, or <see langword="null"/> when it lasts until resumed (or there is none).</summary>
+    public DateTimeOffset? PausedUntil { get; init; }
 }

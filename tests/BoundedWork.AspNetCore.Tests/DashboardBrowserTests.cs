@@ -61,6 +61,35 @@ public sealed class DashboardBrowserTests
     }
 
     [Fact]
+    public async Task Dashboard_PauseAndResumeThroughThePage_BehindAConfirmation_AndShownWithTheReason()
+    {
+        await using var server = await AdminServer.StartAsync();
+        await using var browser = await LaunchAsync();
+        var page = await OpenDashboardAsync(browser, server);
+        var dialogs = 0;
+        page.Dialog += async (_, dialog) =>
+        {
+            Interlocked.Increment(ref dialogs);
+            await dialog.AcceptAsync();
+        };
+        var payments = page.Locator("tr[data-executor='payments']");
+        await payments.Locator("button.more-toggle").ClickAsync();
+        var more = page.Locator("tr[data-executor='payments'] + tr.more-row");
+        await more.Locator("input.pause-reason").FillAsync("provider outage");
+        await more.Locator("input.pause-for").FillAsync("00:10:00");
+        await more.Locator("button.pause").ClickAsync();
+        await Assertions.Expect(more.Locator(".msg.ok")).ToContainTextAsync("provider outage", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        Assert.True(server.Payments.IsPaused);
+        Assert.Equal("alice", Assert.Single(server.Logs.WithEvent("ExecutorPaused")).GetStructuredStateValue("User"));
+        await Assertions.Expect(payments.Locator("td").First).ToContainTextAsync("paused until", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+
+        await more.Locator("button.resume").ClickAsync();
+        await Assertions.Expect(more.Locator(".msg.ok")).ToContainTextAsync("Resumed", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
+        Assert.False(server.Payments.IsPaused);
+        Assert.Equal(2, Volatile.Read(ref dialogs));
+    }
+
+    [Fact]
     public async Task Dashboard_AQueueWithDurableStorage_ShowsTheStoredItems_AndWhenTheStorageIsUnreachable()
     {
         var storage = new StandInStorage

@@ -77,6 +77,27 @@ public sealed class HealthCheckTests
     }
 
     [Fact]
+    public async Task PausedExecutor_IsDegraded_WithTheReason_AndHealthyAfterResume()
+    {
+        var (host, executor, health) = await StartAsync();
+        using var _ = host;
+        executor.Pause("payment provider outage", TimeSpan.FromMinutes(10));
+
+        var entry = await CheckAsync(health);
+        Assert.Equal(HealthStatus.Degraded, entry.Status);
+        Assert.Contains("'payments' is paused until", entry.Description, StringComparison.Ordinal);
+        Assert.Contains("(payment provider outage)", entry.Description, StringComparison.Ordinal);
+        var data = (Dictionary<string, object>)entry.Data["payments"];
+        Assert.Equal(true, data["paused"]);
+        Assert.Equal("payment provider outage", data["pauseReason"]);
+        Assert.Equal(false, ((Dictionary<string, object>)entry.Data["mail"])["paused"]);
+
+        executor.Resume();
+        Assert.Equal(HealthStatus.Healthy, (await CheckAsync(health)).Status);
+        await host.StopAsync();
+    }
+
+    [Fact]
     public async Task QueueOverAConfiguredFillRatio_IsDegraded()
     {
         var (host, executor, health) = await StartAsync(b => b.AddBoundedWork(configure: o => o.DegradedQueueFillRatio = 0.4));

@@ -243,8 +243,112 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             null,
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
             DescribeRateLimit(s, executor.Settings.RateLimiter),
-            DescribeAdaptive(executor, s, history ? AdaptiveDriverLog : RecentDecisions));
+            DescribeAdaptive(executor, s, history ? AdaptiveDriverLog : RecentDecisions),
+            DescribePause(s));
     }
+
+    private static PauseView DescribePause(BoundedExecutorStatistics s) => new(s.IsPaused, s.PauseReason, s.PausedSince, s.PausedUntil);
+
+    /// <summary>Applies a pause (<c>POST /executors/{name}/pause</c>) or says why not; audited as a settings change is.</summary>
+    public AdminReply Pause(ChangeRequest request)
+    {
+        registry.TryGetExecutor(request.ExecutorName, out var executor);
+        if (CheckChangeRules(request, "the pause") is { } broken)
+        {
+            return Refuse(request, executor, broken.Reason, broken.Problem);
+        }
+
+        if (executor is null)
+        {
+            return Refuse(request, null, "not_found", NotFound(request.ExecutorName));
+        }
+
+        var (reason, duration, errors) = request.BodyTooLarge
+            ? (null, Timeout.InfiniteTimeSpan, ChangeRequest.TooLarge(PauseRequest.MaxBodyBytes))
+            : PauseRequest.ParsePause(request.Body);
+        if (reason is null)
+        {
+            return Refuse(request, executor, "invalid", AdminReply.Problem(
+                request.InvalidBodyStatus,
+                "Invalid pause",
+                $"Executor '{executor.Name}' is not paused by this request: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}",
+                errors.Listed,
+                executor.Name));
+        }
+
+        try
+        {
+            executor.Pause(reason, duration);
+        }
+        catch (InvalidOperationException) when (executor.IsShutdown)
+        {
+            return Refuse(request, executor, "shut_down", ShutDown(executor, "paused"));
+        }
+
+        if (logger.IsEnabled(LogLevel.Information))
+        {
+            logger.ExecutorPaused(
+                AdminLog.Escape(executor.Name),
+                duration == Timeout.InfiniteTimeSpan ? "until resumed" : $"for {SettingsRequest.FormatTimeout(duration)}",
+                AdminLog.Escape(request.User),
+                request.RemoteAddress,
+                AdminLog.Escape(reason));
+        }
+
+        metrics.Changed(executor.Name, "paused");
+        return AdminReply.Ok(new PauseResponse(executor.Name, DescribePause(executor.GetStatistics()), Changed: true), AdminJsonContext.Readable.PauseResponse);
+    }
+
+    /// <summary>Ends a pause (<c>POST /executors/{name}/resume</c>) or says why not; a resume of an executor that is not paused changes nothing and says so.</summary>
+    public AdminReply Resume(ChangeRequest request)
+    {
+        registry.TryGetExecutor(request.ExecutorName, out var executor);
+        if (CheckChangeRules(request, "the resume") is { } broken)
+        {
+            return Refuse(request, executor, broken.Reason, broken.Problem);
+        }
+
+        if (executor is null)
+        {
+            return Refuse(request, null, "not_found", NotFound(request.ExecutorName));
+        }
+
+        var errors = request.BodyTooLarge ? ChangeRequest.TooLarge(PauseRequest.MaxBodyBytes) : PauseRequest.ParseResume(request.Body);
+        if (errors.Count > 0)
+        {
+            return Refuse(request, executor, "invalid", AdminReply.Problem(
+                request.InvalidBodyStatus,
+                "Invalid resume",
+                $"Executor '{executor.Name}' is not resumed by this request: {string.Join(" ", errors.Listed.Values.SelectMany(static e => e))}",
+                errors.Listed,
+                executor.Name));
+        }
+
+        if (executor.IsShutdown)
+        {
+            return Refuse(request, executor, "shut_down", ShutDown(executor, "resumed"));
+        }
+
+        var before = executor.GetStatistics();
+        var changed = executor.Resume();
+        if (changed)
+        {
+            if (logger.IsEnabled(LogLevel.Information))
+            {
+                logger.ExecutorResumed(AdminLog.Escape(executor.Name), AdminLog.Escape(request.User), request.RemoteAddress, AdminLog.Escape(before.PauseReason ?? string.Empty));
+            }
+
+            metrics.Changed(executor.Name, "paused");
+        }
+
+        return AdminReply.Ok(new PauseResponse(executor.Name, DescribePause(executor.GetStatistics()), changed), AdminJsonContext.Readable.PauseResponse);
+    }
+
+    private static AdminReply ShutDown(BoundedExecutor executor, string what) => AdminReply.Problem(
+        409,
+        "Executor shut down",
+        $"Executor '{executor.Name}' is shutting down or shut down; it can no longer be {what}.",
+        executor: executor.Name);
 
     /// <summary>The decisions an executor's document shows: the last few, or (with the history) the whole log.</summary>
     private const int RecentDecisions = 10;

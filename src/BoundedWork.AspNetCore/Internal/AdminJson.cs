@@ -23,7 +23,17 @@ internal sealed record ExecutorResponse(
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<RunningItemView>? Running,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] RateLimitView? RateLimit = null,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] AdaptiveView? Adaptive = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] AdaptiveView? Adaptive = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] PauseView? Pause = null);
+
+/// <summary>
+/// Whether the executor is paused (its workers start no new item), why, since when and until when (<see langword="null"/>:
+/// until resumed).
+/// </summary>
+internal sealed record PauseView(bool Paused, string? Reason, DateTimeOffset? Since, DateTimeOffset? Until);
+
+/// <summary>The answer to a pause or a resume: the executor's pause after it, and whether the request changed it.</summary>
+internal sealed record PauseResponse(string Executor, PauseView Pause, bool Changed);
 
 /// <summary>
 /// The rate limit: <c>Kind</c> is <c>none</c>, <c>permitsPerSecond</c> (the executor's token bucket, set with
@@ -183,6 +193,7 @@ internal sealed record ThreadPoolHistoryView(double IntervalSeconds, IReadOnlyLi
 [JsonSerializable(typeof(ExecutorListResponse))]
 [JsonSerializable(typeof(ExecutorResponse))]
 [JsonSerializable(typeof(ReconfigurationResponse))]
+[JsonSerializable(typeof(PauseResponse))]
 [JsonSerializable(typeof(ThreadPoolResponse))]
 [JsonSerializable(typeof(ProblemDocument))]
 [JsonSerializable(typeof(DeadLetterListResponse))]

@@ -112,4 +112,12 @@ internal static partial class AdminLog
     [LoggerMessage(EventId = 210, EventName = "WorkerCountPinChanged", Level = LogLevel.Information,
         Message = "Executor '{ExecutorName}' worker count {Pin} by {User} ({RemoteAddress}) through the admin console.")]
     public static partial void WorkerCountPinChanged(this ILogger logger, string executorName, string user, string remoteAddress, string pin);
+
+    [LoggerMessage(EventId = 220, EventName = "ExecutorPaused", Level = LogLevel.Information,
+        Message = "Executor '{ExecutorName}' paused {Until} by {User} ({RemoteAddress}) through the admin console: {Reason}")]
+    public static partial void ExecutorPaused(this ILogger logger, string executorName, string until, string user, string remoteAddress, string reason);
+
+    [LoggerMessage(EventId = 221, EventName = "ExecutorResumed", Level = LogLevel.Information,
+        Message = "Executor '{ExecutorName}' resumed by {User} ({RemoteAddress}) through the admin console (it was paused: {Reason}).")]
+    public static partial void ExecutorResumed(this ILogger logger, string executorName, string user, string remoteAddress, string reason);
 }

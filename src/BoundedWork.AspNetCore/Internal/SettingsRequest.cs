@@ -314,7 +314,7 @@ internal static partial class SettingsRequest
         return null;
     }
 
-    private static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, FieldErrors errors)
+    internal static TimeSpan? ReadTimeout(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.String)
         {
@@ -344,7 +344,7 @@ internal static partial class SettingsRequest
         var (min, max) = DurationRange(field);
         if (duration < min || duration > max)
         {
-            errors[field] = [$"{field} must be between {FormatBound(min)} and {FormatBound(max)} (was {text}), or \"{InfiniteWaitTimeout}\" {(field == WaitTimeout ? "for no limit" : "to turn it off")}."];
+            errors[field] = [$"{field} must be between {FormatBound(min)} and {FormatBound(max)} (was {text}), or \"{InfiniteWaitTimeout}\" {(field == WaitTimeout ? "for no limit" : field == PauseRequest.For ? "until resumed" : "to turn it off")}."];
             return null;
         }
 
@@ -358,6 +358,7 @@ internal static partial class SettingsRequest
         SlowItemThreshold => (MinSlowItemThreshold, MaxDuration),
         QueueWaitThreshold => (MinQueueWaitThreshold, MaxDuration),
         PinFor => (MinPinFor, MaxDuration),
+        PauseRequest.For => (MinPinFor, BoundedExecutor.MaxPauseDuration),
         _ => throw new ArgumentOutOfRangeException(nameof(field), field, "Not a duration field."),
     };
 

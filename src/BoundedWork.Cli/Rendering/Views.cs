@@ -11,7 +11,7 @@ internal static class Views
     /// <summary>
     /// An executor's health in one word: <c>rejecting</c> (refusing or discarding items now), <c>full</c> (queue at
     /// capacity), <c>near capacity</c> (80% or more), <c>slow</c> (a worker runs an item past the slow-item threshold),
-    /// <c>shut down</c>; for a durable queue, <c>storage unreachable</c> (red) and <c>backlog</c> (yellow: items ready in
+    /// <c>shut down</c>, <c>paused</c> (yellow: an operator paused it; its workers start no new item); for a durable queue, <c>storage unreachable</c> (red) and <c>backlog</c> (yellow: items ready in
     /// the storage while every worker is busy); else <c>ok</c>.
     /// </summary>
     public static (string Word, string Colour) Health(JsonElement executor)
@@ -23,6 +23,7 @@ internal static class Views
         return executor switch
         {
             _ when executor.Flag("isShutdown") => ("shut down", "grey"),
+            _ when executor.Flag("pause", "paused") => ("paused", "yellow"),
             _ when stored && !storage.Flag("available") => ("storage unreachable", "red"),
             _ when (executor.Number("rates", "rejected") ?? 0) + (executor.Number("rates", "discarded") ?? 0) > 0 => ("rejecting", "red"),
             _ when capacity > 0 && length >= capacity => ("full", "red"),
@@ -151,6 +152,12 @@ internal static class Views
         var grid = new Grid().AddColumn(new GridColumn().NoWrap()).AddColumn();
         void Row(string name, string value) => grid.AddRow(new Markup($"[grey]{name}[/]"), new Markup(value));
         Row("health", $"[{colour}]{Markup.Escape(word)}[/]");
+        if (e.Flag("pause", "paused"))
+        {
+            var until = e.Text("pause", "until") is { Length: > 0 } end ? $"until {end}" : "until resumed ('bw resume')";
+            Row("paused", "[yellow]" + Markup.Escape($"{e.Text("pause", "reason")}; since {e.Text("pause", "since")}, {until}") + "[/]");
+        }
+
         Row("workers", $"busy {e.Long("workers", "busy")}, live {e.Long("workers", "live")}, target {e.Long("workers", "target")}, max {e.Long("workers", "max")}, slow {e.Long("workers", "slow")}, peak {e.Long("workers", "peak")}");
         Row("queue", $"{e.Long("queue", "length")} of {e.Long("queue", "capacity")}, oldest waited {Doc.Duration(e.Number("queue", "oldestItemAgeMs"))}, producers waiting {e.Long("queue", "waitingProducers")}");
         if (Stored(e) is { Length: > 0 } stored)

@@ -70,7 +70,15 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                 ["rejected"] = stats.Rejected,
                 ["discarded"] = stats.Discarded,
                 ["abandoned"] = stats.Abandoned,
+                ["paused"] = stats.IsPaused,
             };
+            if (stats.IsPaused)
+            {
+                executorData["pauseReason"] = stats.PauseReason ?? string.Empty;
+                executorData["pausedSince"] = stats.PausedSince?.ToString("O", CultureInfo.InvariantCulture) ?? string.Empty;
+                executorData["pausedUntil"] = stats.PausedUntil?.ToString("O", CultureInfo.InvariantCulture) ?? string.Empty;
+            }
+
             foreach (var (key, value) in contributed)
             {
                 executorData[key] = value;
@@ -106,6 +114,13 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
         if (stats.LiveWorkerCount < stats.TargetWorkerCount)
         {
             return (HealthStatus.Unhealthy, $"Executor '{stats.Name}' has {stats.LiveWorkerCount} live workers of a target of {stats.TargetWorkerCount}.");
+        }
+
+        if (stats.IsPaused)
+        {
+            var until = stats.PausedUntil is { } end ? string.Create(CultureInfo.InvariantCulture, $" until {end:O}") : " until resumed";
+            return (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
+                $"Executor '{stats.Name}' is paused{until} ({stats.PauseReason}); {stats.QueueLength} items wait."));
         }
 
         if (fillRatio >= degradedQueueFillRatio)

@@ -16,8 +16,16 @@ internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, i
     /// (<see cref="WorkQueueDiagnostics.ScopeDisposeFailed"/>) and does not fail the attempt: a failed attempt is
     /// retried or dead-lettered, and an item whose handler succeeded must not run again or be reported unhandled.
     /// </remarks>
-    public static Exception? Run<T>(IServiceScopeFactory scopes, Action<IServiceProvider, T, CancellationToken> handle, T item, WorkItemAttempt attempt, CancellationToken cancellationToken)
+    public static Exception? Run<T>(IServiceScopeFactory scopes, Action<IServiceProvider, T, CancellationToken> handle, T item, WorkItemAttempt attempt, CancellationToken cancellationToken) =>
+        Run(scopes, handle, item, attempt, cancellationToken, out _);
+
+    /// <summary>
+    /// Runs the handler as <see cref="Run{T}(IServiceScopeFactory, Action{IServiceProvider, T, CancellationToken}, T, WorkItemAttempt, CancellationToken)"/>
+    /// does, and says whether it snoozed the item (<see cref="WorkItemContext.Snooze"/>) and succeeded.
+    /// </summary>
+    public static Exception? Run<T>(IServiceScopeFactory scopes, Action<IServiceProvider, T, CancellationToken> handle, T item, WorkItemAttempt attempt, CancellationToken cancellationToken, out TimeSpan? snoozedFor)
     {
+        snoozedFor = null;
         AsyncServiceScope scope;
         try
         {
@@ -45,7 +53,9 @@ internal readonly record struct WorkItemAttempt(string QueueName, long ItemId, i
                 context.TraceState = attempt.TraceState;
             }
 
+            var itemContext = scope.ServiceProvider.GetService<WorkItemContext>();
             handle(scope.ServiceProvider, item, cancellationToken);
+            snoozedFor = itemContext?.SnoozedFor;
         }
         catch (HandlerUnavailableException ex)
         {

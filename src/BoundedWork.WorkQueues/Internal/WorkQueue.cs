@@ -55,8 +55,10 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     private readonly RetryClock _clock;
     private int _heldBack;
     private bool _backlogsClosed;
+    private readonly WorkQueueDiagnostics _diagnostics;
     private BoundedExecutor? _executor;
     private long _lastItemId;
+    private long _snoozed;
 
     public WorkQueue(string name, WorkQueueOptions<T> options, Action<IServiceProvider, T, CancellationToken> handle, IServiceProvider services, string handlerName = "handler")
     {
@@ -70,6 +72,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(WorkQueueLog.Category);
         _deadLetters = new DeadLetters<T>(name, _scopes, _logger);
         _clock = services.GetRequiredService<RetryClock>();
+        _diagnostics = services.GetRequiredService<WorkQueueDiagnostics>();
         _pipeline = WorkQueuePipeline.Build(name, options, _clock, _logger, storedRetries: false);
     }
 
@@ -80,6 +83,9 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
 
     /// <summary>Gets the number of accepted items not yet handled or dead-lettered.</summary>
     public int InFlightCount => _inFlight.Value;
+
+    /// <summary>Gets how many times a handler snoozed an item (<see cref="WorkItemContext.Snooze"/>).</summary>
+    public long Snoozed => Interlocked.Read(ref _snoozed);
 
     private BoundedExecutor Executor => _executor ??= _registry.GetExecutor(Name);
 
@@ -142,7 +148,8 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     /// <summary>On the retry clock's thread: a delayed item's time has come. It joins its key, or goes to the executor without blocking the clock.</summary>
     internal void StartDelayed(WorkQueueEntry<T> entry)
     {
-        if (Admit(entry) == KeyAdmission.Run)
+        // A snoozed item kept its key while it waited: it runs again without queueing behind itself.
+        if (entry.OwnsKey || Admit(entry) == KeyAdmission.Run)
         {
             SubmitOffWorker(s_runFirstAttempt, entry); // refused or dropped: the OnRejected hook dead-letters it
         }
@@ -449,6 +456,23 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
             ResilienceContextPool.Shared.Return(context);
         }
 
+        if (outcome.Exception is null && entry.SnoozedFor is { } snooze)
+        {
+            // The handler asked to run again later: not an outcome. The item waits on the retry clock, holding no worker
+            // and no slot (its key stays its own), then runs again; a queue that stops meanwhile dead-letters it.
+            entry.SnoozedFor = null;
+            Interlocked.Increment(ref _snoozed);
+            _diagnostics.Snoozed(Name, entry.Id, snooze);
+            if (_stoppedToken.IsCancellationRequested)
+            {
+                AbandonDelayed(entry);
+                return;
+            }
+
+            DelayedEntry<T>.Start(this, entry, _clock, snooze, _stoppedToken);
+            return;
+        }
+
         try
         {
             await Finish(entry, outcome).ConfigureAwait(false);
@@ -517,10 +541,17 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     {
         entry.Attempts++;
         var attempt = new WorkItemAttempt(Name, entry.Id, entry.Attempts, entry.EnqueuedAt, IsDurable: false);
-        if (WorkItemAttempt.Run(_scopes, _handle, entry.Item, attempt, cancellationToken) is { } exception)
+        if (WorkItemAttempt.Run(_scopes, _handle, entry.Item, attempt, cancellationToken, out var snoozedFor) is { } exception)
         {
             entry.LastException = exception;
             return Outcome.FromException<object?>(exception);
+        }
+
+        if (snoozedFor is not null)
+        {
+            // A snooze is not an attempt: the next run has the same number. The pipeline ends here with a success.
+            entry.Attempts--;
+            entry.SnoozedFor = snoozedFor;
         }
 
         return Outcome.FromResult<object?>(null);

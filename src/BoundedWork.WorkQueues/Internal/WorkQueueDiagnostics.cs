@@ -17,6 +17,7 @@ internal sealed class WorkQueueDiagnostics
     private readonly ILogger _logger;
     private readonly Counter<long> _scopeDisposeFailures;
     private readonly Counter<long> _handlerUnavailable;
+    private readonly Counter<long> _snoozed;
 
     public WorkQueueDiagnostics(IServiceProvider services)
     {
@@ -26,6 +27,15 @@ internal sealed class WorkQueueDiagnostics
             "boundedwork.workqueue.scope.dispose_failures", "{error}", "Attempts of typed work queues whose dependency-injection scope failed to dispose.");
         _handlerUnavailable = meter.CreateCounter<long>(
             "boundedwork.workqueue.handler_unavailable", "{item}", "Items of typed work queues whose handler could not be constructed (a service it needs is not registered).");
+        _snoozed = meter.CreateCounter<long>(
+            "boundedwork.workqueue.items.snoozed", "{item}", "Times a handler of a typed work queue snoozed its item (to run again later, not counted as a failed attempt).");
+    }
+
+    /// <summary>A handler snoozed its item: it runs again after <paramref name="delay"/>.</summary>
+    public void Snoozed(string queueName, long itemId, TimeSpan delay)
+    {
+        _snoozed.Add(1, new KeyValuePair<string, object?>(QueueTag, queueName));
+        _logger.ItemSnoozed(queueName, itemId, delay);
     }
 
     /// <summary>An item's handler could not be constructed: a configuration error; the item becomes a dead letter without retries.</summary>

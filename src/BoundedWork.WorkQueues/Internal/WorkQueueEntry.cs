@@ -32,6 +32,9 @@ internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key,
 
     public Exception? LastException { get; set; }
 
+    /// <summary>Gets or sets the delay the handler's last attempt asked for (a snooze), taken by the queue after the pipeline ends.</summary>
+    public TimeSpan? SnoozedFor { get; set; }
+
     /// <summary>Gets or sets why the executor did not run the entry's last executor item; <see langword="null"/> if it ran.</summary>
     public RejectionReason? NotRun { get; set; }
 

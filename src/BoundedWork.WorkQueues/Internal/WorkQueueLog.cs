@@ -45,4 +45,8 @@ internal static partial class WorkQueueLog
     [LoggerMessage(EventId = 108, EventName = "HandlerUnavailable", Level = LogLevel.Error,
         Message = "Work queue '{QueueName}': its handler {Handler} cannot be constructed because the service {MissingService} is not registered. A configuration error: item {ItemId} becomes a dead letter without retries; register {MissingService} and restart.")]
     public static partial void HandlerUnavailable(this ILogger logger, string queueName, string handler, string missingService, long itemId, Exception exception);
+
+    [LoggerMessage(EventId = 109, EventName = "ItemSnoozed", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': the handler snoozed item {ItemId}; it runs again in {Delay}, not counted as a failed attempt.")]
+    public static partial void ItemSnoozed(this ILogger logger, string queueName, long itemId, TimeSpan delay);
 }

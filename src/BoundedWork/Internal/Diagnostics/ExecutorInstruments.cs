@@ -65,6 +65,7 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.ratelimit.waiting", () => new Measurement<int>(Snapshot(executor, 11).RateLimitWaitingWorkers, tag), "{thread}", "Workers (and CallerRuns submitters) waiting for a rate-limit permit now.");
         _meter.CreateObservableCounter("boundedwork.ratelimit.permits", () => new Measurement<long>(Snapshot(executor, 12).PermitsAcquired, tag), "{permit}", "Rate-limit permits taken to start items.");
         _meter.CreateObservableCounter("boundedwork.ratelimit.refusals", () => new Measurement<long>(Snapshot(executor, 13).PermitsRefused, tag), "{permit}", "Times a permit was refused and the worker waited for one.");
+        _meter.CreateObservableUpDownCounter("boundedwork.paused", () => new Measurement<int>(Snapshot(executor, 14).IsPaused ? 1 : 0, tag), "{pause}", "1 while the executor is paused (its workers start no new item), else 0.");
     }
 
     /// <summary>

@@ -1,8 +1,8 @@
 namespace BoundedWork.Internal;
 
 /// <summary>
-/// The executor's watchdog: a dedicated thread that keeps every deadline of the executor (shutdown deadlines and
-/// Wait-policy timeouts) and reports each run that passes the slow-item threshold; and the queue-wait alarm, checked by
+/// The executor's watchdog: a dedicated thread that keeps every deadline of the executor (shutdown deadlines,
+/// Wait-policy timeouts and a pause's end) and reports each run that passes the slow-item threshold; and the queue-wait alarm, checked by
 /// the worker that takes an item.
 /// </summary>
 /// <remarks>
@@ -122,6 +122,7 @@ internal sealed class Watchdog(
             {
                 _signal.WaitOne(NextWait());
                 ExpireShutdownDeadlines();
+                owner.ResumeIfPauseEnded();
                 producers.RejectExpired(timeProvider.GetTimestamp());
                 owner.Permits.Replenish();
                 var threshold = owner.Settings.SlowItemThreshold;
@@ -157,6 +158,13 @@ internal sealed class Watchdog(
         if (owner.Settings.AdaptiveMode != AdaptiveMode.Off && (wait == Timeout.InfiniteTimeSpan || owner.Adaptive.LookInterval < wait))
         {
             wait = owner.Adaptive.LookInterval;
+        }
+
+        if (owner.PauseEnds is { } pauseEnds)
+        {
+            // A pause's end is on the executor's clock, which may not be the wall clock: look again at least every 50 ms.
+            var untilResume = TimeSpan.FromTicks(Math.Clamp((pauseEnds - timeProvider.GetUtcNow()).Ticks, TimeSpan.TicksPerMillisecond, MaxDeadlinePoll.Ticks));
+            wait = wait == Timeout.InfiniteTimeSpan || untilResume < wait ? untilResume : wait;
         }
 
         var deadline = producers.EarliestDeadline();

@@ -117,6 +117,18 @@ public sealed class DiagnosticsTests
     }
 
     // A MeterListener, not MetricCollector<T>: one snapshot of every instrument of the meter, and a collector watches one.
+    [Fact]
+    public async Task PausedGauge_IsOneWhilePaused_AndZeroOtherwise()
+    {
+        var name = $"paused-{Guid.NewGuid():N}";
+        await using var executor = TestKit.Create(name: name);
+        Assert.Equal(0, Collect(name)[("boundedwork.paused", null)]);
+        executor.Pause("incident");
+        Assert.Equal(1, Collect(name)[("boundedwork.paused", null)]);
+        executor.Resume();
+        Assert.Equal(0, Collect(name)[("boundedwork.paused", null)]);
+    }
+
     private static Dictionary<(string Instrument, string? Outcome), long> Collect(string executorName)
     {
         var values = new Dictionary<(string, string?), long>();

@@ -10,7 +10,8 @@ namespace BoundedWork.Tests.Internal.Outcomes;
 /// abandoned, and each item, by identity, ends in exactly one of those outcomes; and in every snapshot sampled while
 /// items flow, submitted = queued + starting + running + outcomes and the running items are exactly the busy workers'
 /// and the submitting threads'. Random worker counts, capacities, policies, concurrent producers, item kinds, resizes
-/// and shutdown points.
+/// and shutdown points, and pauses and resumes between them (a shutdown while paused drains, or hands back at the
+/// deadline, as without a pause).
 /// </summary>
 public sealed class ConservationProperties
 {
@@ -34,11 +35,12 @@ public sealed class ConservationProperties
         RejectionPolicy Policy,
         Kind[][] Producers,
         int[] Resizes,
+        bool[] Pauses,
         int ShutdownAfter,
         bool AbandonAtShutdown)
     {
         public override string ToString() =>
-            $"workers={Workers} capacity={Capacity} policy={Policy} producers=[{string.Join(" | ", Producers.Select(p => string.Join(",", p)))}] resizes=[{string.Join(",", Resizes)}] shutdownAfter={ShutdownAfter} abandon={AbandonAtShutdown}";
+            $"workers={Workers} capacity={Capacity} policy={Policy} producers=[{string.Join(" | ", Producers.Select(p => string.Join(",", p)))}] resizes=[{string.Join(",", Resizes)}] pauses=[{string.Join(",", Pauses)}] shutdownAfter={ShutdownAfter} abandon={AbandonAtShutdown}";
     }
 
     /// <summary>
@@ -59,9 +61,10 @@ public sealed class ConservationProperties
              from policy in Gen.Elements(Enum.GetValues<RejectionPolicy>())
              from producers in Gen.Choose(1, 3).SelectMany(n => Gen.ArrayOf(Gen.Elements(Enum.GetValues<Kind>()), 40).Resize(40).ArrayOf(n))
              from resizes in Gen.ArrayOf(Gen.Choose(1, 4), 4)
+             from pauses in Gen.ArrayOf(Gen.Elements(true, false), 4)
              from shutdownAfter in Gen.Choose(0, 120)
              from abandon in Gen.Elements(true, false)
-             select new Scenario(workers, capacity, policy, producers, resizes, shutdownAfter, abandon)).ToArbitrary();
+             select new Scenario(workers, capacity, policy, producers, resizes, pauses, shutdownAfter, abandon)).ToArbitrary();
     }
 
     private static void RunScenario(Scenario scenario)
@@ -125,6 +128,16 @@ public sealed class ConservationProperties
         {
             if (resize < scenario.Resizes.Length)
             {
+                // Each step pauses or resumes, then resizes: the last pause may still be in force at shutdown.
+                if (scenario.Pauses[resize])
+                {
+                    executor.Pause("property");
+                }
+                else
+                {
+                    executor.Resume();
+                }
+
                 executor.Resize(scenario.Resizes[resize++]);
             }
 
