@@ -75,6 +75,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
         var deadLetters = new DeadLetterEndpoints(services.GetRequiredService<DeadLetterApi>(), mapping);
         var cluster = new ClusterEndpoints(services.GetRequiredService<ClusterApi>(), mapping);
+        var schedules = new ScheduleEndpoints(services.GetRequiredService<ScheduleApi>(), mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);
@@ -108,6 +109,9 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
 
         MapRoute(group, "/queues/{name}/dead-letters/{id}/requeue", (["POST"], deadLetters.RequeueOne));
         MapRoute(group, "/queues/{name}/cluster", (s_read, cluster.Get), (["PATCH"], cluster.Patch));
+        MapRoute(group, "/schedules", (s_read, schedules.List));
+        MapRoute(group, "/schedules/{name}", (s_read, schedules.Get), (["PATCH"], schedules.Patch));
+        MapRoute(group, "/schedules/{name}/trigger", (["POST"], schedules.Trigger));
 
         return new BoundedWorkAdminConventionBuilder(group, mapping);
     }

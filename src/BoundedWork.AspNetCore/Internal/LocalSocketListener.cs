@@ -41,6 +41,7 @@ internal sealed class LocalSocketListener : IDisposable
     private readonly AdminApi _api;
     private readonly DeadLetterApi _deadLetters;
     private readonly ClusterApi? _cluster;
+    private readonly ScheduleApi? _schedules;
     private readonly IBoundedExecutorRegistry _registry;
     private readonly ILogger _logger;
     private readonly LocalSocketLimits _limits;
@@ -52,11 +53,12 @@ internal sealed class LocalSocketListener : IDisposable
     private readonly SocketFile _created;
     private volatile bool _stopping;
 
-    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits, ClusterApi? cluster = null)
+    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits, ClusterApi? cluster = null, ScheduleApi? schedules = null)
     {
         _api = api;
         _deadLetters = deadLetters;
         _cluster = cluster;
+        _schedules = schedules;
         _registry = registry;
         _logger = logger;
         _limits = limits;
@@ -517,8 +519,19 @@ internal sealed class LocalSocketListener : IDisposable
                     "PATCH" => WaitFor(Uri.UnescapeDataString(queue), deadline, cancel => cluster.ChangeAsync(Change(Uri.UnescapeDataString(queue)), cancel), "the change"),
                     _ => AdminApi.MethodNotAllowed(method, path, "GET, PATCH"),
                 };
+            case ["schedules"] when _schedules is { } schedules:
+                return method == "GET" ? schedules.List() : AdminApi.MethodNotAllowed(method, path, "GET");
+            case ["schedules", var schedule] when _schedules is { } schedules:
+                return method switch
+                {
+                    "GET" => schedules.Get(Uri.UnescapeDataString(schedule)),
+                    "PATCH" => schedules.Change(Change(Uri.UnescapeDataString(schedule))),
+                    _ => AdminApi.MethodNotAllowed(method, path, "GET, PATCH"),
+                };
+            case ["schedules", var schedule, "trigger"] when _schedules is { } schedules:
+                return method == "POST" ? schedules.Trigger(Change(Uri.UnescapeDataString(schedule))) : AdminApi.MethodNotAllowed(method, path, "POST");
             default:
-                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge and /queues/{{name}}/cluster.");
+                return AdminReply.Problem(404, "Not found", $"No console endpoint at '{path}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge, /queues/{{name}}/cluster, /schedules, /schedules/{{name}} and /schedules/{{name}}/trigger.");
         }
 
         ChangeRequest Change(string name) =>
