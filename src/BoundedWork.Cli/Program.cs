@@ -28,6 +28,7 @@ var root = new RootCommand(
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
     ClusterCommands.Create(),
+    ScheduleCommands.Create(),
     DoctorCommand.Create(),
 };
 
