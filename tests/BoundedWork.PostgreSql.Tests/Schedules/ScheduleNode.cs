@@ -59,7 +59,7 @@ public sealed class ScheduleNode : IAsyncDisposable
 
     public IDurableSchedules Schedules => Host.Services.GetRequiredService<IDurableSchedules>();
 
-    public static async Task<ScheduleNode> StartAsync(string connectionString, string schema, string node, Action<IServiceCollection> schedules, TimeProvider? clock = null)
+    public static async Task<ScheduleNode> StartAsync(string connectionString, string schema, string node, Action<IServiceCollection> schedules, TimeProvider? clock = null, Action<PostgreSqlWorkQueueOptions<ScheduledTick>>? storage = null)
     {
         var builder = Microsoft.Extensions.Hosting.Host.CreateApplicationBuilder();
         builder.Logging.ClearProviders();
@@ -83,6 +83,7 @@ public sealed class ScheduleNode : IAsyncDisposable
                 o.LeaseDuration = TimeSpan.FromSeconds(2);
                 o.PollInterval = TimeSpan.FromMilliseconds(100);
                 o.MaxReconnectDelay = TimeSpan.FromMilliseconds(500);
+                storage?.Invoke(o);
             })
             .Configure(o => o.WorkerCount = 2);
         schedules(builder.Services);
