@@ -73,6 +73,20 @@ public sealed class ScheduleEndpointTests
     }
 
     [Fact]
+    public async Task Routes_AreNotAnonymous_AndNeedThePolicy()
+    {
+        await using var server = await StartAsync();
+        using var anonymous = server.CreateClient(null, null);
+        using var outsider = server.CreateClient("mallory", "sales");
+
+        Assert.Equal(HttpStatusCode.Unauthorized, (await anonymous.GetAsync("/bounded-work/schedules")).StatusCode);
+        Assert.Equal(HttpStatusCode.Unauthorized, (await anonymous.SendChangeAsync(HttpMethod.Post, "/bounded-work/schedules/pulse/trigger", "{}")).StatusCode);
+        Assert.Equal(HttpStatusCode.Forbidden, (await outsider.SendChangeAsync(HttpMethod.Patch, "/bounded-work/schedules/nightly", """{"paused": true}""")).StatusCode);
+        Assert.False(server.App.Services.GetRequiredService<BoundedWork.Hosting.IRecurringSchedules>().GetStatus("nightly").IsPaused);
+        Assert.Equal(0, server.App.Services.GetRequiredService<BoundedWork.Hosting.IRecurringSchedules>().GetStatus("pulse").Triggered);
+    }
+
+    [Fact]
     public async Task Change_WithoutTheRequestHeader_IsRefused()
     {
         await using var server = await StartAsync();
