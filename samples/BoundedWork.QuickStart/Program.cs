@@ -36,8 +36,8 @@ Console.WriteLine($"  blocking calls on the shared ThreadPool: worst {onPool.Tot
 var onExecutor = MeasurePoolLatency(done => executor.Execute(() => { Thread.Sleep(blockingCall); done.Signal(); }));
 Console.WriteLine($"  blocking calls on BoundedExecutor:       worst {onExecutor.TotalMilliseconds,8:F1} ms");
 
-// 4. Operators resize at runtime and read one consistent snapshot.
-executor.Resize(16);
+// 4. Operators change the worker count at runtime and read one consistent snapshot.
+executor.Reconfigure(settings => settings with { WorkerCount = 16 });
 var statistics = executor.GetStatistics();
 Console.WriteLine();
 Console.WriteLine($"Statistics: workers {statistics.LiveWorkerCount}/{statistics.TargetWorkerCount} (max {statistics.MaxWorkerCount}), " +

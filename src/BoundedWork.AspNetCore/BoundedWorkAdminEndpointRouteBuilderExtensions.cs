@@ -72,10 +72,12 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
 
         var policy = services.GetRequiredService<IOptions<BoundedWorkAdminOptions>>().Value.AuthorizationPolicy;
         var mapping = new AdminMapping(prefix);
-        var api = new AdminEndpoints(services.GetRequiredService<AdminApi>(), mapping);
-        var deadLetters = new DeadLetterEndpoints(services.GetRequiredService<DeadLetterApi>(), mapping);
-        var cluster = new ClusterEndpoints(services.GetRequiredService<ClusterApi>(), mapping);
-        var schedules = new ScheduleEndpoints(services.GetRequiredService<ScheduleApi>(), mapping);
+        var table = AdminRouteTable.Create(
+            services.GetRequiredService<AdminApi>(),
+            services.GetRequiredService<DeadLetterApi>(),
+            services.GetRequiredService<ClusterApi>(),
+            schedules: services.GetRequiredService<ScheduleApi>());
+        var handlers = new AdminEndpoints(mapping);
         mappings.Add(mapping);
 
         var group = endpoints.MapGroup(prefix);
@@ -90,28 +92,22 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
             }
         });
 
-        MapRoute(group, "/", (s_read, context => DashboardPage.Serve(context, prefix)));
-        MapRoute(group, "/executors", (s_read, api.ListExecutors));
-        MapRoute(group, "/threadpool", (s_read, api.GetThreadPool));
-        MapRoute(group, "/executors/{name}", (s_read, api.GetExecutor), (["PATCH"], api.PatchSettings));
-        MapRoute(group, "/executors/{name}/workers", (["PUT"], api.PutWorkers));
-        MapRoute(group, "/queues/{name}/dead-letters", (s_read, deadLetters.List));
-        MapRoute(group, "/queues/{name}/dead-letters/requeue", (["POST"], deadLetters.RequeueSelection));
-        MapRoute(group, "/queues/{name}/dead-letters/purge", (["POST"], deadLetters.PurgeSelection));
-        MapRoute(group, "/queues/{name}/dead-letters/{id}", (s_read, deadLetters.Show), (["DELETE"], deadLetters.PurgeOne));
-
-        // The {id} route takes GET, HEAD and DELETE for any id, "requeue" and "purge" included: answer those methods on
-        // the two literal paths with their own 405 (same order; a literal segment outranks a parameter).
-        foreach (var literal in (string[])["/queues/{name}/dead-letters/requeue", "/queues/{name}/dead-letters/purge"])
+        MapRoute(group, "/", [(s_read, context => DashboardPage.Serve(context, prefix))]);
+        var routes = table.For(AdminTransports.Http).ToList();
+        foreach (var route in routes)
         {
-            group.MapMethods(literal, [.. s_read, "DELETE"], static context => AdminEndpoints.MethodNotAllowed(context, "POST"));
-        }
+            MapRoute(group, route.Pattern, [.. route.Operations.Select(o => (Methods(o), handlers.Handler(route, o)))]);
 
-        MapRoute(group, "/queues/{name}/dead-letters/{id}/requeue", (["POST"], deadLetters.RequeueOne));
-        MapRoute(group, "/queues/{name}/cluster", (s_read, cluster.Get), (["PATCH"], cluster.Patch));
-        MapRoute(group, "/schedules", (s_read, schedules.List));
-        MapRoute(group, "/schedules/{name}", (s_read, schedules.Get), (["PATCH"], schedules.Patch));
-        MapRoute(group, "/schedules/{name}/trigger", (["POST"], schedules.Trigger));
+            // A route with a parameter where this one has a literal (dead-letters/{id} beside dead-letters/requeue) would
+            // take its methods on this route's paths too: answer those here with this route's own 405 (a literal segment
+            // outranks a parameter).
+            var allow = route.Allow(AdminTransports.Http);
+            var shadowing = routes.Where(route.IsShadowedBy).SelectMany(r => r.Methods(AdminTransports.Http)).Except(route.Methods(AdminTransports.Http)).ToArray();
+            if (shadowing.Length > 0)
+            {
+                group.MapMethods(route.Pattern, shadowing, context => AdminEndpoints.MethodNotAllowed(context, allow));
+            }
+        }
 
         return new BoundedWorkAdminConventionBuilder(group, mapping);
     }
@@ -121,7 +117,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
     /// one endpoint for every other method, standard or not, that answers 405 with exactly the methods mapped here.
     /// Routing's own 405 would list the methods of every endpoint on the path and send no problem body.
     /// </summary>
-    private static void MapRoute(RouteGroupBuilder group, string pattern, params ReadOnlySpan<(string[] Methods, RequestDelegate Handler)> handlers)
+    private static void MapRoute(RouteGroupBuilder group, string pattern, IEnumerable<(string[] Methods, RequestDelegate Handler)> handlers)
     {
         var allowed = new List<string>();
         foreach (var (methods, handler) in handlers)
@@ -133,4 +129,7 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var allow = string.Join(", ", allowed);
         group.Map(pattern, context => AdminEndpoints.MethodNotAllowed(context, allow)).WithOrder(1);
     }
+
+    /// <summary>The methods Kestrel maps for an operation: <c>HEAD</c> with every <c>GET</c>.</summary>
+    private static string[] Methods(AdminOperation operation) => operation.Method == "GET" ? s_read : [operation.Method];
 }

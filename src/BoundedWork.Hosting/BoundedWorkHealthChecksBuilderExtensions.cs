@@ -19,7 +19,7 @@ public static class BoundedWorkHealthChecksBuilderExtensions
     /// than <see cref="BoundedWork.BoundedExecutorOptions.SlowItemThreshold"/>, when the oldest queued item has waited longer than
     /// <see cref="BoundedWork.BoundedExecutorOptions.QueueWaitThreshold"/>, or when ThreadPool threads blocked waiting for the
     /// executor since the previous check; otherwise <see cref="HealthStatus.Healthy"/>.
-    /// A typed work queue with durable storage (<see cref="IWorkQueueStorage"/>) is also Unhealthy while its node cannot
+    /// A typed work queue with durable storage (BoundedWork.WorkQueues, <c>IWorkQueueStorage</c>) is also Unhealthy while its node cannot
     /// reach the storage, and Degraded while its oldest stored ready item has waited longer than the QueueWaitThreshold.
     /// The result's data holds one entry per executor, keyed by its name (with a <c>storage</c> entry for durable queues).
     /// </summary>
@@ -57,7 +57,7 @@ public static class BoundedWorkHealthChecksBuilderExtensions
 
         BoundedExecutorServiceCollectionExtensions.AddBoundedExecutorCore(builder.Services);
         builder.Services.AddKeyedSingleton(name, (provider, _) =>
-            new BoundedWorkHealthCheck(provider.GetRequiredService<IBoundedExecutorRegistry>(), provider.GetServices<IWorkQueueStorage>(), options.DegradedQueueFillRatio));
+            new BoundedWorkHealthCheck(provider.GetRequiredService<IBoundedExecutorRegistry>(), provider.GetServices<IExecutorHealthContributor>(), options.DegradedQueueFillRatio));
         return builder.Add(new HealthCheckRegistration(
             name,
             provider => provider.GetRequiredKeyedService<BoundedWorkHealthCheck>(name),

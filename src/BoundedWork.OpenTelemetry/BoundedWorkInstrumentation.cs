@@ -8,7 +8,7 @@ namespace BoundedWork.OpenTelemetry;
 /// <remarks>
 /// <list type="table">
 /// <listheader><term>Package</term><description>Meter / activity source</description></listheader>
-/// <item><term>BoundedWork, BoundedWork.Hosting</term><description>meter <c>BoundedWork</c> (executors, typed work queues); activity source <c>BoundedWork</c> (<c>BoundedWork.Run</c>, one per item run)</description></item>
+/// <item><term>BoundedWork, BoundedWork.Hosting, BoundedWork.WorkQueues</term><description>meter <c>BoundedWork</c> (executors, typed work queues); activity source <c>BoundedWork</c> (<c>BoundedWork.Run</c>, one per item run)</description></item>
 /// <item><term>BoundedWork.AspNetCore</term><description>meter <c>BoundedWork.Admin</c> (the operator console's changes and refusals)</description></item>
 /// <item><term>BoundedWork.PostgreSql</term><description>meter <c>BoundedWork.PostgreSql</c> (durable queues); activity source <c>BoundedWork.PostgreSql</c> (<c>send {queue}</c> and <c>process {queue}</c>)</description></item>
 /// </list>

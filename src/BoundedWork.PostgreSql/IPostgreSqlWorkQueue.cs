@@ -21,8 +21,15 @@ namespace BoundedWork.PostgreSql;
 /// </para>
 /// <para>
 /// An exception thrown while the insert (or the caller's transaction) commits, a lost connection or a server restart,
-/// leaves the outcome unknown: the item may be stored. Retry with <c>EnqueueIdempotentAsync</c> and the same key, and
-/// the item is stored once.
+/// leaves the outcome unknown: the item may be stored. Retry with the same <see cref="EnqueueOptions.IdempotencyKey"/>,
+/// and the item is stored once.
+/// </para>
+/// <para>
+/// The enqueues in the caller's transaction or on its connection are one small grid: one item
+/// (<c>EnqueueAsync</c>) or many (<c>EnqueueManyAsync</c>); in the caller's <see cref="NpgsqlTransaction"/> or on its
+/// <see cref="NpgsqlConnection"/>; with <see cref="EnqueueOptions"/> (a delay or a time, a priority, an idempotency
+/// key: every option is said there and only there) or without. The enqueues in a write of the queue's own are those
+/// of <see cref="IDurableWorkQueue{T}"/>.
 /// </para>
 /// <para>Delivery is at least once: see docs/durable-queues.md for what a crash, a restart or a lost connection does.</para>
 /// </remarks>
@@ -53,6 +60,8 @@ public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>
     Task<long> EnqueueAsync(T item, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>
+    /// Obsolete: say the key with <see cref="EnqueueOptions.IdempotencyKey"/>,
+    /// <c>EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = key }, transaction)</c>, which behaves the same.
     /// Enqueues an item inside the caller's transaction unless an item with the same idempotency key is stored in the
     /// queue (committed, or inserted earlier in this transaction). A transaction that enqueues the same key and has not
     /// committed yet makes this call wait for it: if it commits, this is a duplicate; if it rolls back, this call
@@ -61,26 +70,30 @@ public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>
     /// transaction.
     /// </summary>
     /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">The caller's key, as for <see cref="IDurableWorkQueue{T}.EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="idempotencyKey">The caller's key, as <see cref="EnqueueOptions.IdempotencyKey"/> describes.</param>
     /// <param name="transaction">The caller's open transaction; the queue's schema must be reachable on its connection's database.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="transaction"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
     /// <exception cref="InvalidOperationException">The transaction is already committed or rolled back.</exception>
+    [Obsolete("Say the key with EnqueueOptions: EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = key }, transaction).")]
     Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlTransaction transaction, CancellationToken cancellationToken = default);
 
     /// <summary>
+    /// Obsolete: say the key with <see cref="EnqueueOptions.IdempotencyKey"/>,
+    /// <c>EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = key }, connection)</c>, which behaves the same.
     /// Enqueues an item on the caller's open connection (inside the transaction in progress on it, if any) unless an
     /// item with the same idempotency key is stored in the queue.
     /// </summary>
     /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">The caller's key, as for <see cref="IDurableWorkQueue{T}.EnqueueIdempotentAsync(T, string, CancellationToken)"/>.</param>
+    /// <param name="idempotencyKey">The caller's key, as <see cref="EnqueueOptions.IdempotencyKey"/> describes.</param>
     /// <param name="connection">The caller's open connection.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
+    [Obsolete("Say the key with EnqueueOptions: EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = key }, connection).")]
     Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, NpgsqlConnection connection, CancellationToken cancellationToken = default);
 
     /// <summary>Enqueues an item inside the caller's transaction as <paramref name="options"/> say.</summary>

@@ -377,23 +377,26 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     }
 
     /// <summary>
-    /// Changes the number of worker threads while items keep flowing. Growing starts threads at once;
-    /// shrinking retires workers only between items, never interrupting a running one.
+    /// Changes the number of worker threads while items keep flowing and, while the adaptive mode is on, pins it. Kept
+    /// for compatibility: say what you mean with <see cref="PinWorkerCount(int)"/> (a pin) or
+    /// <see cref="Reconfigure(Func{BoundedExecutorSettings, BoundedExecutorSettings})"/> with a new
+    /// <see cref="BoundedExecutorSettings.WorkerCount"/> (a plain change, which the adaptive mode may change again).
     /// </summary>
     /// <param name="workerCount">The new worker count, between 1 and <see cref="MaxWorkerCount"/>.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>; nothing changes.</exception>
     /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
     /// <remarks>
-    /// While <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, the new count is pinned until
-    /// <see cref="UnpinWorkerCount"/>: the adaptive mode holds it (see <see cref="Resize(int, TimeSpan)"/> for a pin
-    /// that ends by itself).
+    /// While <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, this is <see cref="PinWorkerCount(int)"/>:
+    /// the count is pinned until <see cref="UnpinWorkerCount"/>. While it is Off, it is a plain change. Growing starts
+    /// threads at once; shrinking retires workers only between items, never interrupting a running one.
     /// </remarks>
     public void Resize(int workerCount) => Resize(workerCount, Timeout.InfiniteTimeSpan);
 
     /// <summary>
     /// Changes the number of worker threads as <see cref="Resize(int)"/> does and, while
-    /// <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, pins it for <paramref name="pinFor"/>: the
-    /// adaptive mode holds the count until the time runs out or <see cref="UnpinWorkerCount"/> is called, then resumes.
+    /// <see cref="BoundedExecutorSettings.AdaptiveMode"/> is not Off, pins it for <paramref name="pinFor"/> as
+    /// <see cref="PinWorkerCount(int, TimeSpan)"/> does. Kept for compatibility: prefer
+    /// <see cref="PinWorkerCount(int, TimeSpan)"/>.
     /// </summary>
     /// <param name="workerCount">The new worker count, between 1 and <see cref="MaxWorkerCount"/>.</param>
     /// <param name="pinFor">How long the pin lasts: positive, or <see cref="Timeout.InfiniteTimeSpan"/> until unpinned.</param>
@@ -401,40 +404,52 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
     public void Resize(int workerCount, TimeSpan pinFor)
     {
-        if (workerCount < 1 || workerCount > MaxWorkerCount)
-        {
-            throw new ArgumentOutOfRangeException(nameof(workerCount), workerCount, $"The worker count of executor '{Name}' must be between 1 and MaxWorkerCount ({MaxWorkerCount}).");
-        }
-
-        if (pinFor <= TimeSpan.Zero && pinFor != Timeout.InfiniteTimeSpan)
-        {
-            throw new ArgumentOutOfRangeException(nameof(pinFor), pinFor, "A pin's duration must be positive, or Timeout.InfiniteTimeSpan (until unpinned).");
-        }
-
-        if (_settings.AdaptiveMode != AdaptiveMode.Off && !IsShutdown)
-        {
-            // Pinned first, so that a decision made between the pin and the resize holds the operator's count too.
-            _adaptive.Pin(_settings.WorkerCount, workerCount, pinFor);
-        }
-
-        BoundedExecutorSettings previous, current;
-        bool wakeWorkers;
-        lock (_pool.SyncObj)
-        {
-            ThrowIfShutdownUnsynchronized();
-            previous = _settings;
-            current = previous with { WorkerCount = workerCount };
-            wakeWorkers = ApplyUnsynchronized(current);
-        }
-
-        AfterChange(previous, current, wakeWorkers);
+        ThrowIfInvalidPin(workerCount, pinFor, nameof(pinFor));
+        SetWorkerCount(workerCount, pin: _settings.AdaptiveMode != AdaptiveMode.Off, pinFor);
     }
 
     /// <summary>
-    /// Ends an operator's pin (<see cref="Resize(int)"/>): the adaptive mode resumes from the count in force. Does
-    /// nothing when the count is not pinned.
+    /// Pins the worker count: sets it to <paramref name="workerCount"/> and holds it there until
+    /// <see cref="UnpinWorkerCount"/>. The adaptive mode (On or Advisory, now or once turned on) then proposes nothing
+    /// else, and a durable queue's cluster node keeps this count instead of the fleet-wide one.
+    /// </summary>
+    /// <param name="workerCount">The count to hold, between 1 and <see cref="MaxWorkerCount"/> (kept within the adaptive bounds while the mode is on).</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    /// <remarks>
+    /// A pin survives <see cref="Reconfigure(Func{BoundedExecutorSettings, BoundedExecutorSettings})"/>: a
+    /// reconfiguration that changes the count changes it now, and the adaptive mode's next decision brings it back to
+    /// the pinned count. Pinning again replaces the pin. The decision log records the pin
+    /// (<see cref="GetWorkerCountDecisions"/>, rule <c>Pinned</c>) and its end (<c>Unpinned</c>).
+    /// </remarks>
+    public void PinWorkerCount(int workerCount) => PinWorkerCount(workerCount, Timeout.InfiniteTimeSpan);
+
+    /// <summary>
+    /// Pins the worker count as <see cref="PinWorkerCount(int)"/> does, for <paramref name="duration"/>: when it runs
+    /// out, the adaptive mode resumes from the count in force.
+    /// </summary>
+    /// <param name="workerCount">The count to hold, between 1 and <see cref="MaxWorkerCount"/>.</param>
+    /// <param name="duration">How long the pin lasts: positive, or <see cref="Timeout.InfiniteTimeSpan"/> until unpinned.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="workerCount"/> is below 1 or above <see cref="MaxWorkerCount"/>, or <paramref name="duration"/> is neither positive nor infinite; nothing changes.</exception>
+    /// <exception cref="InvalidOperationException">The executor is shut down.</exception>
+    public void PinWorkerCount(int workerCount, TimeSpan duration)
+    {
+        ThrowIfInvalidPin(workerCount, duration, nameof(duration));
+        SetWorkerCount(workerCount, pin: true, duration);
+    }
+
+    /// <summary>
+    /// Ends an operator's pin (<see cref="PinWorkerCount(int)"/>): the adaptive mode resumes from the count in force,
+    /// and its next decision logs <c>Unpinned</c>. Does nothing when the count is not pinned.
     /// </summary>
     public void UnpinWorkerCount() => _adaptive.Unpin();
+
+    /// <summary>
+    /// Gets a value indicating whether the worker count is pinned now (<see cref="PinWorkerCount(int)"/>): not yet
+    /// unpinned, and the pin's time, if it has one, not run out. A cheap read; the statistics snapshot reports the same
+    /// with when the pin ends (<see cref="BoundedExecutorStatistics.WorkerCountPinnedUntil"/>).
+    /// </summary>
+    public bool IsWorkerCountPinned => _adaptive.TryGetPin(out _, out _);
 
     /// <summary>
     /// Gets the adaptive mode's decision log, oldest first: every change it made (or, in advisory mode, would have
@@ -725,6 +740,41 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         {
             throw new ArgumentException($"Invalid settings for executor '{Name}': {string.Join(" ", errors.Values)}", parameterName);
         }
+    }
+
+    private void ThrowIfInvalidPin(int workerCount, TimeSpan duration, string durationName)
+    {
+        if (workerCount < 1 || workerCount > MaxWorkerCount)
+        {
+            throw new ArgumentOutOfRangeException(nameof(workerCount), workerCount, $"The worker count of executor '{Name}' must be between 1 and MaxWorkerCount ({MaxWorkerCount}).");
+        }
+
+        if (duration <= TimeSpan.Zero && duration != Timeout.InfiniteTimeSpan)
+        {
+            throw new ArgumentOutOfRangeException(durationName, duration, "A pin's duration must be positive, or Timeout.InfiniteTimeSpan (until unpinned).");
+        }
+    }
+
+    /// <summary>Sets the worker count, pinned first when <paramref name="pin"/> says so.</summary>
+    private void SetWorkerCount(int workerCount, bool pin, TimeSpan pinFor)
+    {
+        if (pin && !IsShutdown)
+        {
+            // Pinned first, so that a decision made between the pin and the resize holds the operator's count too.
+            _adaptive.Pin(_settings.WorkerCount, workerCount, pinFor);
+        }
+
+        BoundedExecutorSettings previous, current;
+        bool wakeWorkers;
+        lock (_pool.SyncObj)
+        {
+            ThrowIfShutdownUnsynchronized();
+            previous = _settings;
+            current = previous with { WorkerCount = workerCount };
+            wakeWorkers = ApplyUnsynchronized(current);
+        }
+
+        AfterChange(previous, current, wakeWorkers);
     }
 
     private void ThrowIfShutdownUnsynchronized()

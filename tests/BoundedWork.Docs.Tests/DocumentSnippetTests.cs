@@ -38,7 +38,7 @@ public sealed class DocumentSnippetTests
 
         Assert.Equal(expected, Documentation.Documents);
         Assert.Superset(
-            new HashSet<string>(["README.md", "docs/index.md", "docs/design.md", "docs/executor.md", "docs/hosting.md", "docs/admin-console.md", "docs/dashboard.md", "docs/cli.md", "docs/legacy-code.md", "docs/typed-queues.md", "docs/durable-queues.md", "docs/metrics-and-events.md", "docs/performance.md", Documentation.ExampleTypesPage, "src/BoundedWork/README.md", "src/BoundedWork.Hosting/README.md", "src/BoundedWork.AspNetCore/README.md", "src/BoundedWork.PostgreSql/README.md", "src/BoundedWork.Cli/README.md"]),
+            new HashSet<string>(["README.md", "docs/index.md", "docs/design.md", "docs/executor.md", "docs/hosting.md", "docs/admin-console.md", "docs/dashboard.md", "docs/cli.md", "docs/legacy-code.md", "docs/typed-queues.md", "docs/durable-queues.md", "docs/metrics-and-events.md", "docs/performance.md", Documentation.ExampleTypesPage, "src/BoundedWork/README.md", "src/BoundedWork.Hosting/README.md", "src/BoundedWork.WorkQueues/README.md", "src/BoundedWork.AspNetCore/README.md", "src/BoundedWork.PostgreSql/README.md", "src/BoundedWork.Cli/README.md"]),
             Documentation.Documents.ToHashSet());
     }
 
@@ -53,6 +53,7 @@ public sealed class DocumentSnippetTests
     [InlineData("docs/example-types.md", 1)]
     [InlineData("src/BoundedWork/README.md", 1)]
     [InlineData("src/BoundedWork.Hosting/README.md", 1)]
+    [InlineData("src/BoundedWork.WorkQueues/README.md", 1)]
     [InlineData("src/BoundedWork.AspNetCore/README.md", 1)]
     [InlineData("src/BoundedWork.PostgreSql/README.md", 1)]
     [InlineData("src/BoundedWork.Cli/README.md", 1)]
@@ -97,6 +98,23 @@ public sealed class DocumentSnippetTests
 
         Assert.Contains(SnippetCompiler.Compile(hosting, [], new HashSet<string>(["BoundedWork"])), error => error.Contains("CS0234", StringComparison.Ordinal));
         Assert.Empty(SnippetCompiler.Compile(hosting, [], SnippetPackages.Closure(["BoundedWork.Hosting"])));
+    }
+
+    /// <summary>
+    /// Typed work queues are a package of their own: a snippet whose section names only BoundedWork.Hosting cannot use
+    /// them (the types keep the namespace BoundedWork.Hosting, so the error is the missing type, not the namespace).
+    /// </summary>
+    [Fact]
+    public void Compile_HostingSnippetUsingTypedQueues_NeedsTheWorkQueuesPackage()
+    {
+        const string queues = """
+            using BoundedWork.Hosting;
+
+            Console.WriteLine(typeof(IWorkQueue<string>));
+            """;
+
+        Assert.Contains(SnippetCompiler.Compile(queues, [], SnippetPackages.Closure(["BoundedWork.Hosting"])), error => error.Contains("CS0246", StringComparison.Ordinal));
+        Assert.Empty(SnippetCompiler.Compile(queues, [], SnippetPackages.Closure(["BoundedWork.WorkQueues"])));
     }
 
     [Fact]

@@ -12,6 +12,7 @@ internal static partial class SnippetPackages
 {
     public const string Core = "BoundedWork";
     public const string Hosting = "BoundedWork.Hosting";
+    public const string WorkQueues = "BoundedWork.WorkQueues";
     public const string AspNetCore = "BoundedWork.AspNetCore";
     public const string PostgreSql = "BoundedWork.PostgreSql";
     public const string OpenTelemetry = "BoundedWork.OpenTelemetry";
@@ -22,8 +23,9 @@ internal static partial class SnippetPackages
     {
         [Core] = [],
         [Hosting] = [Core],
-        [AspNetCore] = [Hosting],
-        [PostgreSql] = [Hosting],
+        [WorkQueues] = [Hosting],
+        [AspNetCore] = [WorkQueues],
+        [PostgreSql] = [WorkQueues],
         [OpenTelemetry] = [Core],
         ["BoundedWork.Cli"] = [AspNetCore],
         [JwtBearer] = [],
@@ -38,7 +40,7 @@ internal static partial class SnippetPackages
         ["docs/rate-limits.md"] = Core,
         ["docs/adaptive-workers.md"] = Core,
         ["docs/hosting.md"] = Hosting,
-        ["docs/typed-queues.md"] = Hosting,
+        ["docs/typed-queues.md"] = WorkQueues,
         ["docs/admin-console.md"] = AspNetCore,
         ["docs/dashboard.md"] = AspNetCore,
         ["docs/cli.md"] = AspNetCore,
@@ -139,7 +141,8 @@ internal static partial class SnippetPackages
             return packages.Contains(file);
         }
 
-        return (packages.Contains(Hosting) && (file.StartsWith("Polly", StringComparison.Ordinal) || file.StartsWith("Microsoft.Extensions.", StringComparison.Ordinal)))
+        return (packages.Contains(Hosting) && file.StartsWith("Microsoft.Extensions.", StringComparison.Ordinal))
+            || (packages.Contains(WorkQueues) && file.StartsWith("Polly", StringComparison.Ordinal))
             || (packages.Contains(PostgreSql) && file.StartsWith("Npgsql", StringComparison.Ordinal))
             || ((packages.Contains(OpenTelemetry) || packages.Contains("OpenTelemetry.Extensions.Hosting")) && file.StartsWith("OpenTelemetry", StringComparison.Ordinal))
             || (packages.Contains(JwtBearer) && (file == JwtBearer || file.StartsWith("Microsoft.IdentityModel.", StringComparison.Ordinal) || file.StartsWith("System.IdentityModel.", StringComparison.Ordinal)));

@@ -114,7 +114,10 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
 
         var first = await producer.Queue.EnqueueAsync(new Notice(42), options);
         var again = await producer.Queue.EnqueueAsync(new Notice(42), options);
+        // The obsolete EnqueueIdempotentAsync shares the key with EnqueueOptions.IdempotencyKey until it is removed.
+#pragma warning disable CS0618
         var plain = await producer.Queue.EnqueueIdempotentAsync(new Notice(42), "reminder:42");
+#pragma warning restore CS0618
 
         Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), again);
         Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), plain);
@@ -128,8 +131,8 @@ public sealed class DelayedItemTests(PostgresFixture postgres)
         await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         IWorkQueue<Notice> queue = producer.Queue;
 
-        await queue.EnqueueAsync(new Notice(1), TimeSpan.FromHours(1));
-        await queue.EnqueueAsync(new Notice(2), DateTimeOffset.UtcNow.AddHours(2));
+        await queue.EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromHours(1) });
+        await queue.EnqueueAsync(new Notice(2), new EnqueueOptions { RunAt = DateTimeOffset.UtcNow.AddHours(2) });
 
         Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 5 AND run_at > now() + interval '50 minutes'"));
     }

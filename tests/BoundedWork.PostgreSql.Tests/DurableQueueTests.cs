@@ -298,8 +298,8 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
 
         Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
-        var keyed = await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade");
-        Assert.True((await node.Queue.EnqueueIdempotentAsync(new Notice(2), "after-upgrade")).IsDuplicate);
+        var keyed = await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { IdempotencyKey = "after-upgrade" });
+        Assert.True((await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { IdempotencyKey = "after-upgrade" })).IsDuplicate);
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the keyed one are handled");
         Assert.Equal([1, 2], behavior.Deliveries.Select(d => d.Item.Number).Order());
         Assert.Contains(behavior.Deliveries, d => d.Id == keyed.ItemId);

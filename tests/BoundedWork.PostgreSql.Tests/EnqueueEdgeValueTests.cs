@@ -34,7 +34,7 @@ public sealed class EnqueueEdgeValueTests(PostgresFixture postgres)
         await node.Queue.EnqueueAsync(new Notice(0, "k"));
         Assert.True(holding.Wait(QueueNode.Patience));
         var waiting = await node.Queue.EnqueueAsync(new Notice(1, "k"), new EnqueueOptions { RunAt = default });
-        await ((IWorkQueue<Notice>)node.Queue).EnqueueAsync(new Notice(4, "k"), default(DateTimeOffset));
+        await ((IWorkQueue<Notice>)node.Queue).EnqueueAsync(new Notice(4, "k"), new EnqueueOptions { RunAt = default(DateTimeOffset) });
         var bulk = await node.Queue.EnqueueManyAsync([new Notice(2, "m")], new EnqueueOptions { RunAt = DateTimeOffset.MinValue });
 
         var statistics = await node.Queue.ReadStatisticsAsync(); // the key's first item runs, the others may
@@ -80,8 +80,8 @@ public sealed class EnqueueEdgeValueTests(PostgresFixture postgres)
             Assert.Contains("EnqueueOptions." + field, refusedBulk.Message, StringComparison.Ordinal);
         }
 
-        await Assert.ThrowsAsync<ArgumentOutOfRangeException>(async () => await typed.EnqueueAsync(new Notice(9), TimeSpan.MaxValue));
-        await Assert.ThrowsAsync<ArgumentOutOfRangeException>(async () => await typed.EnqueueAsync(new Notice(9), DateTimeOffset.MaxValue));
+        await Assert.ThrowsAsync<ArgumentOutOfRangeException>(async () => await typed.EnqueueAsync(new Notice(9), new EnqueueOptions { Delay = TimeSpan.MaxValue }));
+        await Assert.ThrowsAsync<ArgumentOutOfRangeException>(async () => await typed.EnqueueAsync(new Notice(9), new EnqueueOptions { RunAt = DateTimeOffset.MaxValue }));
         Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items"));
 
         // The ends of the ranges: stored, counted, and run in priority order when due.

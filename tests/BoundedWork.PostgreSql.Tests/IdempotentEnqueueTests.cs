@@ -26,7 +26,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
             await connection.OpenAsync();
             await using var transaction = await connection.BeginTransactionAsync();
             await connection.ExecuteAsync("SET LOCAL synchronous_commit = on; INSERT INTO ambiguous.callbacks VALUES ('callback-1')");
-            var first = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "callback-1", transaction);
+            var first = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "callback-1" }, transaction);
             Assert.False(first.IsDuplicate);
             firstId = first.ItemId;
             var commit = transaction.CommitAsync();
@@ -45,7 +45,7 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
             await connection.OpenAsync();
             await using var transaction = await connection.BeginTransactionAsync();
             await connection.ExecuteAsync("INSERT INTO ambiguous.callbacks VALUES ('callback-1') ON CONFLICT DO NOTHING");
-            retried = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "callback-1", transaction);
+            retried = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "callback-1" }, transaction);
             await transaction.CommitAsync();
         }
 
@@ -63,9 +63,9 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
         await postgres.ExecuteAsync($"INSERT INTO {schema}.items (queue, payload, state, idempotency_key) VALUES ('another queue', '{{}}', 2, 'order-7')");
 
-        var first = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "order-7");
-        var second = await node.Queue.EnqueueIdempotentAsync(new Notice(2), "order-7");
-        var other = await node.Queue.EnqueueIdempotentAsync(new Notice(3), "order-8");
+        var first = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "order-7" });
+        var second = await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { IdempotencyKey = "order-7" });
+        var other = await node.Queue.EnqueueAsync(new Notice(3), new EnqueueOptions { IdempotencyKey = "order-8" });
 
         Assert.False(first.IsDuplicate); // the other queue's key does not count
         Assert.Equal(new EnqueueResult(first.ItemId, IsDuplicate: true), second);
@@ -82,16 +82,19 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         var schema = await postgres.NewSchemaAsync();
         await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
 
+        // The obsolete EnqueueIdempotentAsync takes a key that must not be null (EnqueueOptions' null key is no key).
+#pragma warning disable CS0618
         await Assert.ThrowsAsync<ArgumentNullException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), null!));
-        await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), ""));
-        var tooLong = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), new string('k', 257)));
+#pragma warning restore CS0618
+        await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "" }));
+        var tooLong = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = new string('k', 257) }));
         Assert.StartsWith("The idempotency key must be at most 256 characters (was 257).", tooLong.Message, StringComparison.Ordinal);
-        var nul = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), "a\0b"));
+        var nul = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "a\0b" }));
         Assert.Contains("NUL", nul.Message, StringComparison.Ordinal);
-        var surrogate = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueIdempotentAsync(new Notice(1), "order-\uD800"));
+        var surrogate = await Assert.ThrowsAsync<ArgumentException>("idempotencyKey", () => node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "order-\uD800" }));
         Assert.StartsWith("The idempotency key must be valid Unicode text (a lone surrogate at index 6).", surrogate.Message, StringComparison.Ordinal);
-        Assert.False((await node.Queue.EnqueueIdempotentAsync(new Notice(1), "order-\U0001F600")).IsDuplicate); // a surrogate pair is fine
-        Assert.False((await node.Queue.EnqueueIdempotentAsync(new Notice(1), new string('k', 256))).IsDuplicate);
+        Assert.False((await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "order-\U0001F600" })).IsDuplicate); // a surrogate pair is fine
+        Assert.False((await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = new string('k', 256) })).IsDuplicate);
         Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items"));
     }
 
@@ -107,17 +110,17 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
             o.CleanupInterval = TimeSpan.FromMilliseconds(100);
         });
 
-        var completed = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "done");
-        var dead = await node.Queue.EnqueueIdempotentAsync(new Notice(-1), "failed");
+        var completed = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "done" });
+        var dead = await node.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { IdempotencyKey = "failed" });
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state IN (2, 3)").Result == 2, "one item completed and one dead letter, both recorded");
 
-        Assert.Equal(new EnqueueResult(completed.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(1), "done"));
-        Assert.Equal(new EnqueueResult(dead.ItemId, IsDuplicate: true), await node.Queue.EnqueueIdempotentAsync(new Notice(-1), "failed"));
+        Assert.Equal(new EnqueueResult(completed.ItemId, IsDuplicate: true), await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "done" }));
+        Assert.Equal(new EnqueueResult(dead.ItemId, IsDuplicate: true), await node.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { IdempotencyKey = "failed" }));
 
         // Cleanup deletes the completed row once its retention has passed: the key is free again.
         await postgres.ExecuteAsync($"UPDATE {schema}.items SET finished_at = now() - interval '2 hours' WHERE id = {completed.ItemId}");
         await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE id = {completed.ItemId}").Result == 0, "cleanup deletes the completed row");
-        var again = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "done");
+        var again = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "done" });
         Assert.False(again.IsDuplicate);
         Assert.NotEqual(completed.ItemId, again.ItemId);
 
@@ -140,8 +143,8 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         await using var firstTransaction = await firstConnection.BeginTransactionAsync();
         await using var secondTransaction = await secondConnection.BeginTransactionAsync();
 
-        var first = await node.Queue.EnqueueIdempotentAsync(new Notice(1), "callback-9", firstTransaction);
-        var second = node.Queue.EnqueueIdempotentAsync(new Notice(2), "callback-9", secondTransaction);
+        var first = await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "callback-9" }, firstTransaction);
+        var second = node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { IdempotencyKey = "callback-9" }, secondTransaction);
         await DurableQueueTests.WaitAsync(
             () => postgres.ScalarAsync<long>("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'transactionid'").Result == 1,
             "the second enqueue waits for the first transaction");
@@ -175,8 +178,8 @@ public sealed class IdempotentEnqueueTests(PostgresFixture postgres)
         await using var transaction = await connection.BeginTransactionAsync(System.Data.IsolationLevel.RepeatableRead);
         await connection.ExecuteAsync("SELECT 1"); // the snapshot is taken here
 
-        await node.Queue.EnqueueIdempotentAsync(new Notice(1), "callback-3");
-        var error = await Assert.ThrowsAsync<PostgresException>(() => node.Queue.EnqueueIdempotentAsync(new Notice(2), "callback-3", transaction));
+        await node.Queue.EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "callback-3" });
+        var error = await Assert.ThrowsAsync<PostgresException>(() => node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { IdempotencyKey = "callback-3" }, transaction));
 
         Assert.Equal(PostgresErrorCodes.SerializationFailure, error.SqlState);
     }

@@ -29,8 +29,8 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
             await DurableQueueTests.WaitAsync(() => run.HasStarted(3), "the reserved item started");
             await gate.WaitUntilHoldingAsync();
             Assert.Equal(StorageSql.Running, await run.StateAsync(1)); // its predecessor's outcome is not written yet
-            Assert.Equal(0, queue.KeyReservedCount);
-            Assert.Equal(1L, queue.KeyReservesStartedCount);
+            Assert.Equal(0, queue.PrefetchedCount);
+            Assert.Equal(1L, queue.PrefetchesStartedCount);
             Assert.Equal(2, run.Executing);
             run.CompleteAll();
         }
@@ -39,8 +39,8 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Completed).Result == 6, "every outcome is written");
         Assert.Equal(6, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
         Assert.InRange(run.MaxExecuting, 1, 2);
-        output.WriteLine($"reserves started: {queue.KeyReservesStartedCount}, released: {queue.KeyReservesReleasedCount}, handed off: {queue.HandedOffCount}, by the claim loop: {queue.ClaimedByLoopCount}");
-        Assert.Equal(0L, queue.KeyReservesReleasedCount);
+        output.WriteLine($"reserves started: {queue.PrefetchesStartedCount}, released: {queue.PrefetchesReleasedCount}, handed off: {queue.HandedOffCount}, by the claim loop: {queue.ClaimedByLoopCount}");
+        Assert.Equal(0L, queue.PrefetchesReleasedCount);
     }
 
     [Fact]
@@ -52,8 +52,8 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         var reserved = run.IdOf(3);
 
         var stopping = Task.Run(() => run.StopConsumersAsync());
-        await DurableQueueTests.WaitAsync(() => queue.KeyReservesReleasedCount == 1, "the reserve was released at the stop");
-        Assert.Equal(0, queue.KeyReservedCount);
+        await DurableQueueTests.WaitAsync(() => queue.PrefetchesReleasedCount == 1, "the reserve was released at the stop");
+        Assert.Equal(0, queue.PrefetchedCount);
         run.CompleteAll(); // the running handlers end (final outcomes): no reserve is left to start, none is taken
         await stopping;
 
@@ -61,8 +61,8 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         Assert.Equal(StorageSql.Ready, await run.StateAsync(3));
         Assert.Equal(0L, await run.CountAsync(StorageSql.Running));
         Assert.Equal(0, await postgres.ScalarAsync<int>($"SELECT attempts FROM {run.Schema}.items WHERE id = {reserved}"));
-        Assert.Equal(1L, queue.KeyReservesReleasedCount);
-        Assert.Equal(0L, queue.KeyReservesStartedCount);
+        Assert.Equal(1L, queue.PrefetchesReleasedCount);
+        Assert.Equal(0L, queue.PrefetchesStartedCount);
     }
 
     [Fact]
@@ -75,14 +75,14 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         run.Fail(1); // a stored retry (due in an hour): the row becomes scheduled, still unfinished
         await DurableQueueTests.WaitAsync(() => run.StateAsync(1).Result == StorageSql.Scheduled, "the retry is written");
         Assert.False(run.HasStarted(3)); // a reserve would have started before the retry was posted
-        Assert.Equal(1, queue.KeyReservedCount); // 2 still runs: a partner for the reserve
+        Assert.Equal(1, queue.PrefetchedCount); // 2 still runs: a partner for the reserve
 
         run.Fail(2); // the last partner ends without a final outcome: the reserve can no longer start, it is released
-        await DurableQueueTests.WaitAsync(() => queue.KeyReservesReleasedCount == 1, "the reserve was released");
+        await DurableQueueTests.WaitAsync(() => queue.PrefetchesReleasedCount == 1, "the reserve was released");
         await DurableQueueTests.WaitAsync(() => run.StateAsync(3).Result == StorageSql.Ready, "the released reserve is ready again");
         Assert.False(run.HasStarted(3));
-        Assert.Equal(0L, queue.KeyReservesStartedCount);
-        Assert.Equal(0, queue.KeyReservedCount);
+        Assert.Equal(0L, queue.PrefetchesStartedCount);
+        Assert.Equal(0, queue.PrefetchedCount);
     }
 
     [Fact]
@@ -98,7 +98,7 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         await DurableQueueTests.WaitAsync(() => run.CountAsync(StorageSql.Completed).Result == Items, "every outcome is written");
         Assert.Equal(Items, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
         Assert.InRange(run.MaxExecuting, 1, 2);
-        output.WriteLine($"reserves started: {first.KeyReservesStartedCount + second.KeyReservesStartedCount}, released: {first.KeyReservesReleasedCount + second.KeyReservesReleasedCount}");
+        output.WriteLine($"reserves started: {first.PrefetchesStartedCount + second.PrefetchesStartedCount}, released: {first.PrefetchesReleasedCount + second.PrefetchesReleasedCount}");
     }
 
     [Fact]
@@ -111,7 +111,7 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         Assert.Equal(CancelResult.CancellationRequested, await run.Producer.Queue.CancelAsync(run.IdOf(3)));
         await DurableQueueTests.WaitAsync(() => run.StateAsync(3).Result == StorageSql.Cancelled, "the reserved item ended cancelled");
         Assert.False(run.HasStarted(3));
-        Assert.Equal(0L, queue.KeyReservesStartedCount);
+        Assert.Equal(0L, queue.PrefetchesStartedCount);
         Assert.Equal(2, run.Executing);
     }
 
@@ -144,7 +144,7 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
 
         run.Finish(1); // a final end of a handler of the reserve's key: under M = 1 the reserve must not start now
         await DurableQueueTests.WaitAsync(() => run.StateAsync(1).Result == StorageSql.Completed, "item 1's outcome is written");
-        Assert.Equal(0, queue.KeyReservedCount);
+        Assert.Equal(0, queue.PrefetchedCount);
         run.Finish(2);
         run.CompleteAll();
         await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 5, "every item ran");
@@ -154,7 +154,7 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         Assert.Contains(after, s => s.Number == 3);
         Assert.All(after, s => Assert.True(s.Executing <= 1, $"item {s.Number} started with {s.Executing} handlers of its key executing; the limit is 1."));
         Assert.Equal(5, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
-        Assert.Equal(1L, queue.KeyReservesReleasedCount); // released back to ready when the node applied the change
+        Assert.Equal(1L, queue.PrefetchesReleasedCount); // released back to ready when the node applied the change
     }
 
     /// <summary>
@@ -213,9 +213,9 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         {
             await DurableQueueTests.WaitAsync(() => HasStarted(0) && HasStarted(1), "the key's two oldest items run");
             Finish(0);
-            await DurableQueueTests.WaitAsync(() => HasStarted(2) && queue.KeyReservedCount == 1, "the next item started and the one after it is reserved");
+            await DurableQueueTests.WaitAsync(() => HasStarted(2) && queue.PrefetchedCount == 1, "the next item started and the one after it is reserved");
             Assert.False(HasStarted(3));
-            var reserved = Assert.Single(queue.KeyReserved);
+            var reserved = Assert.Single(queue.PrefetchedByKey);
             Assert.Equal("k", reserved.Key);
             Assert.Equal(StorageSql.Running, await StateAsync(3));
             Assert.Equal(reserved.Value, await _postgres.ScalarAsync<long>($"SELECT id FROM {Schema}.items ORDER BY id OFFSET 3 LIMIT 1"));

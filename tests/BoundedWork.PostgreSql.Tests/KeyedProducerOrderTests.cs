@@ -282,7 +282,7 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
         await queue.EnqueueAsync(new Notice(5));
 
         var one = queue.EnqueueWithIdAsync(new Notice(6, "a"));
-        var idempotent = queue.EnqueueIdempotentAsync(new Notice(7, "b"), "seven");
+        var idempotent = queue.EnqueueAsync(new Notice(7, "b"), new EnqueueOptions { IdempotencyKey = "seven" });
         var many = queue.EnqueueManyAsync([new Notice(8, "a"), new Notice(9, "b")]);
         var waiting = Task.WhenAll(one, idempotent, many);
         await WaitUntilAsync(

@@ -1,4 +1,5 @@
 using BoundedWork.PostgreSql.Internal;
+using Microsoft.Extensions.Time.Testing;
 
 namespace BoundedWork.PostgreSql.Tests;
 
@@ -8,7 +9,7 @@ public sealed class LocalTokenBucketTests
     [Fact]
     public void NewShare_StartsEmpty_FillsAtItsRate_UpToItsBurst()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var bucket = new LocalTokenBucket(clock);
         bucket.SetShare(2, 3);
         Assert.Equal(0, bucket.Take(10));
@@ -25,7 +26,7 @@ public sealed class LocalTokenBucketTests
     [Fact]
     public void ShareMovedAway_AndBack_StartsEmptyAgain_SmallerBurst_DropsTheTokensAboveIt()
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var bucket = new LocalTokenBucket(clock);
         bucket.SetShare(1, 4);
         clock.Advance(TimeSpan.FromSeconds(10));
@@ -48,7 +49,7 @@ public sealed class LocalTokenBucketTests
     [InlineData(10.0, 4, 99)]
     public void AnyWindow_StartsAtMostBurstPlusRateTimesItsLength(double rate, int burst, int seed)
     {
-        var clock = new ManualClock();
+        var clock = new FakeTimeProvider();
         var bucket = new LocalTokenBucket(clock);
         bucket.SetShare(rate, burst);
         var random = new Random(seed);
@@ -76,17 +77,5 @@ public sealed class LocalTokenBucketTests
                 Assert.True(sum <= burst + (rate * length) + 1e-9, $"{sum} starts within {length} s; the bound is {burst} + {rate} x {length}.");
             }
         }
-    }
-
-    /// <summary>A monotonic clock that moves only when told.</summary>
-    private sealed class ManualClock : TimeProvider
-    {
-        private long _ticks = 1_000_000;
-
-        public override long TimestampFrequency => TimeSpan.TicksPerSecond;
-
-        public override long GetTimestamp() => _ticks;
-
-        public void Advance(TimeSpan by) => _ticks += by.Ticks;
     }
 }

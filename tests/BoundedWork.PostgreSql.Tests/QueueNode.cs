@@ -164,7 +164,9 @@ public sealed class QueueNode : IAsyncDisposable
 
     public async ValueTask DisposeAsync()
     {
+        (Storage as Internal.PostgreSqlWorkQueue<Notice>)?.AssertInvariants();
         await Host.StopAsync();
+        (Storage as Internal.PostgreSqlWorkQueue<Notice>)?.AssertInvariants();
         Host.Dispose();
     }
 

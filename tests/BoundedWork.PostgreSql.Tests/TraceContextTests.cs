@@ -59,7 +59,7 @@ public sealed class TraceContextTests(PostgresFixture postgres)
             await using (var transaction = await connection.BeginTransactionAsync())
             {
                 await producer.Queue.EnqueueAsync(new Notice(3), transaction);
-                await producer.Queue.EnqueueIdempotentAsync(new Notice(4), "four", transaction);
+                await producer.Queue.EnqueueAsync(new Notice(4), new EnqueueOptions { IdempotencyKey = "four" }, transaction);
                 await producer.Queue.EnqueueAsync(new Notice(5), new EnqueueOptions { Delay = TimeSpan.FromHours(1) }, transaction);
                 await transaction.CommitAsync();
             }

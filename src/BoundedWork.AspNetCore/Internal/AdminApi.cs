@@ -71,22 +71,11 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         BoundedExecutorReconfiguration result;
         try
         {
-            // A pin on an executor already adaptive comes first, so that no decision lands between the resize and the
-            // pin, and the log says which count it replaced.
+            // The pin comes first, so that no adaptive decision lands between the change and the pin, and the log says
+            // which count it replaced; a pin holds whatever the mode, so it holds once the change turns the mode on.
             var before = executor.Settings;
-            var pinFirst = before.AdaptiveMode != AdaptiveMode.Off;
-            if (pinFirst)
-            {
-                ApplyPin(executor, pin);
-            }
-
-            result = executor.Reconfigure(change);
-            if (!pinFirst)
-            {
-                ApplyPin(executor, pin);
-            }
-
-            result = new BoundedExecutorReconfiguration(pinFirst ? before : result.Previous, result.Current);
+            ApplyPin(executor, pin);
+            result = new BoundedExecutorReconfiguration(before, executor.Reconfigure(change).Current);
         }
         catch (InvalidOperationException) when (executor.IsShutdown)
         {
@@ -196,7 +185,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         return problem;
     }
 
-    /// <summary>Pins (after a resize while adaptive, or <c>"pinned": true</c>) or unpins the worker count, as the change asked.</summary>
+    /// <summary>Pins (a resize while adaptive, or <c>"pinned": true</c>) or unpins the worker count, as the change asked.</summary>
     private static void ApplyPin(BoundedExecutor executor, PinRequest pin)
     {
         if (pin.Unpin)
@@ -205,7 +194,7 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
         }
         else if (pin.Pin)
         {
-            executor.Resize(pin.Workers ?? executor.Settings.WorkerCount, pin.PinFor);
+            executor.PinWorkerCount(pin.Workers ?? executor.Settings.WorkerCount, pin.PinFor);
         }
     }
 

@@ -5,21 +5,17 @@ using Microsoft.AspNetCore.Http;
 namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
-/// The Kestrel side of the console: plain request delegates (no model binding) over <see cref="AdminApi"/>. They
-/// complete without yielding whenever the request body has already arrived, so each request costs the fewest
-/// ThreadPool dispatches Kestrel allows.
+/// The Kestrel side of the console: plain request delegates (no model binding) over the <see cref="AdminRouteTable"/>.
+/// They complete without yielding whenever the handler is in memory and the request body has already arrived, so each
+/// request costs the fewest ThreadPool dispatches Kestrel allows.
 /// </summary>
-internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
+internal sealed class AdminEndpoints(AdminMapping mapping)
 {
-    public Task ListExecutors(HttpContext context) => Write(context, api.ListExecutors(WantsHistory(context)));
-
-    public Task GetExecutor(HttpContext context) => Write(context, api.GetExecutor(RouteName(context), WantsHistory(context)));
-
-    public Task GetThreadPool(HttpContext context) => Write(context, api.GetThreadPool(WantsHistory(context)));
-
-    public Task PutWorkers(HttpContext context) => ChangeSettings(context, workersOnly: true);
-
-    public Task PatchSettings(HttpContext context) => ChangeSettings(context, workersOnly: false);
+    /// <summary>The request delegate of <paramref name="operation"/> on <paramref name="route"/>.</summary>
+    public RequestDelegate Handler(AdminRoute route, AdminOperation operation) =>
+        !operation.ReadsChange ? context => Answer(context, operation.Handler(Call(context, default), context.RequestAborted))
+        : operation.AwaitsStorage ? context => ChangeAwaitingStorage(context, route, operation)
+        : context => ChangeInMemory(context, route, operation);
 
     public static Task MethodNotAllowed(HttpContext context, string allow) =>
         Write(context, AdminApi.MethodNotAllowed(context.Request.Method, context.Request.Path, allow));
@@ -40,20 +36,41 @@ internal sealed class AdminEndpoints(AdminApi api, AdminMapping mapping)
         return response.Body.WriteAsync(reply.Body, context.RequestAborted).AsTask();
     }
 
-    private async Task ChangeSettings(HttpContext context, bool workersOnly)
+    /// <summary>Writes an answer, without yielding when it is already there.</summary>
+    private static Task Answer(HttpContext context, ValueTask<AdminReply> reply) =>
+        reply.IsCompletedSuccessfully ? Write(context, reply.Result) : AnswerLater(context, reply);
+
+    private static async Task AnswerLater(HttpContext context, ValueTask<AdminReply> reply) =>
+        await Write(context, await reply.ConfigureAwait(false)).ConfigureAwait(false);
+
+    /// <summary>The request as a route's handler sees it: route values, history, query and <paramref name="change"/>.</summary>
+    private static AdminCall Call(HttpContext context, ChangeRequest change) =>
+        new(RouteName(context), context.Request.RouteValues["id"] as string, WantsHistory(context), context.Request.Query.Select(static q => new KeyValuePair<string, string?[]>(q.Key, q.Value.ToArray())), change);
+
+    /// <summary>A change answered from memory: the body is read (up to the route's limit) and handed over as it is.</summary>
+    private async Task ChangeInMemory(HttpContext context, AdminRoute route, AdminOperation operation)
     {
         var reader = context.Request.BodyReader;
-        var (body, tooLarge) = await ReadBody(reader, SettingsRequest.MaxBodyBytes, context.RequestAborted).ConfigureAwait(false);
+        var (body, tooLarge) = await ReadBody(reader, route.MaxBodyBytes, context.RequestAborted).ConfigureAwait(false);
         AdminReply reply;
         try
         {
-            reply = api.ChangeSettings(DescribeChange(context, mapping, body, tooLarge), workersOnly);
+            var answer = operation.Handler(Call(context, DescribeChange(context, mapping, body, tooLarge)), context.RequestAborted);
+            reply = answer.IsCompletedSuccessfully ? answer.Result : await answer.ConfigureAwait(false);
         }
         finally
         {
             reader.AdvanceTo(body.End);
         }
 
+        await Write(context, reply).ConfigureAwait(false);
+    }
+
+    /// <summary>A change whose answer awaits storage: the body is copied (see <see cref="ReadCopiedChange"/>), then applied.</summary>
+    private async Task ChangeAwaitingStorage(HttpContext context, AdminRoute route, AdminOperation operation)
+    {
+        var request = await ReadCopiedChange(context, mapping, route.MaxBodyBytes).ConfigureAwait(false);
+        var reply = await operation.Handler(Call(context, request), context.RequestAborted).ConfigureAwait(false);
         await Write(context, reply).ConfigureAwait(false);
     }
 

@@ -7,9 +7,9 @@ namespace BoundedWork.Hosting.Internal;
 /// Reports the worst state among all registered executors. One instance per registration, so that "refused since
 /// the previous check" is measured between this check's own runs.
 /// </summary>
-internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, double degradedQueueFillRatio) : IHealthCheck
+internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, IEnumerable<IExecutorHealthContributor> contributors, double degradedQueueFillRatio) : IHealthCheck
 {
-    private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
+    private readonly IExecutorHealthContributor[] _contributors = [.. contributors];
 
     private readonly Lock _sync = new();
     private readonly Dictionary<string, (long Refused, long BlockingWaits)> _countsAtLastCheck = new(StringComparer.Ordinal);
@@ -35,20 +35,10 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
             var blockingWaitsSinceLastCheck = stats.ThreadPoolBlockingWaits - before.BlockingWaits;
             var fillRatio = (double)stats.QueueLength / stats.QueueCapacity;
             var (status, problem) = Assess(stats, refusedSinceLastCheck, blockingWaitsSinceLastCheck, fillRatio);
-            _storages.TryGetValue(stats.Name, out var storage);
-            var stored = storage?.Statistics;
-            if (storage is not null && stored is { IsAvailable: false } && status != HealthStatus.Unhealthy)
+            var contributed = new Dictionary<string, object>(StringComparer.Ordinal);
+            foreach (var contributor in _contributors)
             {
-                (status, problem) = (HealthStatus.Unhealthy, $"Work queue '{stats.Name}' cannot reach its {storage.StorageKind} storage: {stored.LastError}");
-            }
-            else if (stored is { Warning: { } warning } && status == HealthStatus.Healthy)
-            {
-                (status, problem) = (HealthStatus.Degraded, $"Work queue '{stats.Name}': {warning}");
-            }
-            else if (stored is not null && status == HealthStatus.Healthy && stats.QueueWaitThreshold != Timeout.InfiniteTimeSpan && stored.OldestReadyAge > stats.QueueWaitThreshold)
-            {
-                (status, problem) = (HealthStatus.Degraded, string.Create(CultureInfo.InvariantCulture,
-                    $"Work queue '{stats.Name}' has a stored item ready for {stored.OldestReadyAge}, longer than the QueueWaitThreshold of {stats.QueueWaitThreshold}."));
+                contributor.Assess(stats, ref status, ref problem, contributed);
             }
 
             if (problem is not null)
@@ -61,7 +51,7 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                 worst = status; // Unhealthy (0) < Degraded (1) < Healthy (2)
             }
 
-            data[stats.Name] = new Dictionary<string, object>(StringComparer.Ordinal)
+            var executorData = new Dictionary<string, object>(StringComparer.Ordinal)
             {
                 ["status"] = status.ToString(),
                 ["queueLength"] = stats.QueueLength,
@@ -81,21 +71,12 @@ internal sealed class BoundedWorkHealthCheck(IBoundedExecutorRegistry registry, 
                 ["discarded"] = stats.Discarded,
                 ["abandoned"] = stats.Abandoned,
             };
-            if (stored is not null)
+            foreach (var (key, value) in contributed)
             {
-                ((Dictionary<string, object>)data[stats.Name])["storage"] = new Dictionary<string, object>(StringComparer.Ordinal)
-                {
-                    ["kind"] = storage!.StorageKind,
-                    ["available"] = stored.IsAvailable,
-                    ["ready"] = stored.Ready,
-                    ["scheduled"] = stored.Scheduled,
-                    ["running"] = stored.Running,
-                    ["deadLettered"] = stored.DeadLettered,
-                    ["oldestReadyAgeSeconds"] = stored.OldestReadyAge.TotalSeconds,
-                    ["lastError"] = stored.LastError ?? string.Empty,
-                    ["warning"] = stored.Warning ?? string.Empty,
-                };
+                executorData[key] = value;
             }
+
+            data[stats.Name] = executorData;
         }
 
         var description = problems.Count == 0

@@ -17,8 +17,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// heartbeat, which reads it in the same round trip as it writes the node's row. A version it has not seen yet, read
 /// by any of these, is applied: when <c>workers_per_node</c> is set and differs from the executor's count, the count is
 /// changed with <see cref="BoundedExecutor.Reconfigure(Func{BoundedExecutorSettings, BoundedExecutorSettings})"/>
-/// (never <c>Resize</c>, which would pin it). A count an operator pinned on this node (<c>Resize</c> while the adaptive
-/// mode is on or advisory) wins: the node keeps it, logs so, and reports <c>pinned_locally</c>; when the pin ends, the
+/// (a plain change, never a pin). A count an operator pinned on this node
+/// (<see cref="BoundedExecutor.PinWorkerCount(int)"/>) wins: the node keeps it, logs so, and reports <c>pinned_locally</c>; when the pin ends, the
 /// node takes the fleet-wide count. Only a new version (or the end of a pin) changes the count, so neither the
 /// adaptive mode nor a local reconfiguration is fought at every heartbeat.
 /// </para>
@@ -113,7 +113,7 @@ internal sealed class ClusterNode(string queueName, string name, BoundedExecutor
     /// <returns><see langword="true"/> if what the node reports changed (the version it applied, its worker count, its pin): worth a beat now.</returns>
     public bool Apply(WorkQueueClusterSettings settings)
     {
-        var pinned = executor.GetStatistics().IsWorkerCountPinned;
+        var pinned = executor.IsWorkerCountPinned;
         var newVersion = settings.Version != _appliedVersion;
         var pinEnded = _pinned && !pinned;
         var pinChanged = _pinned != pinned;

@@ -7,83 +7,11 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </summary>
 /// <remarks>
 /// <para>
-/// <b>The rule.</b> An item <c>c</c> of key <c>k</c> is <i>eligible</i> while (items of <c>k</c> older than <c>c</c> that are
-/// unfinished: ready, running or scheduled) + (items of <c>k</c> running and newer than <c>c</c>: a requeued dead letter is
-/// older than the items of its key that ran meanwhile) &lt; M. So the eligible items of a key are among its M oldest
-/// unfinished items, and M = 1 is the ordering rule of <see cref="StorageSql.Claim"/>. Unkeyed items are always
-/// eligible. A claim takes the first <c>$2</c> eligible ready items by <i>turn</i>, then id: an unkeyed item's turn is
-/// its place in the claim order (priority descending, due time, id); a keyed item's turn is the best place of the
-/// eligible items of its key from it onwards (id at least its own), so a key's items start oldest first, and an
-/// urgent item of a key brings its key's older eligible items along at its own turn rather than overtaking them.
-/// </para>
-/// <para>
-/// <b>Why at most M run per key without a lock.</b> Two nodes claiming at once do not see each other's claims; they do
-/// not need to. Claiming changes no item's eligibility: ready and running are both unfinished, so the set an item is
-/// counted against (the unfinished items of its key older than it) is the same in every snapshot, except that it
-/// shrinks as items finish (new items are newer, and nothing becomes unfinished again with an old id, but a requeued
-/// dead letter: below). A claim sees that set as it was when its statement started, a superset of what it is at any
-/// later time, so an item claimed as eligible stays among its key's M oldest unfinished items for as long as it runs;
-/// every running item of the key is one of those M, so at most M run. Two claims choosing the same rows meet on the row
-/// locks (<c>FOR UPDATE SKIP LOCKED</c>), and a claim locks a row only if no one has updated it since its snapshot (its
-/// <c>xmin</c> is the one it read; a row updated meanwhile is rechecked on its latest version and skipped). A claim
-/// never takes a keyed item while an older item of its key that it chose is skipped (locked by another claim, a
-/// cancellation or an outcome): it leaves the newer one to a later claim, so within a key items start in id order
-/// across nodes too.
-/// </para>
-/// <para>
-/// <b>What breaks it: a requeued dead letter.</b> A dead letter requeued with its old id makes an old item unfinished
-/// again. A claim whose snapshot predates the requeue's commit may take a newer item of the key (it does not see the
-/// requeued one), while a claim that started after the commit, not seeing that claim yet, takes the requeued one: M + 1
-/// running (2 for M = 1, with <see cref="StorageSql.Claim"/> as well). The requeue closes this (see
-/// <see cref="StorageSql.RequeueDeadLetters"/>): in its own transaction it moves the key's first M unfinished items
-/// newer than the dead letter that are ready to scheduled, due now. A claim whose snapshot predates the requeue and
-/// that locks one of them after the requeue committed finds it updated since its snapshot and skips it (even once a
-/// later claim has made it ready again); one that locked it first makes the requeue wait and then counts as running
-/// against the requeued item (the newer-running term). The next claim makes them ready again, with the requeued item
-/// in view. <see cref="StorageSql.Claim"/> (M = 1) rechecks only <c>state = 0</c>: a claim stalled between its snapshot
-/// and its lock for as long as the requeue's commit and another node's whole claim (which makes the fenced item ready
-/// again) would still take it; the fence closes every shorter interleaving. An enqueue cannot make an old id
-/// unfinished the same way: a keyed enqueue draws its id only once it holds its key's lock, which every earlier
-/// producer of the key holds until it commits or rolls back (see the key order in the remarks of
-/// <see cref="StorageSql"/>), so a key's ids follow its commit order and a newly visible item is newer than every
-/// item of its key already visible.
-/// </para>
-/// <para>
-/// <b>The hand-off.</b> <see cref="HandOff"/> is the same rule (the same <c>EligibleOf</c> text, the same locking) over
-/// given keys only, run by a node's outcome writer in the transaction of the outcomes that finished items of those keys,
-/// after the outcome statement: under READ COMMITTED it sees those items finished, every other transaction sees them
-/// finished only together with its claim, so the argument above holds for it as for a claim run right after the
-/// outcome's commit (see the remarks of the hand-off part of <c>PostgreSqlWorkQueue</c>).
-/// </para>
-/// <para>
-/// <b>The per-key reserve: at most M handlers of a key execute.</b> When the per-key limit is the queue's only cluster
-/// limit, the hand-off admits by M + 1 (<c>$5</c>) and returns each row's count; a row whose count is M is not started
-/// but held by the node as its key's reserve, at most one per key per node, only for a key of which the node runs
-/// another item (see the key reserve part of <c>PostgreSqlWorkQueue</c>). The claim loop keeps M. Call an item's
-/// place the number of unfinished items of its key older than it. (1) Every claim admits an item only if its count is
-/// below its bound (M, or M + 1 for the hand-off), and the count is at least the item's place; by the argument above
-/// (with M + 1: a claim sees
-/// a superset of the older unfinished items, and places only fall as items finish), every running row of a key is among
-/// its M + 1 oldest unfinished items (place at most M), and an item admitted to start at once (count below M) keeps a
-/// place below M for as long as it runs. (2) So a handler executing at place M can only be a reserve started paired
-/// with an end (3), and M + 1 handlers execute only if every one of the M + 1 oldest unfinished items executes, that
-/// reserve R among them. (3) A reserve starts only paired with the end of a handler P of its key on the same node
-/// with a final outcome (completed, dead letter, cancelled), one reserve per end, at that end (or, when P ended while
-/// the hand-off that claimed R was in flight, at that hand-off's commit, P's outcome being unwritten until the writer's
-/// next batch). P was running then, so its place was at most M, hence older than R if R's place was M. If R's place
-/// is M now, it has been M since its claim (it was at most M then and never rises), so no older item has finished
-/// since: P is still unfinished, its handler has ended and its outcome is unwritten, so P does not execute, and not
-/// all of the M + 1 oldest execute. Hence at most M execute.
-/// </para>
-/// <para>
-/// The reserve and the other cases: a retry or a release is not a final outcome and starts no reserve (the row stays
-/// unfinished, its place kept). A lease that expires while an ended item's outcome is unwritten returns that row to
-/// ready while its paired reserve executes: the step "P does not execute" then rests on the lease, as every
-/// at-least-once guarantee of the queue does (its new claim counts the reserve as a running newer item, so it starts
-/// at once only where fewer than M rows of its key run). A crashed node's reserves are running rows whose lease
-/// expires. A stopping node releases its reserves. The requeue fence moves M + 1 items (the hand-off's bound) for
-/// M above one: a hand-off whose snapshot predates a requeue could otherwise take the (M + 1)-th newer item as a
-/// reserve while a claim after the requeue takes the requeued one, M + 2 running.
+/// <b>The rule.</b> An item of key <c>k</c> is <i>eligible</i> while (unfinished items of <c>k</c> older than it) +
+/// (running items of <c>k</c> newer than it) &lt; M; a claim takes the first <c>$2</c> eligible ready items by turn, then
+/// id. Why at most M run per key without a lock, and how a requeued dead letter is fenced: docs/durable-invariants.md,
+/// I1. The hand-off (<see cref="HandOff"/>) is the same rule in an outcome's transaction: I2. Its prefetched items
+/// (count M, admitted by M + 1 for the keys the node may prefetch) never make more than M handlers execute: I3.
 /// </para>
 /// <para>
 /// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
@@ -226,11 +154,11 @@ internal sealed class KeyedClaimSql
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
         // outcome the same transaction has just written, which it sees as finished), for at most $2 items, by turn among
         // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no last row: the claim
-        // loop does those. The comment names the statement for tests and pg_stat_activity. The per-key reserve (see
-        // KeyReserve in the remarks): $5 is the bound the rule admits by (M, or M + 1 to take reserves), $7 is M, and
-        // an item whose count (older unfinished + newer running) is M is admitted only for the keys $8 (the keys the
-        // node may take a reserve for); the last column says whether the row is such a reserve (count = M, not to start
-        // now). A key's eligible items have strictly increasing counts, so at most one per key has count M.
+        // loop does those. The comment names the statement for tests and pg_stat_activity. Prefetching (I3): $5 is the
+        // bound the rule admits by (M, or M + 1 to prefetch), $7 is M, and an item whose count (older unfinished + newer
+        // running) is M is admitted only for the keys $8 (the keys the node may prefetch for); the last column says
+        // whether the row is prefetched (count = M, not to start now). A key's eligible items have strictly increasing
+        // counts, so at most one per key has count M.
         HandOff = $"""
             /* BoundedWork hand-off */ WITH handed_keys AS (SELECT DISTINCT k FROM unnest($6::text[]) AS k WHERE k IS NOT NULL),
             eligible AS (
@@ -241,7 +169,7 @@ internal sealed class KeyedClaimSql
                 SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
-                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS reserved, c.delivery
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery
             FROM claimed c
             """;
     }

@@ -35,13 +35,13 @@ internal interface IOutcomeHandOff
 
 /// <summary>
 /// A hand-off's claim: for the <see cref="Keys"/>, at most <see cref="Count"/> items (the room and permits taken), under
-/// the per-key limit <see cref="PerKey"/>; for the <see cref="ReserveKeys"/> it may also take one item each whose count
-/// is M, held as the key's reserve (the rule then admits by M + 1).
+/// the per-key limit <see cref="PerKey"/>; for the <see cref="PrefetchKeys"/> it may also take one item each whose count
+/// is M, held as the key's prefetched item (the rule then admits by M + 1; see <see cref="KeyBook"/>).
 /// </summary>
-internal sealed record HandOffPlan(string[] Keys, int Count, int PerKey, string[]? ReserveKeys = null)
+internal sealed record HandOffPlan(string[] Keys, int Count, int PerKey, string[]? PrefetchKeys = null)
 {
-    /// <summary>Gets the bound the rule admits by: M, or M + 1 when the plan may take reserves.</summary>
-    public int Bound => ReserveKeys is { Length: > 0 } ? PerKey + 1 : PerKey;
+    /// <summary>Gets the bound the rule admits by: M, or M + 1 when the plan may prefetch.</summary>
+    public int Bound => PrefetchKeys is { Length: > 0 } ? PerKey + 1 : PerKey;
 
     /// <summary>Gets a value indicating whether the plan's permits came with claim tokens of a start rate (given back if unused).</summary>
     public bool Rated { get; init; }

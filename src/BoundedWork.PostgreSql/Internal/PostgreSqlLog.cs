@@ -76,5 +76,5 @@ internal static partial class PostgreSqlLog
 
     [LoggerMessage(EventId = 327, EventName = "KeyReserveReleased", Level = LogLevel.Debug,
         Message = "Work queue '{QueueName}' released {Count} items it had claimed ahead as the next of their key without starting them ({Reason}); they are ready again.")]
-    public static partial void KeyReserveReleased(this ILogger logger, string queueName, int count, string reason);
+    public static partial void PrefetchReleased(this ILogger logger, string queueName, int count, string reason);
 }

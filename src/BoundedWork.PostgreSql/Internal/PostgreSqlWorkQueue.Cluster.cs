@@ -235,10 +235,10 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
     {
         var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
-        var settings = node.Beat(connection, Volatile.Read(ref _held), Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
+        var settings = node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
         if (node.Apply(settings))
         {
-            node.Beat(connection, Volatile.Read(ref _held), Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
+            node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
         }
 
         RenewPermits(connection, settings, startedAt);

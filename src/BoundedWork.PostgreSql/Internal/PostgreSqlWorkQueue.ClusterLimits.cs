@@ -78,7 +78,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
         // plain claim only: the keyed claim's per-key count is the statement's own).
-        var room = _permits.PerKey <= 1 ? _permits.ReserveRoom(wanted, take.Count) : 0;
+        var room = _permits.PerKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         int promoted = 0;
@@ -110,35 +110,22 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
-                if (reader.IsDBNull(0))
+                if (ClaimRows.IsSummary(reader))
                 {
                     // The last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
-                    promoted = reader.GetInt32(2);
-                    nextDue = reader.IsDBNull(8) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(8)));
-                    if (keyed)
-                    {
-                        heldByKey = reader.GetInt64(9);
-                        oldestHeldByKey = reader.GetDouble(10);
-                    }
-                    else
-                    {
-                        version = reader.GetInt64(9);
-                        waiting = reader.GetInt64(10);
-                        oldestWait = reader.GetDouble(11);
-                    }
-
+                    var summary = keyed ? KeyedClaimRow.ReadSummary(reader) : PlainClaimRow.ReadSummary(reader);
+                    promoted = summary.Promoted;
+                    nextDue = summary.NextDue;
+                    version = summary.Version;
+                    waiting = summary.Waiting;
+                    oldestWait = summary.OldestWaitSeconds;
+                    heldByKey = summary.HeldByKey;
+                    oldestHeldByKey = summary.OldestHeldByKeySeconds;
                     continue;
                 }
 
-                var item = ReadClaimed(reader, reader.FieldCount - 2);
-                if (!keyed)
-                {
-                    // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
-                    item.Priority = reader.GetInt16(12);
-                    item.RunAt = reader.GetFieldValue<DateTimeOffset>(13);
-                }
-
-                claimed.Add(item);
+                // The plain claim's rows carry their place in the claim order (the reserve starts them in it).
+                claimed.Add(keyed ? KeyedClaimRow.ReadItem(this, reader) : PlainClaimRow.ReadItem(this, reader));
             }
 
             read = true;
@@ -235,7 +222,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
             _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
-            ReleaseKeyReservesNoLongerAllowed(); // a lowered per-key limit binds the key reserves held
+            ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
             _wake.Set();
             return;
@@ -302,7 +289,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         Apply(_permits.Rebalance()); // a grown grant starts reserved items now; a shrunk one releases what it no longer covers
-        ReleaseKeyReservesNoLongerAllowed(); // a running or rate limit set: no key reserve starts
+        ReleasePrefetchedNoLongerAllowed(); // a running or rate limit set: no prefetched item starts
 
         if (_options.TimeProvider.GetElapsedTime(startedAt) >= lifetime)
         {

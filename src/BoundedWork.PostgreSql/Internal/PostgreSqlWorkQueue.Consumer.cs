@@ -54,7 +54,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Posts a delivery's outcome: from now on a cancellation of the item no longer concerns this node.</summary>
     private void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
-        _deliveries.TryRemove(new KeyValuePair<long, StoredItem>(item.Id, item));
+        _leases.Posted(item);
         // The handler ended: its permit is free now, before the outcome's commit, and goes straight to the oldest
         // reserved item, if any (started here, with no claim in between; the claim loop refills the reserve). Freed
         // before the outcome is posted, so that the writer's hand-off (see IOutcomeHandOff) finds it free.
@@ -63,9 +63,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             _settingsChanged.Set(); // the row still holds permits above the allowance: give them back now
         }
 
-        // A final end of a keyed item starts its key's reserve, if the node holds one (see the key reserve part):
-        // taken before the outcome is posted, so that the writer's hand-off does not count it as still reserved.
-        var reserved = OnKeyItemEnded(item, kind, out var orphan);
+        // A final end of a keyed item starts its key's prefetched item, if the node holds one (KeyBook, I3): taken
+        // before the outcome is posted, so that the writer's hand-off does not count it as still prefetched.
+        var prefetched = _keys.Ended(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
 
         if (next is not null)
@@ -73,13 +73,13 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             Execute(next);
         }
 
-        if (reserved is not null)
+        if (prefetched is not null)
         {
-            StartKeyReserve(reserved);
+            StartPrefetched(prefetched);
         }
         else if (orphan is not null)
         {
-            ReleaseKeyReserves([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
+            ReleasePrefetched([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
         }
 
         if (_permits.IsLimited)
@@ -99,11 +99,11 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Someone asked to cancel a stored item: if this node holds it, its handler's token fires (or, not started, it will not run).</summary>
     private void OnCancellationRequested(long id)
     {
-        if (_deliveries.TryGetValue(id, out var item))
+        if (_leases.TryGetDelivery(id, out var item))
         {
             var callbackFailure = item.RequestCancellation();
             _logger.CancellationRequested(Name, id, callbackFailure);
-            CancelIfReserved(item);
+            CancelIfNotStarted(item);
         }
     }
 
@@ -112,10 +112,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         foreach (var delivery in settled)
         {
-            _leases.TryRemove(new KeyValuePair<long, long>(delivery.Id, delivery.Delivery));
+            _leases.Settled(delivery);
         }
 
-        Interlocked.Add(ref _held, -settled.Count);
+        _room.Settled(settled.Count);
         _wake.Set();
     }
 
@@ -138,8 +138,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (!cancellationToken.IsCancellationRequested)
         {
             // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
-            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see ReserveRoom.)
-            var wanted = ReserveRoom(MaxClaimBatch, settling: 0);
+            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see NodeRoom.)
+            var wanted = _room.Book(MaxClaimBatch, settling: 0);
             var claim = new ClaimResult(0, 0, null);
             try
             {
@@ -168,12 +168,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             }
             catch (Exception ex)
             {
-                ReturnRoom(wanted);
+                _room.Unbook(wanted);
                 failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
                 continue;
             }
 
-            ReturnRoom(wanted);
+            _room.Unbook(wanted);
 
             var requested = claim.Requested;
             if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
@@ -213,12 +213,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         parameters.Add(new NpgsqlParameter<string> { TypedValue = NodeId });
         parameters.Add(new NpgsqlParameter<TimeSpan> { TypedValue = _options.LeaseDuration });
     }
-
-    /// <summary>Reads a claimed row; <paramref name="keyColumn"/> is the ordinal of its <c>ordering_key</c>, and its delivery token is the last column of every claim statement.</summary>
-    private StoredItem ReadClaimed(NpgsqlDataReader reader, int keyColumn) =>
-        new(this, reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), reader.GetFieldValue<DateTimeOffset>(4), reader.GetBoolean(5),
-            reader.IsDBNull(6) ? null : reader.GetString(6), reader.IsDBNull(7) ? null : reader.GetString(7), reader.IsDBNull(keyColumn) ? null : reader.GetString(keyColumn),
-            reader.GetInt64(reader.FieldCount - 1));
 
     /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
     private void Submit(List<StoredItem> claimed)

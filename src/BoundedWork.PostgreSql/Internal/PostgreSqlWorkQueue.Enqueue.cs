@@ -114,10 +114,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return EnqueueManyCoreAsync(ItemsOf(items), fields, connection, transaction: null, cancellationToken);
     }
 
-    /// <summary>The delayed enqueue every typed queue takes (<c>queue.EnqueueAsync(item, delay)</c>): stored scheduled, in the node's own transaction.</summary>
-    public async ValueTask EnqueueDelayedAsync(T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken) =>
-        await EnqueueAsync(item, new EnqueueOptions { Delay = delay, RunAt = runAt }, cancellationToken).ConfigureAwait(false);
-
     /// <summary>Validates the options (the exception names the bad one) and turns them into what the row stores.</summary>
     private StoredFields FieldsOf(EnqueueOptions options)
     {

@@ -13,36 +13,20 @@ namespace BoundedWork.PostgreSql.Internal;
 /// cancelled: not a stored retry, not a release) of keyed items, and the queue's per-key limit is above one, the same
 /// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
 /// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys within the
-/// node's free room (<see cref="ReserveRoom"/>: what <see cref="RunClaims"/> may take, plus the items the batch
-/// settles: room for one successor per final keyed outcome first, then the keys' reserves, then the rest) and its
-/// cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
+/// node's free room (<see cref="NodeRoom.Book"/>: what <see cref="RunClaims"/> may take, plus the items the batch
+/// settles: room for one successor per final keyed outcome first, then one prefetched item per key, then the rest:
+/// <see cref="HandOffPlanner"/>) and its cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
 /// transaction rolled back): the room and permits go back, and the batch is written again as before. While the node
 /// stops, no hand-off starts; items handed off after the stop began are not started but released by the writer.
 /// </para>
 /// <para>
-/// <b>Why at most M run per key.</b> The database judges, as for <see cref="KeyedClaimSql.ClaimPerKey"/>, with the
-/// same statement text for a key's eligible items. Under READ COMMITTED the claim statement's snapshot includes the
-/// outcome statement's own changes, so the items whose outcome it wrote are finished for it; for every other
-/// transaction they are running until the commit, and finished after it, together with the claim. To the others the
-/// outcome and the claim are one change, as an outcome followed at once by a claim would be: the set of unfinished
-/// older items the claim counted is the one that holds from its commit on (it only shrinks after), so the argument of
-/// <see cref="KeyedClaimSql"/> holds unchanged. Rows are locked with <c>SKIP LOCKED</c> and the version check, so the
-/// hand-off never waits for another claim and never takes a row another claim took; a key's newer item is not taken
-/// while an older chosen one was skipped, so a key's items start in id order. A per-key limit of one (the plain
-/// claim, <see cref="StorageSql.Claim"/>) has no hand-off: its claim also checks the settings version, which the
-/// hand-off would have to repeat; the next item of such a key is claimed by the claim loop after the commit.
+/// <b>Why at most M run per key.</b> To every other transaction the outcome and the claim are one change, so the claim's
+/// argument holds unchanged: docs/durable-invariants.md, I2 (and I3 for the prefetched items).
 /// </para>
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 {
-    /// <summary>The column of the hand-off's ordering key (its last).</summary>
-    private const int HandOffKeyColumn = 8;
-
-    private readonly Lock _roomLock = new();
-
-    /// <summary>Room taken by a claim in flight (the claim loop's or a hand-off's), counted against the claim limit until its items are held.</summary>
-    private int _roomReserved;
     private long _handedOff;
     private long _claimedByLoop;
 
@@ -62,45 +46,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             return null;
         }
 
-        var perKey = _permits.PerKey;
-        if (perKey <= 1)
-        {
-            return null;
-        }
-
-        var reserveKeys = KeyReserveKeys(keys); // keys that may take a reserve: one more item each (see the key reserve part)
-        var room = ReserveRoom(finished, settling);
-        var reserves = reserveKeys.Length > 0 ? ReserveKeyRoom(reserveKeys.Length, settling, room) : 0;
-        reserveKeys = reserves < reserveKeys.Length ? reserveKeys[..reserves] : reserveKeys;
-        room = Math.Max(room, 0) + reserves;
-        if (room > 0)
-        {
-            // And the rest of the node's room, for more eligible items of the same keys: items the claim loop would
-            // otherwise claim after the commit, in a claim of their own (taken last: the successors and reserves first).
-            room += Math.Max(ReserveRoom(ClaimLimit(), settling), 0);
-        }
-
-        if (room <= 0)
-        {
-            EndKeyReservePlan();
-            return null;
-        }
-
-        var take = _permits.Take(_permits.StartRoom(room, Executor.Settings.WorkerCount)); // under a rate: idle workers only
-        if (take.LapsedNow)
+        var plan = _handOff.Plan(keys, finished, settling, Executor.Settings.WorkerCount, out var lapsedNow);
+        if (lapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
             _wake.Set(); // the claim loop releases the lapsed grant's reserve
         }
 
-        ReturnRoom(room - take.Count);
-        if (take.Count <= 0)
-        {
-            EndKeyReservePlan();
-            return null;
-        }
-
-        return new HandOffPlan(keys, take.Count, perKey, reserveKeys.Length > 0 ? reserveKeys : null) { Rated = take.Rated };
+        return plan;
     }
 
     NpgsqlCommand IOutcomeHandOff.Command(HandOffPlan plan, NpgsqlConnection connection, NpgsqlTransaction transaction)
@@ -110,24 +63,16 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.Bound });
         command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.Keys });
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = plan.PerKey });
-        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.ReserveKeys ?? [] });
+        command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Array | NpgsqlTypes.NpgsqlDbType.Text, TypedValue = plan.PrefetchKeys ?? [] });
         return command;
     }
 
-    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader)
-    {
-        var item = ReadClaimed(reader, HandOffKeyColumn);
-        item.KeyReserved = reader.GetBoolean(HandOffKeyColumn + 1);
-        return item;
-    }
+    StoredItem IOutcomeHandOff.Read(NpgsqlDataReader reader) => HandOffRow.ReadItem(this, reader);
 
     List<StoredItem> IOutcomeHandOff.Committed(HandOffPlan plan, List<StoredItem> claimed)
     {
-        _permits.Return(plan.Count - claimed.Count, plan.Rated);
-        if (claimed.Count == 0)
+        if (!_handOff.Committed(plan, claimed.Count))
         {
-            EndKeyReservePlan();
-            ReturnRoom(plan.Count);
             return [];
         }
 
@@ -136,48 +81,26 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         if (_claiming.IsCancellationRequested)
         {
             // Stopping: nothing more starts. Held until the writer has written their releases (it does so next).
-            EndKeyReservePlan();
-            _permits.Return(claimed.Count, plan.Rated);
-            Interlocked.Add(ref _held, claimed.Count);
+            _handOff.Stopping(plan, claimed.Count);
             foreach (var item in claimed)
             {
-                _leases[item.Id] = item.Delivery;
+                _leases.Lease(item);
             }
 
-            ReturnRoom(plan.Count);
             return claimed;
         }
 
         foreach (var item in claimed)
         {
-            item.KeyReserveBound = item.KeyReserved ? plan.PerKey : 0;
+            item.PrefetchBound = item.Prefetched ? plan.PerKey : 0;
             Hold(item);
         }
 
-        ReturnRoom(plan.Count); // held now: counted by _held
-
-        // A reserve (count M) starts at once only paired with a final end of its key that came meanwhile; it is kept
-        // for the next such end if a partner of its key still runs here, and released otherwise.
+        // A prefetched item (count M) starts at once only paired with a final end of its key that came meanwhile; it is
+        // kept for the next such end if a partner of its key still runs here, and released otherwise (I3).
         var start = new List<StoredItem>(claimed.Count);
         List<StoredItem>? release = null;
-        foreach (var item in claimed)
-        {
-            if (!item.KeyReserved)
-            {
-                start.Add(item);
-            }
-            else if (AcceptKeyReserve(item, out var giveUp))
-            {
-                Interlocked.Increment(ref _keyReservesStarted);
-                start.Add(item);
-            }
-            else if (giveUp)
-            {
-                (release ??= []).Add(item);
-            }
-        }
-
-        EndKeyReservePlan();
+        _handOff.Start(plan, claimed, start, ref release);
         Interlocked.Add(ref _handedOff, start.Count);
         if (_logger.IsEnabled(LogLevel.Debug))
         {
@@ -189,41 +112,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
             Execute(item);
         }
 
-        ReleaseKeyReserves(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
+        ReleasePrefetched(release ?? [], "no other handler of its key runs on this node, or the node is stopping");
         return [];
     }
 
-    void IOutcomeHandOff.Failed(HandOffPlan plan)
-    {
-        EndKeyReservePlan();
-        _permits.Return(plan.Count, plan.Rated);
-        ReturnRoom(plan.Count);
-    }
-
-    /// <summary>
-    /// Takes room for a claim of up to <paramref name="wanted"/> items: what the node may hold (<see cref="ClaimLimit"/>)
-    /// minus what it holds and what other claims in flight took, plus <paramref name="settling"/> held items whose
-    /// outcomes the same transaction writes. Returns the room (zero or less: none); give it back with
-    /// <see cref="ReturnRoom"/> once the claimed items are held (counted twice meanwhile, never too few).
-    /// </summary>
-    private int ReserveRoom(int wanted, int settling)
-    {
-        lock (_roomLock)
-        {
-            var room = Math.Min(wanted, ClaimLimit() - Volatile.Read(ref _held) - _roomReserved + settling);
-            _roomReserved += Math.Max(room, 0);
-            return room;
-        }
-    }
-
-    private void ReturnRoom(int room)
-    {
-        if (room > 0)
-        {
-            lock (_roomLock)
-            {
-                _roomReserved -= room;
-            }
-        }
-    }
+    void IOutcomeHandOff.Failed(HandOffPlan plan) => _handOff.Failed(plan);
 }

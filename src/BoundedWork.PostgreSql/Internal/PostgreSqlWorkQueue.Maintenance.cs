@@ -50,7 +50,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// </summary>
     private void RenewLeases()
     {
-        var held = _leases.ToArray();
+        var held = _leases.Snapshot();
         List<long>? cancelled = null;
         using (var connection = _dataSource.OpenConnection())
         using (var command = new NpgsqlCommand(_sql.Heartbeat, connection))

@@ -3,7 +3,7 @@ using BoundedWork.Hosting;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The node's reserve under a binding running limit (see <see cref="ClusterPermits.ReserveRoom"/>): items claimed ahead, started when a permit frees.</summary>
+/// <summary>The node's reserve under a binding running limit (see <see cref="ClusterPermits.ReserveSlots"/>): items claimed ahead, started when a permit frees.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
     /// <summary>Gets the items this node holds in its reserve (claimed, waiting for a permit of its own).</summary>
@@ -12,10 +12,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Counts a claimed item as held by this node (its outcome, or its release, is yet to be written).</summary>
     private void Hold(StoredItem item)
     {
-        Interlocked.Increment(ref _held);
-        _leases[item.Id] = item.Delivery;
-        _deliveries[item.Id] = item;
-        CountKeyActive(item);
+        _room.Hold();
+        _leases.Hold(item);
+        _keys.CountRunning(item);
     }
 
     /// <summary>Hands a held delivery to the executor, its span current while it is submitted. Refused: the OnRejected hook releases it.</summary>
@@ -55,10 +54,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
     }
 
-    /// <summary>A cancellation for a reserved item: it leaves the reserve and ends cancelled without running.</summary>
-    private void CancelIfReserved(StoredItem item)
+    /// <summary>A cancellation for an item held unstarted (in the reserve, or prefetched for its key): it leaves it and ends cancelled without running.</summary>
+    private void CancelIfNotStarted(StoredItem item)
     {
-        if ((_permits.TryUnreserve(item) || TryUnreserveKey(item)) && item.TryStart())
+        if ((_permits.TryUnreserve(item) || _keys.TryRemovePrefetched(item)) && item.TryStart())
         {
             Cancelled(item, "cancelled before it ran");
         }

@@ -23,6 +23,28 @@ namespace BoundedWork.PostgreSql.Internal;
 /// </remarks>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IStoredItemOwner, IDisposable
 {
+    // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
+    //
+    // Claim (RunClaims, the claim loop). The loop books room for a claim in the node's room (NodeRoom, I5), takes
+    // cluster permits and tokens for it (ClusterPermits, I4), and runs one claim statement (the plain claim, or the
+    // per-key claim under max_running_per_key above one, I1). Each claimed row is held: counted by the room, its lease
+    // kept (LeaseBook, I7), counted as running for its key (KeyBook, I3); then the room is unbooked. Items claimed
+    // beyond the node's permits wait in the permits' reserve until a permit frees (I4).
+    //
+    // Run. The executor runs the delivery on a worker (Run): under a start rate it first spends a start token
+    // (ClusterPermits.Starting). Its outcome is posted (Post): the permit is free at once (and goes to the oldest
+    // reserved item), the key book starts the key's prefetched item at a final end (I3), and the outcome goes to the
+    // writer (OutcomeWriter).
+    //
+    // Outcome and hand-off. The writer writes outcomes in batches; under a per-key limit above one, the same
+    // transaction claims the next items of the finished keys (the hand-off: HandOffPlanner plans it from the room,
+    // the key book and the permits, I2 and I6). Once an outcome is written, the delivery is no longer held: its lease
+    // is dropped and the room freed (OnOutcomesSettled), and the claim loop is woken.
+    //
+    // Locks: the room's (booked room), the key book's (per-key counts and prefetched items), the permits' (grant,
+    // counts, reserve). Only one pair is ever nested: the key book's, then the permits' (asserted in Debug at the key
+    // book). None is held while a handler, a logger or the database runs; the held count and the leases are
+    // lock-free (touched per item).
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
     private const int MaxIdempotencyKeyLength = 256;
 
@@ -79,23 +101,19 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly List<StorageThread> _claimThreads = [];
     private readonly List<StorageThread> _backgroundThreads = [];
 
-    /// <summary>The deliveries this node holds whose outcome is not posted yet, by item id: where a cancellation request finds its item.</summary>
-    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, StoredItem> _deliveries = new();
-
-    /// <summary>
-    /// The deliveries this node holds, by item id: their delivery tokens. Added when a claimed row is held, removed when
-    /// its outcome is written (or given up at a stop). The heartbeat renews these leases and no others.
-    /// </summary>
-    private readonly System.Collections.Concurrent.ConcurrentDictionary<long, long> _leases = new();
+    /// <summary>The deliveries this node holds: their leases (renewed by the heartbeat) and, until their outcome is posted, the items (I7).</summary>
+    private readonly LeaseBook _leases = new();
     private StorageThread? _outcomeThread;
     private BoundedExecutor? _executor;
-    /// <summary>
-    /// The deliveries this node holds: claimed, and their outcome not yet written (queued on the executor, running, or
-    /// handled with the outcome waiting for the writer). Incremented per claimed row; decremented only when the writer
-    /// has written the outcome (or, at a stop, given up on it). Until then the row is this node's claim in the table,
-    /// which a crash would leave to run again, so it counts against the claim limit.
-    /// </summary>
-    private int _held;
+
+    /// <summary>The node's room: the deliveries it holds and the room its claims in flight booked, against its claim limit (I5).</summary>
+    private readonly NodeRoom _room;
+
+    /// <summary>The per-key book: what this node runs of each key, and the item it holds prefetched for a key (I3).</summary>
+    private readonly KeyBook _keys;
+
+    /// <summary>The hand-off planner: what a claim in an outcome's transaction may take, and what becomes of its items (I2, I6).</summary>
+    private readonly HandOffPlanner _handOff;
     /// <summary>
     /// The handlers of this queue running on this node now: deliveries whose handler has started and not ended (the
     /// held deliveries less those queued, reserved or with their outcome waiting for the writer). Reported by the heartbeat.
@@ -124,6 +142,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             _asyncSource.Clear();
         });
         _permits = new ClusterPermits(options.TimeProvider);
+        _room = new NodeRoom(ClaimLimit);
+        _keys = new KeyBook(_permits);
+        _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
@@ -269,7 +290,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
 
         ReleaseReserved(_permits.CloseReserve()); // reserved items never started: back to ready now
-        CloseKeyReserve(); // and the keys' reserves
+        ClosePrefetch(); // and the keys' prefetched items
         return Task.CompletedTask;
     }
 
@@ -327,6 +348,15 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _notifier.Dispose();
         _wake.Dispose();
         _settingsChanged.Dispose();
+    }
+
+    /// <summary>Checks the invariants of the node's components (in Debug builds): called by the stress and model tests.</summary>
+    [System.Diagnostics.Conditional("DEBUG")]
+    internal void AssertInvariants()
+    {
+        _room.AssertInvariants();
+        _keys.AssertInvariants();
+        _permits.AssertInvariants();
     }
 
     /// <summary>Reads the statistics on the calling (storage) thread.</summary>

@@ -466,8 +466,8 @@ internal sealed class StorageSql
         // token, so an outcome of the delivery that made it a dead letter, written again, does not land), keeping id,
         // payload, priority, key and trace context; then one wake-up ($5) for every node. A keyed dead letter becomes
         // unfinished again with its old id, older than items of its key that a claim running now may be taking without
-        // seeing it: so the first M (max_running_per_key; M + 1 when M is above one, the bound of the hand-off's per-key
-        // reserve) unfinished items of its key newer than it that are ready become scheduled, due now, in this
+        // seeing it: so the first M (max_running_per_key; M + 1 when M is above one, the bound of the hand-off when it
+        // prefetches) unfinished items of its key newer than it that are ready become scheduled, due now, in this
         // transaction (see KeyedClaimSql). A claim that locks one of them once this commits
         // finds it no longer ready; one that locked it first makes this wait, and its claim then counts against the
         // requeued item (the row, running by then, is left running: the state is chosen on its latest version, and

@@ -33,8 +33,8 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
     /// <summary>Gets or sets when the item entered the node's reserve (a <see cref="TimeProvider"/> timestamp), for how long it has waited for a permit.</summary>
     public long ReservedAt { get; set; }
 
-    /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's reserve (not to start until a handler of its key on this node ends with a final outcome).</summary>
-    public bool KeyReserved { get; set; }
+    /// <summary>Gets or sets a value indicating whether the hand-off claimed the item as its key's prefetched item (not to start until a handler of its key on this node ends with a final outcome).</summary>
+    public bool Prefetched { get; set; }
 
     /// <summary>Gets or sets the item's priority as the plain claim read it (zero when not read): with <see cref="RunAt"/> and the id, its place in the claim order.</summary>
     public short Priority { get; set; }
@@ -55,11 +55,11 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
         return byRunAt != 0 ? byRunAt : a.Id.CompareTo(b.Id);
     }
 
-    /// <summary>Gets or sets the per-key limit the hand-off claimed the item under as its key's reserve: it starts only while the limit is at least that.</summary>
-    public int KeyReserveBound { get; set; }
+    /// <summary>Gets or sets the per-key limit the hand-off prefetched the item under: it starts only while the limit is at least that.</summary>
+    public int PrefetchBound { get; set; }
 
-    /// <summary>Gets or sets a value indicating whether the item is counted among the node's items of its key that run or are about to (a reserve's partners); set under the queue's key lock.</summary>
-    public bool KeyActive { get; set; }
+    /// <summary>Gets or sets a value indicating whether the item is counted among the node's items of its key that run or are about to (a prefetched item's partners); set under the key book's lock.</summary>
+    public bool KeyRunning { get; set; }
 
     public string Payload { get; } = payload;
 

@@ -15,9 +15,9 @@ public sealed class DelayedItemTests
             var started = new System.Collections.Concurrent.ConcurrentDictionary<int, long>();
             probe.Behaviour = (notice, _, _) => started[notice.Id] = Stopwatch.GetTimestamp();
             var enqueued = Stopwatch.GetTimestamp();
-            Assert.True(host.Queue().EnqueueAsync(new Notice(1), TimeSpan.FromMilliseconds(300)).IsCompletedSuccessfully);
-            Assert.True(host.Queue().EnqueueAsync(new Notice(2), DateTimeOffset.UtcNow.AddMilliseconds(200)).IsCompletedSuccessfully);
-            Assert.True(host.Queue().EnqueueAsync(new Notice(3), DateTimeOffset.UtcNow.AddHours(-1)).IsCompletedSuccessfully); // past: now
+            Assert.True(host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(300) }).IsCompletedSuccessfully);
+            Assert.True(host.Queue().EnqueueAsync(new Notice(2), new EnqueueOptions { RunAt = DateTimeOffset.UtcNow.AddMilliseconds(200) }).IsCompletedSuccessfully);
+            Assert.True(host.Queue().EnqueueAsync(new Notice(3), new EnqueueOptions { RunAt = DateTimeOffset.UtcNow.AddHours(-1) }).IsCompletedSuccessfully); // past: now
 
             probe.WaitHandled(3);
             Assert.True(Stopwatch.GetElapsedTime(enqueued, started[1]) >= TimeSpan.FromMilliseconds(300));
@@ -40,7 +40,7 @@ public sealed class DelayedItemTests
         {
             for (var i = 0; i < 5; i++)
             {
-                host.Queue().EnqueueAsync(new Notice(100 + i), TimeSpan.FromHours(1)).AsTask().Wait(TestHost.Patience);
+                host.Queue().EnqueueAsync(new Notice(100 + i), new EnqueueOptions { Delay = TimeSpan.FromHours(1) }).AsTask().Wait(TestHost.Patience);
             }
 
             // Five items wait; the one worker and the one slot are free for items due now.
@@ -57,7 +57,7 @@ public sealed class DelayedItemTests
         var (host, probe, deadLetters) = WorkQueueHost.Start<BlockingNoticeHandler>();
         using (host)
         {
-            host.Queue().EnqueueAsync(new Notice(1), TimeSpan.FromHours(1)).AsTask().Wait(TestHost.Patience);
+            host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromHours(1) }).AsTask().Wait(TestHost.Patience);
 
             host.StopAsync().Wait(TestHost.Patience);
 
@@ -68,7 +68,7 @@ public sealed class DelayedItemTests
             Assert.Equal(0, letter.Attempts);
             Assert.Empty(probe.Handled);
 
-            var late = Assert.Throws<AggregateException>(() => host.Queue().EnqueueAsync(new Notice(2), TimeSpan.FromMinutes(1)).AsTask().Wait(TestHost.Patience));
+            var late = Assert.Throws<AggregateException>(() => host.Queue().EnqueueAsync(new Notice(2), new EnqueueOptions { Delay = TimeSpan.FromMinutes(1) }).AsTask().Wait(TestHost.Patience));
             Assert.IsType<RejectedExecutionException>(late.InnerException);
             Assert.Equal(2, deadLetters.WaitFor(1).Count); // refused after shutdown: a dead letter too
         }
@@ -99,7 +99,7 @@ public sealed class DelayedItemTests
             Assert.True(blocked.Wait(TestHost.Patience));
             host.Queue().EnqueueAsync(new Notice(2)).AsTask().Wait(TestHost.Patience); // fills the queue
 
-            host.Queue().EnqueueAsync(new Notice(3), TimeSpan.FromMilliseconds(1)).AsTask().Wait(TestHost.Patience);
+            host.Queue().EnqueueAsync(new Notice(3), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(1) }).AsTask().Wait(TestHost.Patience);
 
             var letter = Assert.Single(deadLetters.WaitFor(1));
             Assert.Equal(3, letter.Item.Id);
@@ -116,10 +116,30 @@ public sealed class DelayedItemTests
         var (host, _, _) = WorkQueueHost.Start<BlockingNoticeHandler>();
         using (host)
         {
-            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), TimeSpan.FromMilliseconds(-1)));
-            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), TimeSpan.FromDays(366)));
-            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), DateTimeOffset.UtcNow.AddDays(400)));
-            Assert.Throws<NotSupportedException>(() => new Stub().EnqueueAsync(new Notice(1), TimeSpan.FromSeconds(1)));
+            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(-1) }));
+            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromDays(366) }));
+            Assert.Throws<ArgumentOutOfRangeException>(() => host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { RunAt = DateTimeOffset.UtcNow.AddDays(400) }));
+            Assert.Throws<NotSupportedException>(() => new Stub().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromSeconds(1) }));
+        }
+    }
+
+    [Fact]
+    public void EnqueueOptionsForDurableQueuesOnly_AreRefusedByAnInMemoryQueue_NamingTheOption()
+    {
+        var (host, probe, _) = WorkQueueHost.Start<BlockingNoticeHandler>();
+        using (host)
+        {
+            var priority = Assert.Throws<ArgumentException>(() => host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Priority = 1 }));
+            Assert.Equal("options", priority.ParamName);
+            Assert.Contains("EnqueueOptions.Priority", priority.Message, StringComparison.Ordinal);
+            var key = Assert.Throws<ArgumentException>(() => host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { IdempotencyKey = "k" }));
+            Assert.Contains("EnqueueOptions.IdempotencyKey", key.Message, StringComparison.Ordinal);
+            Assert.Throws<ArgumentNullException>(() => host.Queue().EnqueueAsync(new Notice(1), (EnqueueOptions)null!));
+
+            // No delay and no time: enqueued at once, as EnqueueAsync(item) does.
+            Assert.True(host.Queue().EnqueueAsync(new Notice(2), new EnqueueOptions()).IsCompletedSuccessfully);
+            probe.WaitHandled(1);
+            Assert.Equal(2, Assert.Single(probe.Attempts).Id);
         }
     }
 

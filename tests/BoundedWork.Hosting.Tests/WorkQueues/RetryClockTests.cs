@@ -30,8 +30,8 @@ public sealed class RetryClockTests
         var (host, probe, _) = WorkQueueHost.Start<BlockingNoticeHandler>(executor: o => o.WorkerCount = 1);
         using (host)
         {
-            Assert.True(host.Queue().EnqueueAsync(new Notice(100), TimeSpan.FromDays(30)).IsCompletedSuccessfully);
-            Assert.True(host.Queue().EnqueueAsync(new Notice(1), TimeSpan.FromMilliseconds(50)).IsCompletedSuccessfully);
+            Assert.True(host.Queue().EnqueueAsync(new Notice(100), new EnqueueOptions { Delay = TimeSpan.FromDays(30) }).IsCompletedSuccessfully);
+            Assert.True(host.Queue().EnqueueAsync(new Notice(1), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(50) }).IsCompletedSuccessfully);
 
             probe.WaitHandled(1);
             Assert.Equal([1], probe.Handled);

@@ -72,21 +72,8 @@ public sealed class InMemoryWorkQueueStorage<T> : IWorkQueueStorage<T>, IDisposa
         return ValueTask.CompletedTask;
     }
 
-    public ValueTask EnqueueDelayedAsync(T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken)
-    {
-        cancellationToken.ThrowIfCancellationRequested();
-        Store([item], new EnqueueOptions { Delay = delay, RunAt = runAt });
-        return ValueTask.CompletedTask;
-    }
-
     public Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default) =>
         Task.FromResult(Store([item], new EnqueueOptions())[0].ItemId);
-
-    public Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
-    {
-        ArgumentException.ThrowIfNullOrEmpty(idempotencyKey);
-        return EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = idempotencyKey }, cancellationToken);
-    }
 
     public Task<EnqueueResult> EnqueueAsync(T item, EnqueueOptions options, CancellationToken cancellationToken = default) =>
         Task.FromResult(Store([item], options)[0]);

@@ -65,8 +65,8 @@ public abstract class StorageContractTests
     public async Task IdempotentEnqueue_WithTheSameKey_StoresAndRunsTheItemOnce()
     {
         await using var node = await Node.StartAsync(await CreateStorageAsync());
-        var first = await node.Queue.EnqueueIdempotentAsync(new ContractItem(1), "callback-1");
-        var second = await node.Queue.EnqueueIdempotentAsync(new ContractItem(2), "callback-1");
+        var first = await node.Queue.EnqueueAsync(new ContractItem(1), new EnqueueOptions { IdempotencyKey = "callback-1" });
+        var second = await node.Queue.EnqueueAsync(new ContractItem(2), new EnqueueOptions { IdempotencyKey = "callback-1" });
 
         Assert.False(first.IsDuplicate);
         Assert.True(second.IsDuplicate);
@@ -145,7 +145,7 @@ public abstract class StorageContractTests
     public async Task DelayedItem_IsScheduled_ThenRuns()
     {
         await using var node = await Node.StartAsync(await CreateStorageAsync());
-        await node.Queue.EnqueueAsync(new ContractItem(1), TimeSpan.FromMilliseconds(300));
+        await node.Queue.EnqueueAsync(new ContractItem(1), new EnqueueOptions { Delay = TimeSpan.FromMilliseconds(300) });
         await node.WaitUntilAsync(() => !node.Handled.IsEmpty, "the delayed item is handled");
         Assert.Equal(1, Assert.Single(node.Handled).Item.Number);
     }

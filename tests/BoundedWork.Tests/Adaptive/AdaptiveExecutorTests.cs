@@ -141,6 +141,110 @@ public sealed class AdaptiveExecutorTests
     }
 
     [Fact]
+    public void PinWorkerCount_HoldsAgainstDecisionsAndReconfigure_UnpinReturnsControlToTheController()
+    {
+        using var rig = new Rig(AdaptiveMode.On, workers: 2, min: 1, max: 8);
+        Assert.False(rig.Executor.IsWorkerCountPinned);
+
+        rig.Executor.PinWorkerCount(3);
+
+        Assert.True(rig.Executor.IsWorkerCountPinned);
+        Assert.Equal(3, rig.Executor.Settings.WorkerCount);
+        var pin = Assert.Single(rig.Executor.GetWorkerCountDecisions());
+        Assert.Equal(("Pinned", 2, 3), (pin.Rule, pin.OldCount, pin.NewCount));
+
+        // A reconfiguration keeps the pin: another setting leaves the count alone; a new count holds until the next
+        // decision, which brings it back to the pinned one.
+        rig.Executor.Reconfigure(s => s with { QueueCapacity = 900 });
+        Assert.True(rig.Executor.IsWorkerCountPinned);
+        Assert.Equal(3, rig.Executor.Settings.WorkerCount);
+        rig.Executor.Reconfigure(s => s with { WorkerCount = 6 });
+        Assert.True(rig.Executor.IsWorkerCountPinned);
+        Assert.Equal(6, rig.Executor.Settings.WorkerCount);
+        var back = rig.LookUntil(s => s.TargetWorkerCount == 3, workingLooks: false);
+        Assert.True(back.IsWorkerCountPinned);
+        Assert.Equal(("Pinned", 6, 3), rig.Executor.GetWorkerCountDecisions().Select(d => (d.Rule, d.OldCount, d.NewCount)).Last());
+        TestKit.WaitForStatistics(rig.Executor, s => s.LiveWorkerCount == 3);
+
+        rig.Submit(400);
+        for (var i = 0; i < 60; i++)
+        {
+            Assert.Equal(3, rig.WorkingLook().TargetWorkerCount); // a standing queue would grow an unpinned count
+        }
+
+        rig.Executor.UnpinWorkerCount();
+
+        Assert.False(rig.Executor.IsWorkerCountPinned);
+        var resumed = rig.LookUntil(s => s.TargetWorkerCount > 3, workingLooks: true);
+        Assert.False(resumed.IsWorkerCountPinned);
+        Assert.Contains(rig.Executor.GetWorkerCountDecisions(), d => d.Rule == "Unpinned");
+        Assert.Contains(rig.Executor.GetWorkerCountDecisions(), d => d.Rule == "Grow" && d.OldCount >= 3);
+        rig.ReleaseAll();
+    }
+
+    [Fact]
+    public void PinWorkerCount_WhileAdaptiveOff_PinsAtOnce_AndHoldsOnceTheModeIsTurnedOn()
+    {
+        using var rig = new Rig(AdaptiveMode.Off, workers: 2, min: 1, max: 8);
+
+        rig.Executor.PinWorkerCount(3, TimeSpan.FromHours(1));
+
+        var s = rig.Executor.GetStatistics();
+        Assert.Equal((3, true, true), (s.TargetWorkerCount, s.IsWorkerCountPinned, rig.Executor.IsWorkerCountPinned));
+        Assert.Equal(rig.Clock.GetUtcNow() + TimeSpan.FromHours(1), s.WorkerCountPinnedUntil);
+        rig.Executor.Reconfigure(s => s with { AdaptiveMode = AdaptiveMode.On });
+        rig.Submit(400);
+        for (var i = 0; i < 60; i++)
+        {
+            Assert.Equal(3, rig.WorkingLook().TargetWorkerCount);
+        }
+
+        rig.Executor.UnpinWorkerCount();
+        rig.LookUntil(s => s.TargetWorkerCount > 3, workingLooks: true);
+        rig.ReleaseAll();
+    }
+
+    [Fact]
+    public void PinWorkerCount_PinEndsWhenItsTimeRunsOut_ThenTheControllerDecidesAgain()
+    {
+        using var rig = new Rig(AdaptiveMode.On, workers: 2, min: 1, max: 8);
+        rig.Executor.PinWorkerCount(4, TimeSpan.FromSeconds(2));
+        Assert.True(rig.Executor.IsWorkerCountPinned);
+
+        rig.LookUntil(_ => !rig.Executor.IsWorkerCountPinned, workingLooks: false);
+
+        rig.LookUntil(_ => rig.Executor.GetWorkerCountDecisions().Any(d => d.Rule == "Unpinned"), workingLooks: false);
+        var shrunk = rig.LookUntil(s => s.TargetWorkerCount < 4, workingLooks: false); // idle: the controller retires workers again
+        Assert.False(shrunk.IsWorkerCountPinned);
+    }
+
+    [Theory]
+    [InlineData(0, 1.0, "workerCount")]
+    [InlineData(9, 1.0, "workerCount")]
+    [InlineData(4, 0.0, "duration")]
+    [InlineData(4, -2.0, "duration")]
+    public void PinWorkerCount_OutOfRange_ThrowsNamingIt_AndNothingChanges(int workers, double seconds, string parameter)
+    {
+        using var rig = new Rig(AdaptiveMode.On, workers: 2, min: 1, max: 8);
+
+        var error = Assert.Throws<ArgumentOutOfRangeException>(() => rig.Executor.PinWorkerCount(workers, TimeSpan.FromSeconds(seconds)));
+
+        Assert.Equal(parameter, error.ParamName);
+        Assert.Equal((2, false), (rig.Executor.Settings.WorkerCount, rig.Executor.IsWorkerCountPinned));
+        Assert.Empty(rig.Executor.GetWorkerCountDecisions());
+    }
+
+    [Fact]
+    public void PinWorkerCount_AfterShutdown_Throws_AndPinsNothing()
+    {
+        using var rig = new Rig(AdaptiveMode.On, workers: 2, min: 1, max: 8);
+        rig.Executor.Dispose();
+
+        Assert.Throws<InvalidOperationException>(() => rig.Executor.PinWorkerCount(3));
+        Assert.False(rig.Executor.IsWorkerCountPinned);
+    }
+
+    [Fact]
     public void Reconfigure_TurnsAdaptiveOnAndOff_AtRuntime()
     {
         using var rig = new Rig(AdaptiveMode.Off, workers: 2, min: 2, max: 8);

@@ -543,168 +543,190 @@ internal sealed class AdaptiveController
     }
 
     /// <summary>
-    /// Judges the step under evaluation. Returns a plan when the verdict is to change the count or to keep measuring;
-    /// <see langword="null"/> when the step is settled (or cannot be judged yet without holding the other rules).
+    /// Judges the step under evaluation, by its kind. Returns a plan when the verdict is to change the count or to keep
+    /// measuring; <see langword="null"/> when the step is settled (or cannot be judged yet without holding the other rules).
     /// </summary>
-    private Plan? Judge(Step step, in AdaptiveSample sample, long now)
+    private Plan? Judge(Step step, in AdaptiveSample sample, long now) => step.Kind switch
+    {
+        StepKind.Grow => JudgeGrow(step, sample, now),
+        StepKind.StarvingProbe => JudgeStarvingProbe(step, sample.WorkerCount),
+        StepKind.ProbeDown => JudgeProbeDown(step, sample.WorkerCount, now),
+        StepKind.Backoff => JudgeBackoff(step, sample.WorkerCount),
+        StepKind.FailureBackoff => JudgeFailureBackoff(step, sample.WorkerCount),
+        _ => JudgeUnknown(step, sample.WorkerCount),
+    };
+
+    /// <summary>
+    /// A growth step: settled when the queue stopped standing; else, with enough evidence, kept if throughput rose by
+    /// the payoff, cut back to the knee it estimates, or undone (with a ceiling) when it did not pay or overloaded.
+    /// </summary>
+    private Plan? JudgeGrow(Step step, in AdaptiveSample sample, long now)
     {
         var count = sample.WorkerCount;
-        switch (step.Kind)
+        var overloaded = IsTrusted(sample) && _baseline.Seconds is { } baseline && _smoothedRunTime > baseline * (1 + _parameters.BackoffTolerance);
+        if (_dwell.SawNoStandingQueue && !overloaded)
         {
-            case StepKind.Grow:
-            {
-                var overloaded = IsTrusted(sample) && _baseline.Seconds is { } baseline && _smoothedRunTime > baseline * (1 + _parameters.BackoffTolerance);
-                if (_dwell.SawNoStandingQueue && !overloaded)
-                {
-                    // The queue stopped standing: the step met the demand.
-                    Settle(step.To);
-                    return null;
-                }
-
-                var expected = (step.To - step.From) / (double)step.From;
-                if (!overloaded && !HasEvidence(expected))
-                {
-                    return new Plan(AdaptiveRule.Measuring, count);
-                }
-
-                var gain = step.ThroughputBefore > 0 ? (_dwell.Throughput / step.ThroughputBefore) - 1 : 0;
-                _step = null;
-                if (!overloaded && gain >= _parameters.PayoffFraction * expected)
-                {
-                    Settle(step.To);
-                    return null;
-                }
-
-                var knee = Math.Clamp((int)Math.Round(step.From * (1 + gain)), step.From, step.To - 1);
-                if (!overloaded && knee > step.From && gain >= _parameters.PayoffFraction / step.From)
-                {
-                    // The knee lies between the two counts: settle at the estimate, and let probe steps (each of which
-                    // must pay) find the rest of the way; the count that overshot is the ceiling.
-                    _confirmedCount = Math.Max(_confirmedCount, knee);
-                    SetCeiling(step.To, now, doubled: false);
-                    return new Plan(AdaptiveRule.GrowthPaidPartly, knee);
-                }
-
-                if (step.To - step.From > ProbeSize(step.From))
-                {
-                    // A long step that did not pay says only that its end is too far: go back, and climb from there
-                    // in probe steps below it.
-                    SetCeiling(step.To, now, doubled: false);
-                }
-                else
-                {
-                    SetCeiling(step.From, now, doubled: step.IsProbe && _ceiling.Count == step.From);
-                }
-
-                return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
-            }
-
-            case StepKind.StarvingProbe:
-            {
-                if (!_dwell.SawNoStandingQueue && !HasEvidence((step.To - step.From) / (double)step.From))
-                {
-                    return new Plan(AdaptiveRule.Measuring, count);
-                }
-
-                // Judged on the queue, not on the run time (which may be high for reasons more workers do not worsen,
-                // such as a neighbour's CPU burst): it paid if the queue stopped standing or growing, or if throughput
-                // rose by the usual payoff.
-                _step = null;
-                var gain = step.ThroughputBefore > 0 ? (_dwell.Throughput / step.ThroughputBefore) - 1 : 0;
-                if (_dwell.SawNoStandingQueue || _dwell.Completed >= _dwell.Arrivals || gain >= _parameters.PayoffFraction * (step.To - step.From) / step.From)
-                {
-                    _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
-                    if (_smoothedRunTime is { } runTime && _baseline.Seconds is { } baseline && runTime > baseline * (1 + _parameters.GrowthTolerance))
-                    {
-                        // More workers served more at this run time: it is not this executor saturating its dependency.
-                        _baseline.Reset(runTime);
-                    }
-
-                    Settle(step.To);
-                    return null;
-                }
-
-                _starvingProbeAfter = TimeSpan.FromTicks(Math.Min(_starvingProbeAfter.Ticks * 2, _parameters.MaxProbeHoldTime.Ticks));
-                return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
-            }
-
-            case StepKind.ProbeDown:
-            {
-                if (_dwell.SawNoStandingQueue)
-                {
-                    _step = null;
-                    return null;
-                }
-
-                var expectedLoss = (step.From - step.To) / (double)step.From;
-                if (!HasEvidence(expectedLoss))
-                {
-                    return new Plan(AdaptiveRule.Measuring, count);
-                }
-
-                _step = null;
-                var loss = step.ThroughputBefore > 0 ? 1 - (_dwell.Throughput / step.ThroughputBefore) : 0;
-                if (loss <= _parameters.PayoffFraction * expectedLoss)
-                {
-                    // Free: the workers removed did nothing for throughput. Growth above this count would not either.
-                    SetCeiling(step.To, now, doubled: false);
-                    return null;
-                }
-
-                // Not free: this count is the lowest measured now, so no probe goes below it again.
-                return new Plan(AdaptiveRule.ProbeDownCost, step.From);
-            }
-
-            case StepKind.FailureBackoff:
-            {
-                if (_dwell.Finished + _dwell.SlowItems < _parameters.MinItemsPerInterval)
-                {
-                    if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
-                    {
-                        return new Plan(AdaptiveRule.Measuring, count);
-                    }
-
-                    _step = null;
-                    return null;
-                }
-
-                _step = null;
-                if (_dwell.FailureShare >= step.Before * FailuresFellRatio)
-                {
-                    _usualFailureShare = Math.Max(_usualFailureShare, _dwell.FailureShare);
-                }
-
-                return null;
-            }
-
-            default:
-            {
-                if (_dwell.Completed < _parameters.MinItemsPerInterval)
-                {
-                    // No further back-off before this one is judged, unless the judging runs out of time.
-                    if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
-                    {
-                        return new Plan(AdaptiveRule.Measuring, count);
-                    }
-
-                    _step = null;
-                    return null;
-                }
-
-                _step = null;
-                if (_dwell.RunTime >= step.Before * RunTimeFellRatio)
-                {
-                    // Fewer workers, same run time: not saturation by this executor but a slower dependency. Its run
-                    // time is the new baseline, and the ceiling the back-off put up is lifted.
-                    _baseline.Reset(_dwell.RunTime);
-                    _smoothedRunTime = _dwell.RunTime;
-                    _confirmedCount = Math.Max(_confirmedCount, step.To);
-                    _ceiling = default;
-                }
-
-                return null;
-            }
+            // The queue stopped standing: the step met the demand.
+            Settle(step.To);
+            return null;
         }
+
+        var expected = (step.To - step.From) / (double)step.From;
+        if (!overloaded && !HasEvidence(expected))
+        {
+            return new Plan(AdaptiveRule.Measuring, count);
+        }
+
+        var gain = step.ThroughputBefore > 0 ? (_dwell.Throughput / step.ThroughputBefore) - 1 : 0;
+        _step = null;
+        if (!overloaded && gain >= _parameters.PayoffFraction * expected)
+        {
+            Settle(step.To);
+            return null;
+        }
+
+        var knee = Math.Clamp((int)Math.Round(step.From * (1 + gain)), step.From, step.To - 1);
+        if (!overloaded && knee > step.From && gain >= _parameters.PayoffFraction / step.From)
+        {
+            // The knee lies between the two counts: settle at the estimate, and let probe steps (each of which
+            // must pay) find the rest of the way; the count that overshot is the ceiling.
+            _confirmedCount = Math.Max(_confirmedCount, knee);
+            SetCeiling(step.To, now, doubled: false);
+            return new Plan(AdaptiveRule.GrowthPaidPartly, knee);
+        }
+
+        if (step.To - step.From > ProbeSize(step.From))
+        {
+            // A long step that did not pay says only that its end is too far: go back, and climb from there
+            // in probe steps below it.
+            SetCeiling(step.To, now, doubled: false);
+        }
+        else
+        {
+            SetCeiling(step.From, now, doubled: step.IsProbe && _ceiling.Count == step.From);
+        }
+
+        return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
+    }
+
+    /// <summary>A probe against a starving queue: judged on the queue (it stopped standing or growing) or on throughput, not on the run time.</summary>
+    private Plan? JudgeStarvingProbe(Step step, int count)
+    {
+        if (!_dwell.SawNoStandingQueue && !HasEvidence((step.To - step.From) / (double)step.From))
+        {
+            return new Plan(AdaptiveRule.Measuring, count);
+        }
+
+        // Judged on the queue, not on the run time (which may be high for reasons more workers do not worsen,
+        // such as a neighbour's CPU burst): it paid if the queue stopped standing or growing, or if throughput
+        // rose by the usual payoff.
+        _step = null;
+        var gain = step.ThroughputBefore > 0 ? (_dwell.Throughput / step.ThroughputBefore) - 1 : 0;
+        if (_dwell.SawNoStandingQueue || _dwell.Completed >= _dwell.Arrivals || gain >= _parameters.PayoffFraction * (step.To - step.From) / step.From)
+        {
+            _starvingProbeAfter = _parameters.StarvingQueueProbeAfter;
+            if (_smoothedRunTime is { } runTime && _baseline.Seconds is { } baseline && runTime > baseline * (1 + _parameters.GrowthTolerance))
+            {
+                // More workers served more at this run time: it is not this executor saturating its dependency.
+                _baseline.Reset(runTime);
+            }
+
+            Settle(step.To);
+            return null;
+        }
+
+        _starvingProbeAfter = TimeSpan.FromTicks(Math.Min(_starvingProbeAfter.Ticks * 2, _parameters.MaxProbeHoldTime.Ticks));
+        return new Plan(AdaptiveRule.GrowthDidNotPay, step.From);
+    }
+
+    /// <summary>A probe down: free (the workers removed did nothing for throughput, a ceiling goes up) or a cost (back to where it was).</summary>
+    private Plan? JudgeProbeDown(Step step, int count, long now)
+    {
+        if (_dwell.SawNoStandingQueue)
+        {
+            _step = null;
+            return null;
+        }
+
+        var expectedLoss = (step.From - step.To) / (double)step.From;
+        if (!HasEvidence(expectedLoss))
+        {
+            return new Plan(AdaptiveRule.Measuring, count);
+        }
+
+        _step = null;
+        var loss = step.ThroughputBefore > 0 ? 1 - (_dwell.Throughput / step.ThroughputBefore) : 0;
+        if (loss <= _parameters.PayoffFraction * expectedLoss)
+        {
+            // Free: the workers removed did nothing for throughput. Growth above this count would not either.
+            SetCeiling(step.To, now, doubled: false);
+            return null;
+        }
+
+        // Not free: this count is the lowest measured now, so no probe goes below it again.
+        return new Plan(AdaptiveRule.ProbeDownCost, step.From);
+    }
+
+    /// <summary>A back-off for run time: when the run time did not fall with fewer workers, the dependency is slower, and its run time is the new baseline.</summary>
+    private Plan? JudgeBackoff(Step step, int count)
+    {
+        if (_dwell.Completed < _parameters.MinItemsPerInterval)
+        {
+            // No further back-off before this one is judged, unless the judging runs out of time.
+            if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
+            {
+                return new Plan(AdaptiveRule.Measuring, count);
+            }
+
+            _step = null;
+            return null;
+        }
+
+        _step = null;
+        if (_dwell.RunTime >= step.Before * RunTimeFellRatio)
+        {
+            // Fewer workers, same run time: not saturation by this executor but a slower dependency. Its run
+            // time is the new baseline, and the ceiling the back-off put up is lifted.
+            _baseline.Reset(_dwell.RunTime);
+            _smoothedRunTime = _dwell.RunTime;
+            _confirmedCount = Math.Max(_confirmedCount, step.To);
+            _ceiling = default;
+        }
+
+        return null;
+    }
+
+    /// <summary>A back-off for failures: when the failure share did not fall with fewer workers, it is the usual share.</summary>
+    private Plan? JudgeFailureBackoff(Step step, int count)
+    {
+        if (_dwell.Finished + _dwell.SlowItems < _parameters.MinItemsPerInterval)
+        {
+            if (_dwell.Seconds < _parameters.MaxEvaluationTime.TotalSeconds)
+            {
+                return new Plan(AdaptiveRule.Measuring, count);
+            }
+
+            _step = null;
+            return null;
+        }
+
+        _step = null;
+        if (_dwell.FailureShare >= step.Before * FailuresFellRatio)
+        {
+            _usualFailureShare = Math.Max(_usualFailureShare, _dwell.FailureShare);
+        }
+
+        return null;
+    }
+
+    /// <summary>
+    /// A step of a kind no judge knows: a defect in the controller. It fails in Debug; in Release it is judged as a
+    /// back-off, as it always was, so a release build keeps deciding.
+    /// </summary>
+    private Plan? JudgeUnknown(Step step, int count)
+    {
+        Debug.Fail($"The adaptive controller has no judge for a step of kind {step.Kind}.");
+        return JudgeBackoff(step, count);
     }
 
     /// <summary>A growth step paid: counts up to it are below the knee, and a ceiling it passed is lifted.</summary>

@@ -1,5 +1,6 @@
 using BoundedWork.Hosting.Internal;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Options;
 
 namespace BoundedWork.Hosting;
@@ -51,6 +52,7 @@ public sealed class WorkQueueBuilder<T> : OptionsBuilder<BoundedExecutorOptions>
 
         Services.AddSingleton<IWorkQueueStorage>(provider => (IWorkQueueStorage)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
         Services.AddSingleton<IDeadLetterStore>(provider => (IDeadLetterStore)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
+        Services.TryAddEnumerable(ServiceDescriptor.Singleton<IExecutorHealthContributor, StorageHealthContributor>());
         return this;
     }
 }

@@ -53,10 +53,25 @@ namespace BoundedWork.PostgreSql.Internal;
 /// (the notification, or its next heartbeat at the latest), and the per-key limit it passes is the one it last read.
 /// </para>
 /// <para>
-/// Thread safety: every member takes <see cref="SyncObj"/>; the bucket is used only under it.
+/// <b>The reserve.</b> Under a binding running limit: items claimed (rows in state running, so every limit's accounting
+/// counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees, in the
+/// claim order (highest priority, then earliest due, then oldest: <see cref="StoredItem.CompareClaimOrder"/>). A
+/// handler's end gives its permit straight to the first reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
+/// so the next start needs no claim. Never used under a rate limit (a start needs a token) or when no running limit binds.
+/// (The only "reserve" of the node: room for a claim is <em>booked</em> in the <see cref="NodeRoom"/>, and the item a
+/// node holds ahead for a key is <em>prefetched</em> in the <see cref="KeyBook"/>.)
+/// </para>
+/// <para>
+/// <b>Invariant (I4).</b> The items holding a permit are the node's items claimed whose handler has not ended
+/// (<c>_inUse</c>, never below zero), at most the allowance unless a grant shrank below what was in use; no reserved item
+/// holds a permit; the reserve is in the claim order, and a freed permit goes to its first item.
+/// </para>
+/// <para>
+/// Thread safety: every member takes <see cref="SyncObj"/>; the buckets are used only under it. Lock order: the key
+/// book's lock may be held when this one is taken (<see cref="KeyBook"/>), never the other way round.
 /// </para>
 /// </remarks>
-internal sealed partial class ClusterPermits(TimeProvider time)
+internal sealed class ClusterPermits(TimeProvider time)
 {
     private readonly Queue<(long Timestamp, int Count)> _starts = new();
     private readonly LocalTokenBucket _bucket = new(time);
@@ -79,8 +94,18 @@ internal sealed partial class ClusterPermits(TimeProvider time)
     private bool _givingBack;
     private long _earlyRenewalAt = long.MinValue;
 
+    /// <summary>The reserve, in the claim order (see the remarks).</summary>
+    private readonly List<StoredItem> _reserve = [];
+
+    /// <summary>Reserve slots promised to a claim in flight (<see cref="ReserveSlots"/>).</summary>
+    private int _reserving;
+    private bool _reserveClosed;
+
     /// <summary>Gets the lock of every member.</summary>
     private Lock SyncObj { get; } = new();
+
+    /// <summary>Gets a value indicating whether the calling thread holds the permits' lock (for the lock order's Debug checks).</summary>
+    public bool IsLockHeldByCurrentThread => SyncObj.IsHeldByCurrentThread;
 
     /// <summary>Gets a value indicating whether the queue had cluster limits (any of the three) at the node's last renewal.</summary>
     public bool IsLimited => _limited;
@@ -333,7 +358,7 @@ internal sealed partial class ClusterPermits(TimeProvider time)
             }
 
             _inUse--;
-            next = HandOffLocked();
+            next = StartReservedLocked();
             if (_allowed is int allowed && _stored > allowed && _inUse <= allowed && !_givingBack)
             {
                 _givingBack = true;
@@ -495,12 +520,187 @@ internal sealed partial class ClusterPermits(TimeProvider time)
         }
     }
 
+    /// <summary>Checks I4 (in Debug builds): called by the stress and model tests.</summary>
+    [Conditional("DEBUG")]
+    public void AssertInvariants()
+    {
+        lock (SyncObj)
+        {
+            AssertInvariantsLocked();
+        }
+    }
+
+    [Conditional("DEBUG")]
+    private void AssertInvariantsLocked()
+    {
+        Debug.Assert(SyncObj.IsHeldByCurrentThread);
+        Debug.Assert(_reserving >= 0, "I4: reserve slots promised below zero");
+        Debug.Assert(_allowed is not int a || a >= 0, "I4: a negative allowance");
+        for (var i = 0; i < _reserve.Count; i++)
+        {
+            Debug.Assert(!_reserve[i].HoldsPermit, "I4: a reserved item holds a permit");
+            Debug.Assert(i == 0 || StoredItem.CompareClaimOrder(_reserve[i - 1], _reserve[i]) <= 0, "I4: the reserve is out of the claim order");
+        }
+
+        Debug.Assert(_inUse >= 0, "I4: permits in use below zero");
+    }
+
     private void Prune()
     {
         Debug.Assert(SyncObj.IsHeldByCurrentThread);
         while (_starts.TryPeek(out var start) && time.GetElapsedTime(start.Timestamp) > TimeSpan.FromSeconds(1))
         {
             _starts.Dequeue();
+        }
+    }
+
+
+    /// <summary>Gets the items this node holds in its reserve (claimed, not started, holding no permit).</summary>
+    public int ReservedCount
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _reserve.Count;
+            }
+        }
+    }
+
+    /// <summary>
+    /// After <see cref="Take"/> gave <paramref name="taken"/> of <paramref name="wanted"/>: how many more items the
+    /// claim may take into the reserve (zero unless the running limit is what held items back, with no rate limit).
+    /// The slots stay promised until <see cref="ReserveSlotsDone"/>.
+    /// </summary>
+    public int ReserveSlots(int wanted, int taken)
+    {
+        lock (SyncObj)
+        {
+            if (taken >= wanted || !ReserveAllowedLocked() || _allowed is not int allowed || _inUse < allowed)
+            {
+                return 0;
+            }
+
+            var room = Math.Min(wanted - taken, Math.Min(_inUse, allowed) - _reserve.Count - _reserving);
+            room = Math.Max(room, 0);
+            _reserving += room;
+            return room;
+        }
+    }
+
+    /// <summary>The claim that was promised <paramref name="slots"/> reserve slots ended.</summary>
+    public void ReserveSlotsDone(int slots)
+    {
+        lock (SyncObj)
+        {
+            _reserving -= slots;
+        }
+    }
+
+    /// <summary>
+    /// Puts claimed items (already held by the node) into the reserve, in the claim order among those it holds. Returns those that may start at
+    /// once (a permit freed during the claim; they now hold it) and those the reserve has no room for now (to release).
+    /// </summary>
+    public (List<StoredItem> Start, List<StoredItem> Release) Reserve(List<StoredItem> items)
+    {
+        lock (SyncObj)
+        {
+            foreach (var item in items)
+            {
+                item.HoldsPermit = false;
+                item.ReservedAt = time.GetTimestamp();
+                var at = _reserve.FindIndex(held => StoredItem.CompareClaimOrder(held, item) > 0);
+                _reserve.Insert(at < 0 ? _reserve.Count : at, item);
+            }
+
+            return (StartAllReservedLocked(), TrimLocked());
+        }
+    }
+
+    /// <summary>Reserved items that may start now (free permits): each now holds one. Then trims the reserve to what the grant allows now; returns the rest, to release.</summary>
+    public (List<StoredItem> Start, List<StoredItem> Release) Rebalance()
+    {
+        lock (SyncObj)
+        {
+            return (StartAllReservedLocked(), TrimLocked());
+        }
+    }
+
+    /// <summary>A cancellation was asked for <paramref name="item"/>: if it waits in the reserve, it leaves it (not to run).</summary>
+    public bool TryUnreserve(StoredItem item)
+    {
+        lock (SyncObj)
+        {
+            return !item.HoldsPermit && _reserve.Remove(item);
+        }
+    }
+
+    /// <summary>The node stops claiming: the reserve closes and its items are returned, to release.</summary>
+    public List<StoredItem> CloseReserve()
+    {
+        lock (SyncObj)
+        {
+            _reserveClosed = true;
+            return TrimLocked();
+        }
+    }
+
+    private bool ReserveAllowedLocked() =>
+        !_reserveClosed && !_rated && !_stale && !_lapsed && _version >= 0 && _allowed is not null && time.GetTimestamp() - _expiresAt < 0;
+
+    /// <summary>The first reserved item in the claim order, if a permit is free for it now: it takes the permit.</summary>
+    private StoredItem? StartReservedLocked()
+    {
+        if (_reserve.Count == 0 || !ReserveAllowedLocked() || _allowed is not int allowed || _inUse >= allowed)
+        {
+            return null;
+        }
+
+        var item = _reserve[0];
+        _reserve.RemoveAt(0);
+        item.HoldsPermit = true;
+        _inUse++;
+        return item;
+    }
+
+    private List<StoredItem> StartAllReservedLocked()
+    {
+        var start = new List<StoredItem>();
+        while (StartReservedLocked() is { } item)
+        {
+            start.Add(item);
+        }
+
+        return start;
+    }
+
+    /// <summary>Removes the last reserved items in the claim order beyond one per permit held (all, when the reserve may not be used now).</summary>
+    private List<StoredItem> TrimLocked()
+    {
+        var cap = ReserveAllowedLocked() && _allowed is int allowed ? Math.Min(_inUse, allowed) : 0;
+        var release = new List<StoredItem>();
+        while (_reserve.Count > Math.Max(cap, 0))
+        {
+            release.Add(_reserve[^1]);
+            _reserve.RemoveAt(_reserve.Count - 1);
+        }
+
+        release.Reverse();
+        return release;
+    }
+
+    /// <summary>
+    /// Gets a value indicating whether the queue's per-key limit (above one) is its only cluster limit as of the last
+    /// renewal: no running limit and no start rate. Only then does the hand-off take per-key reserves.
+    /// </summary>
+    public bool PerKeyOnly
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _perKey > 1 && _allowed is null && !_rated && _version >= 0 && !_stale;
+            }
         }
     }
 }

@@ -26,27 +26,28 @@ public interface IDurableWorkQueue<T> : IWorkQueue<T>, IDeadLetterStore
     Task<long> EnqueueWithIdAsync(T item, CancellationToken cancellationToken = default);
 
     /// <summary>
-    /// Enqueues an item in one write of its own unless an item with the same idempotency key is stored in the queue:
-    /// the way to retry an enqueue whose outcome is unknown (the connection was lost during the commit, so the caller
-    /// cannot tell whether it committed) without running the item twice.
+    /// Enqueues an item in one write of its own unless an item with the same idempotency key is stored in the queue.
+    /// Obsolete: say the key with <see cref="EnqueueOptions.IdempotencyKey"/>, which has the rules.
     /// </summary>
     /// <param name="item">The item; discarded when the key is already taken.</param>
-    /// <param name="idempotencyKey">
-    /// A key of the caller's choosing, unique per queue (a callback's or a message's id, say): 1 to 256 characters of
-    /// valid Unicode text without a NUL character, compared exactly (ordinal). The queue remembers it as long as the item's row exists: while the item is ready, scheduled,
-    /// running, and after it completed or became a dead letter until cleanup deletes the row (<c>CompletedRetention</c>,
-    /// <c>DeadLetterRetention</c>). Afterwards the key is free again.
-    /// </param>
+    /// <param name="idempotencyKey">A key of the caller's choosing, as <see cref="EnqueueOptions.IdempotencyKey"/> describes.</param>
     /// <param name="cancellationToken">Cancels the insert.</param>
     /// <returns>The id of the item that holds the key, and whether it was already stored.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="idempotencyKey"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException"><paramref name="idempotencyKey"/> is empty, longer than 256 characters, contains a NUL character, or is not valid UTF-16 (a lone surrogate).</exception>
-    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default);
+    /// <remarks>A storage need not implement it: by default it calls <see cref="EnqueueAsync(T, EnqueueOptions, CancellationToken)"/> with the key.</remarks>
+    [Obsolete("Say the key with EnqueueOptions: EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = key }).")]
+    Task<EnqueueResult> EnqueueIdempotentAsync(T item, string idempotencyKey, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(idempotencyKey);
+        return EnqueueAsync(item, new EnqueueOptions { IdempotencyKey = idempotencyKey }, cancellationToken);
+    }
 
     /// <summary>
     /// Enqueues an item in one write of its own as <paramref name="options"/> say: delayed or at a time
     /// (<see cref="EnqueueOptions.Delay"/>, <see cref="EnqueueOptions.RunAt"/>), with a priority
-    /// (<see cref="EnqueueOptions.Priority"/>), and with an idempotency key.
+    /// (<see cref="EnqueueOptions.Priority"/>), and with an idempotency key (<see cref="EnqueueOptions.IdempotencyKey"/>):
+    /// the one way to say each of them.
     /// </summary>
     /// <param name="item">The item; discarded when its idempotency key is already taken.</param>
     /// <param name="options">When the item may run, its priority and its idempotency key.</param>

@@ -4,7 +4,7 @@ namespace BoundedWork.Hosting;
 
 /// <summary>
 /// The contract a durable storage implements to hold a typed work queue (BoundedWork.PostgreSql is one): the producer
-/// side (<see cref="IDurableWorkQueue{T}"/>), delayed enqueues, the monitoring view (<see cref="IWorkQueueStorage"/>)
+/// side (<see cref="IDurableWorkQueue{T}"/>, delayed enqueues included), the monitoring view (<see cref="IWorkQueueStorage"/>)
 /// and the host's lifecycle. Plug one in with <see cref="WorkQueueBuilder{T}.UseStorage"/>; the factory gets a
 /// <see cref="WorkQueueStorageContext{T}"/>, which runs each delivery through the queue's handler and decides its
 /// outcome, so a storage only stores, claims, leases and records.
@@ -28,14 +28,6 @@ namespace BoundedWork.Hosting;
 [SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "Named for the storage it is, beside IWorkQueueStorage.")]
 public interface IWorkQueueStorage<T> : IDurableWorkQueue<T>, IWorkQueueStorage
 {
-    /// <summary>Stores <paramref name="item"/> to run after <paramref name="delay"/>, or at <paramref name="runAt"/>.</summary>
-    /// <param name="item">The item.</param>
-    /// <param name="delay">How long the item waits; exactly one of <paramref name="delay"/> and <paramref name="runAt"/> is set (validated by the caller).</param>
-    /// <param name="runAt">When the item may run.</param>
-    /// <param name="cancellationToken">Cancels the write.</param>
-    /// <returns>A task that completes when the item is stored.</returns>
-    ValueTask EnqueueDelayedAsync(T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken);
-
     /// <summary>
     /// Called when the host starts, after the executors have started: connect, create or upgrade the schema, and start
     /// claiming. A failure fails the host's start.

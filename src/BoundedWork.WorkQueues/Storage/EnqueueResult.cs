@@ -1,7 +1,7 @@
 namespace BoundedWork.Hosting;
 
 /// <summary>
-/// What an enqueue that may find its idempotency key taken did (<c>IDurableWorkQueue&lt;T&gt;.EnqueueIdempotentAsync</c>).
+/// What an enqueue that may find its idempotency key taken did (<c>IDurableWorkQueue&lt;T&gt;.EnqueueAsync(item, options)</c> with <see cref="EnqueueOptions.IdempotencyKey"/>).
 /// </summary>
 /// <param name="ItemId">
 /// The id of the stored item: the new item's, or, for a duplicate, the one stored before with the same key (its

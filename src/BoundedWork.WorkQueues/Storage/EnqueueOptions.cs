@@ -43,8 +43,14 @@ public sealed record EnqueueOptions
 
     /// <summary>
     /// Gets an idempotency key: when an item of the queue with this key is stored, the enqueue stores nothing and
-    /// returns that item's id (see <c>EnqueueIdempotentAsync</c> for the rules). Single items only: a bulk enqueue
-    /// refuses it.
+    /// returns that item's id (<see cref="EnqueueResult.IsDuplicate"/>). The way to retry an enqueue whose outcome is
+    /// unknown (the connection was lost during the commit, so the caller cannot tell whether it committed) without
+    /// running the item twice. A key of the caller's choosing, unique per queue (a callback's or a message's id, say):
+    /// 1 to 256 characters of valid Unicode text without a NUL character, compared exactly (ordinal). The queue
+    /// remembers it as long as the item's row exists: while the item is ready, scheduled, running, and after it
+    /// completed or became a dead letter until cleanup deletes the row (<c>CompletedRetention</c>,
+    /// <c>DeadLetterRetention</c>). Afterwards the key is free again. Single items only: a bulk enqueue refuses it.
+    /// A bad key is refused by the enqueue with an <see cref="ArgumentException"/> whose parameter is <c>idempotencyKey</c>.
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: no key.</value>
     public string? IdempotencyKey { get; init; }

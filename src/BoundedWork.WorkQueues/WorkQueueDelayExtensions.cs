@@ -1,11 +1,13 @@
-using BoundedWork.Hosting.Internal;
-
 namespace BoundedWork.Hosting;
 
-/// <summary>Enqueues items that run later, on any typed work queue.</summary>
+/// <summary>
+/// Enqueues items that run later, on any typed work queue. Obsolete: say the delay with
+/// <see cref="EnqueueOptions"/> (<see cref="WorkQueueEnqueueExtensions.EnqueueAsync{T}(IWorkQueue{T}, T, EnqueueOptions, CancellationToken)"/>).
+/// </summary>
 public static class WorkQueueDelayExtensions
 {
     /// <summary>The longest delay.</summary>
+    [Obsolete("Use EnqueueOptions.MaxDelay.")]
     public static readonly TimeSpan MaxDelay = TimeSpan.FromDays(365);
 
     /// <summary>
@@ -26,15 +28,16 @@ public static class WorkQueueDelayExtensions
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="delay"/> is negative or longer than 365 days.</exception>
     /// <exception cref="NotSupportedException">The queue is not one of BoundedWork's (a test double, say).</exception>
     /// <exception cref="RejectedExecutionException">An in-memory queue has shut down (the item has been handed to the dead-letter handlers).</exception>
+    [Obsolete("Say the delay with EnqueueOptions: queue.EnqueueAsync(item, new EnqueueOptions { Delay = delay }).")]
     public static ValueTask EnqueueAsync<T>(this IWorkQueue<T> queue, T item, TimeSpan delay, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(queue);
-        if (delay < TimeSpan.Zero || delay > MaxDelay)
+        if (delay < TimeSpan.Zero || delay > EnqueueOptions.MaxDelay)
         {
             throw new ArgumentOutOfRangeException(nameof(delay), delay, "The delay must be between zero and 365 days.");
         }
 
-        return EnqueueDelayedAsync(queue, item, delay, null, cancellationToken);
+        return WorkQueueEnqueueExtensions.EnqueueDelayedAsync(queue, item, delay, null, cancellationToken);
     }
 
     /// <summary>
@@ -52,21 +55,15 @@ public static class WorkQueueDelayExtensions
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="runAt"/> is more than 365 days ahead.</exception>
     /// <exception cref="NotSupportedException">The queue is not one of BoundedWork's.</exception>
     /// <exception cref="RejectedExecutionException">An in-memory queue has shut down (the item has been handed to the dead-letter handlers).</exception>
+    [Obsolete("Say the time with EnqueueOptions: queue.EnqueueAsync(item, new EnqueueOptions { RunAt = runAt }).")]
     public static ValueTask EnqueueAsync<T>(this IWorkQueue<T> queue, T item, DateTimeOffset runAt, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(queue);
-        if (runAt - DateTimeOffset.UtcNow > MaxDelay)
+        if (runAt - DateTimeOffset.UtcNow > EnqueueOptions.MaxDelay)
         {
             throw new ArgumentOutOfRangeException(nameof(runAt), runAt, "The time to run at must be at most 365 days ahead.");
         }
 
-        return EnqueueDelayedAsync(queue, item, null, runAt, cancellationToken);
+        return WorkQueueEnqueueExtensions.EnqueueDelayedAsync(queue, item, null, runAt, cancellationToken);
     }
-
-    private static ValueTask EnqueueDelayedAsync<T>(IWorkQueue<T> queue, T item, TimeSpan? delay, DateTimeOffset? runAt, CancellationToken cancellationToken) => queue switch
-    {
-        IDelayedEnqueue<T> memory => memory.EnqueueDelayedAsync(item, delay, runAt, cancellationToken),
-        IWorkQueueStorage<T> storage => storage.EnqueueDelayedAsync(item, delay, runAt, cancellationToken),
-        _ => throw new NotSupportedException($"Work queue '{queue.Name}' ({queue.GetType().Name}) does not take delayed items: only BoundedWork's queues do."),
-    };
 }

@@ -1,0 +1,134 @@
+using Npgsql;
+
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// The rows of the three claim statements, each read by its own named columns: <see cref="PlainClaimRow"/>
+/// (<see cref="StorageSql.Claim"/>), <see cref="KeyedClaimRow"/> (<see cref="KeyedClaimSql.ClaimPerKey"/>) and
+/// <see cref="HandOffRow"/> (<see cref="KeyedClaimSql.HandOff"/>). Every claimed row starts with the same eight columns
+/// and ends with its delivery token; what lies between, and what the two claims' last row (a null id) carries, is each
+/// statement's own, so no ordinal is shared between statements unless it means the same thing.
+/// </summary>
+internal static class ClaimRows
+{
+    private const int Id = 0;
+    private const int Payload = 1;
+    private const int Attempts = 2;
+    private const int AttemptBase = 3;
+    private const int EnqueuedAt = 4;
+    private const int Ordered = 5;
+    private const int TraceParent = 6;
+    private const int TraceState = 7;
+
+    /// <summary>Gets a value indicating whether the row is a claim's last row (a null id: what the claim saw), not a claimed item.</summary>
+    public static bool IsSummary(NpgsqlDataReader reader) => reader.IsDBNull(Id);
+
+    /// <summary>Reads a claimed row whose ordering key is at <paramref name="key"/> and delivery token at <paramref name="delivery"/>.</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader, int key, int delivery) =>
+        new(owner, reader.GetInt64(Id), reader.GetString(Payload), reader.GetInt32(Attempts), reader.GetInt32(AttemptBase),
+            reader.GetFieldValue<DateTimeOffset>(EnqueuedAt), reader.GetBoolean(Ordered),
+            reader.IsDBNull(TraceParent) ? null : reader.GetString(TraceParent), reader.IsDBNull(TraceState) ? null : reader.GetString(TraceState),
+            reader.IsDBNull(key) ? null : reader.GetString(key), reader.GetInt64(delivery));
+
+    /// <summary>The seconds until the next scheduled item is due, from a last row's column (null: none).</summary>
+    public static TimeSpan? NextDue(NpgsqlDataReader reader, int column) =>
+        reader.IsDBNull(column) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(column)));
+}
+
+/// <summary>
+/// The plain claim's rows (<see cref="StorageSql.Claim"/>): a claimed item carries its place in the claim order
+/// (priority, due time); the last row carries the promotions, the next due time, the settings version the claim saw, and
+/// the ready items it left that the node wanted, with the oldest one's wait.
+/// </summary>
+internal static class PlainClaimRow
+{
+    private const int Promoted = 2;
+    private const int NextDue = 8;
+    private const int Version = 9;
+    private const int Waiting = 10;
+    private const int OldestWait = 11;
+    private const int Priority = 12;
+    private const int RunAt = 13;
+    private const int Key = 14;
+    private const int Delivery = 15;
+
+    /// <summary>Reads a claimed item with its place in the claim order (the reserve starts them in it).</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
+    {
+        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery);
+        item.Priority = reader.GetInt16(Priority);
+        item.RunAt = reader.GetFieldValue<DateTimeOffset>(RunAt);
+        return item;
+    }
+
+    /// <summary>Reads the last row.</summary>
+    public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => new(reader.GetInt32(Promoted), ClaimRows.NextDue(reader, NextDue))
+    {
+        Version = reader.GetInt64(Version),
+        Waiting = reader.GetInt64(Waiting),
+        OldestWaitSeconds = reader.GetDouble(OldestWait),
+    };
+}
+
+/// <summary>
+/// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): the last row carries the promotions, the next
+/// due time, and the ready items the per-key rule held back that the node wanted, with the oldest one's wait.
+/// </summary>
+internal static class KeyedClaimRow
+{
+    private const int Promoted = 2;
+    private const int NextDue = 8;
+    private const int HeldBack = 9;
+    private const int OldestHeldBack = 10;
+    private const int Key = 11;
+    private const int Delivery = 12;
+
+    /// <summary>Reads a claimed item.</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ClaimRows.ReadItem(owner, reader, Key, Delivery);
+
+    /// <summary>Reads the last row.</summary>
+    public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => new(reader.GetInt32(Promoted), ClaimRows.NextDue(reader, NextDue))
+    {
+        HeldByKey = reader.GetInt64(HeldBack),
+        OldestHeldByKeySeconds = reader.GetDouble(OldestHeldBack),
+    };
+}
+
+/// <summary>The hand-off's rows (<see cref="KeyedClaimSql.HandOff"/>): claimed items only, each saying whether it is prefetched (I3).</summary>
+internal static class HandOffRow
+{
+    private const int Key = 8;
+    private const int Prefetched = 9;
+    private const int Delivery = 10;
+
+    /// <summary>Reads a claimed item, and whether it is its key's prefetched item (count M, not to start now).</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
+    {
+        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery);
+        item.Prefetched = reader.GetBoolean(Prefetched);
+        return item;
+    }
+}
+
+/// <summary>
+/// What a claim statement's last row says besides the rows it claimed: scheduled items it made ready, the time until the
+/// next scheduled item is due, and (the plain claim) the settings version it saw and the items it left waiting, or (the
+/// per-key claim) the items the per-key rule held back.
+/// </summary>
+internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
+{
+    /// <summary>Gets the settings version the plain claim saw (null: the per-key claim, which does not check it).</summary>
+    public long? Version { get; init; }
+
+    /// <summary>Gets the ready items the plain claim left that the node wanted.</summary>
+    public long Waiting { get; init; }
+
+    /// <summary>Gets how long the oldest of <see cref="Waiting"/> has waited since it became due, in seconds.</summary>
+    public double OldestWaitSeconds { get; init; }
+
+    /// <summary>Gets the ready items the per-key rule held back that the node wanted.</summary>
+    public long HeldByKey { get; init; }
+
+    /// <summary>Gets how long the oldest of <see cref="HeldByKey"/> has waited since it became due, in seconds.</summary>
+    public double OldestHeldByKeySeconds { get; init; }
+}
