@@ -75,7 +75,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
         var table = AdminRouteTable.Create(
             services.GetRequiredService<AdminApi>(),
             services.GetRequiredService<DeadLetterApi>(),
-            services.GetRequiredService<ClusterApi>());
+            services.GetRequiredService<ClusterApi>(),
+            schedules: services.GetRequiredService<ScheduleApi>());
         var handlers = new AdminEndpoints(mapping);
         mappings.Add(mapping);
 

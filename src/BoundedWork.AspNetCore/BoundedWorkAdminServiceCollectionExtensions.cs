@@ -57,6 +57,9 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+        services.TryAddSingleton(static provider => new ScheduleApi(
+            provider.GetService<BoundedWork.Hosting.IRecurringSchedules>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         AdminAuthorizationResultHandler.Register(services);
         return services;

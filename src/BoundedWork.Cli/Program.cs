@@ -30,6 +30,7 @@ var root = new RootCommand(
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
     ClusterCommands.Create(),
+    ScheduleCommands.Create(),
     DoctorCommand.Create(),
 };
 

@@ -24,8 +24,9 @@ public sealed class ConsumerProcess : IAsyncDisposable
         typeof(ConsumerProcess).Assembly.GetCustomAttributes<AssemblyMetadataAttribute>().Single(a => a.Key == "TestConsumerPath").Value!;
 
     /// <param name="limits">Items ordered by key, and every handler's start and end recorded in <c>runs</c> (see <see cref="ClusterLimitSql"/>).</param>
+    /// <param name="mode">Another mode of the consumer instead of "limits" ("schedule").</param>
     /// <param name="environment">Extra variables of the process (the consumer's cluster membership: see the consumer's ClusterMember).</param>
-    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, bool limits = false, IReadOnlyDictionary<string, string>? environment = null)
+    public static async Task<ConsumerProcess> StartAsync(string connectionString, string schema, int workers, TimeSpan handlerTime, TimeSpan lease, bool limits = false, IReadOnlyDictionary<string, string>? environment = null, string? mode = null)
     {
         var start = new ProcessStartInfo(Environment.GetEnvironmentVariable("DOTNET_HOST_PATH") ?? "dotnet")
         {
@@ -50,6 +51,10 @@ public sealed class ConsumerProcess : IAsyncDisposable
         if (limits)
         {
             start.ArgumentList.Add("limits");
+        }
+        else if (mode is not null)
+        {
+            start.ArgumentList.Add(mode); // "schedule": the durable schedule node (the consumer's ScheduleConsumer)
         }
 
         var process = new Process { StartInfo = start };

@@ -106,6 +106,10 @@ internal static partial class CallbackServer
             o.RejectionPolicy = RejectionPolicy.Abort; // the endpoint uses TryExecute: full means 503, never a wait
         }).BindConfiguration("BoundedWork:Executors:" + IncidentReplay.ExecutorName);
 
+        // The nightly reconciliation, on the same bounded executor as the side effects (see NightlyReconciliation).
+        builder.Services.AddRecurring<NightlyReconciliation>(
+            NightlyReconciliation.Name, RecurringSchedule.Cron("0 2 * * *", "Europe/Berlin"), IncidentReplay.ExecutorName);
+
         var sampler = new ThreadPoolSampler(TimeSpan.FromMilliseconds(builder.Configuration.GetValue("SampleIntervalMs", 1000)));
         builder.Services.AddSingleton(sampler);
         builder.Services.AddHostedService(_ => sampler);

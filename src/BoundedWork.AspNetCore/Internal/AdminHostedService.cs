@@ -60,7 +60,8 @@ internal sealed class AdminHostedService(
                 path,
                 logger,
                 options.Value.LocalSocketLimits,
-                services.GetRequiredService<ClusterApi>());
+                services.GetRequiredService<ClusterApi>(),
+                services.GetRequiredService<ScheduleApi>());
         }
     }
 

@@ -158,7 +158,8 @@ internal sealed class AdminRouteTable
     /// <param name="deadLetters">The durable queues' dead letters.</param>
     /// <param name="cluster">The durable queues' clusters.</param>
     /// <param name="process">The process document (the local socket's alone), or <see langword="null"/> where it is not served.</param>
-    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null)
+    /// <param name="schedules">The in-memory recurring schedules, or <see langword="null"/> where they are not served.</param>
+    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null)
     {
         const int settings = SettingsRequest.MaxBodyBytes;
         const int selection = DeadLetterRequest.MaxBodyBytes;
@@ -195,6 +196,17 @@ internal sealed class AdminRouteTable
                 new AdminOperation("GET", (call, cancel) => new(cluster.GetAsync(call.Name, cancel)), AwaitsStorage: true),
                 new AdminOperation("PATCH", (call, cancel) => new(cluster.ChangeAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the change")),
         ];
+        if (schedules is not null)
+        {
+            routes.Add(new("/schedules", AdminTransports.Both, ScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (_, _) => new(schedules.List()))));
+            routes.Add(new("/schedules/{name}", AdminTransports.Both, ScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (call, _) => new(schedules.Get(call.Name))),
+                new AdminOperation("PATCH", (call, _) => new(schedules.Change(call.Change)), ReadsChange: true)));
+            routes.Add(new("/schedules/{name}/trigger", AdminTransports.Both, ScheduleApi.MaxBodyBytes,
+                new AdminOperation("POST", (call, _) => new(schedules.Trigger(call.Change)), ReadsChange: true)));
+        }
+
         return new AdminRouteTable(routes);
     }
 

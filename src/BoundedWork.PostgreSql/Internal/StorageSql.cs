@@ -209,6 +209,32 @@ internal sealed class StorageSql
             $"""
             ALTER TABLE {Nodes} ADD COLUMN handlers_running integer NOT NULL DEFAULT 0;
             """,
+
+            // Version 9: durable recurring schedules (see Schedules/ScheduleSql): one row per schedule of the schema,
+            // its next tick advanced in the transaction that enqueues the tick, so each tick is enqueued once.
+            $"""
+            CREATE TABLE {s}.schedules (
+                name text PRIMARY KEY,
+                queue text NOT NULL,
+                cron text,
+                interval_ms bigint,
+                time_zone text NOT NULL DEFAULT 'UTC',
+                missed_policy smallint NOT NULL DEFAULT 0,
+                max_catch_up integer NOT NULL DEFAULT 10,
+                misfire_ms bigint NOT NULL DEFAULT 60000,
+                paused boolean NOT NULL DEFAULT false,
+                next_tick timestamptz,
+                last_tick timestamptz,
+                last_enqueued_at timestamptz,
+                last_item_id bigint,
+                enqueued bigint NOT NULL DEFAULT 0,
+                missed bigint NOT NULL DEFAULT 0,
+                code_definition text,
+                changed_at timestamptz NOT NULL DEFAULT now(),
+                changed_by text
+            );
+            CREATE INDEX schedules_due ON {s}.schedules (queue, next_tick) WHERE NOT paused;
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at

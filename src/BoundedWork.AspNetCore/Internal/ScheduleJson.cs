@@ -1,0 +1,54 @@
+using System.Text.Encodings.Web;
+using System.Text.Json;
+using System.Text.Json.Serialization;
+
+namespace BoundedWork.AspNetCore.Internal;
+
+// The in-memory schedules' documents. Field names are camelCase and stable, as for every console document.
+
+/// <summary>GET {prefix}/schedules: every in-memory schedule of the process, in registration order.</summary>
+internal sealed record ScheduleListResponse(IReadOnlyList<ScheduleView> Schedules);
+
+/// <summary>
+/// One schedule: its timing (<c>cron</c> and <c>timeZone</c>, or <c>interval</c>), executor and overlap policy, state,
+/// next and last run, last outcome (<c>none</c>, <c>succeeded</c>, <c>failed</c>, <c>rejected</c>) and error, and its
+/// counters since the process started.
+/// </summary>
+internal sealed record ScheduleView(
+    string Name,
+    string Executor,
+    string Schedule,
+    string? Cron,
+    string? TimeZone,
+    string? Interval,
+    string Overlap,
+    bool Paused,
+    bool Running,
+    DateTimeOffset? NextRunAt,
+    DateTimeOffset? LastScheduledAt,
+    DateTimeOffset? LastStartedAt,
+    DateTimeOffset? LastEndedAt,
+    string LastOutcome,
+    string? LastError,
+    long Ticks,
+    long Succeeded,
+    long Failed,
+    long Skipped,
+    long Rejected,
+    long Triggered);
+
+/// <summary>PATCH {prefix}/schedules/{name}: the schedule before and after the change.</summary>
+internal sealed record ScheduleChangeResponse(string Name, ScheduleView Previous, ScheduleView Current);
+
+/// <summary>POST {prefix}/schedules/{name}/trigger: what the run did (<c>started</c>, <c>queued</c>, <c>skipped</c>, <c>rejected</c>).</summary>
+internal sealed record ScheduleTriggerResponse(string Name, string Result);
+
+[JsonSerializable(typeof(ScheduleListResponse))]
+[JsonSerializable(typeof(ScheduleView))]
+[JsonSerializable(typeof(ScheduleChangeResponse))]
+[JsonSerializable(typeof(ScheduleTriggerResponse))]
+internal sealed partial class ScheduleJsonContext : JsonSerializerContext
+{
+    /// <summary>The console's writing options (<see cref="AdminJsonContext.Readable"/>) for the schedule documents.</summary>
+    public static ScheduleJsonContext Readable { get; } = new(new JsonSerializerOptions(JsonSerializerDefaults.Web) { Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping });
+}

@@ -1,0 +1,64 @@
+using System.Text.Json;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging.Testing;
+
+namespace BoundedWork.Cli.Tests;
+
+/// <summary><c>bw schedules</c> as an operator runs it: the real tool in its own process, against an app's socket.</summary>
+public sealed class ScheduleCommandTests
+{
+    [Fact]
+    public async Task Schedules_ListPauseSetTriggerResume_ThroughTheSocket_LoggedAsTheToolsUser()
+    {
+        await using var app = await ScheduleApp.StartAsync();
+
+        var list = await Bw.RunAsync(app.Bw("schedules"));
+        Assert.True(list.ExitCode == 0, list.ToString());
+        var plain = Plain(list.Out);
+        Assert.Matches(@"nightly\s+cron '0 2 \* \* \*' in Europe/Berlin\s+payments\s+waiting", plain);
+
+        var pause = await Bw.RunAsync(app.Bw("schedules", "pause", "nightly"));
+        Assert.True(pause.ExitCode == 0, pause.ToString());
+        Assert.Contains("paused no -> yes", Plain(pause.Out), StringComparison.Ordinal);
+
+        var set = await Bw.RunAsync(app.Bw("schedules", "set", "nightly", "--cron", "30 3 * * *"));
+        Assert.True(set.ExitCode == 0, set.ToString());
+        Assert.Contains("cron '30 3 * * *' in Europe/Berlin", Plain(set.Out), StringComparison.Ordinal);
+
+        var bad = await Bw.RunAsync(app.Bw("schedules", "set", "nightly", "--cron", "0 0 30 2 *"));
+        Assert.Equal(1, bad.ExitCode);
+        Assert.Contains("never fires", bad.Error + bad.Out, StringComparison.Ordinal);
+
+        var trigger = await Bw.RunAsync(app.Bw("schedules", "trigger", "nightly"));
+        Assert.True(trigger.ExitCode == 0, trigger.ToString());
+        Assert.Contains("triggered, started", Plain(trigger.Out), StringComparison.Ordinal);
+
+        var json = JsonDocument.Parse((await Bw.RunAsync(app.Bw("schedules", "nightly", "--json"))).Out).RootElement;
+        Assert.True(json.GetProperty("paused").GetBoolean());
+        Assert.Equal(1, json.GetProperty("triggered").GetInt64());
+        Assert.Equal(0, (await Bw.RunAsync(app.Bw("schedules", "resume", "nightly"))).ExitCode);
+        Assert.Equal(1, (await Bw.RunAsync(app.Bw("schedules", "pause", "nope"))).ExitCode);
+        Assert.Equal(4, app.Logs.GetSnapshot().Count(r => r.Id.Name == "ScheduleChangedByConsole"));
+    }
+
+    private static string Plain(string output) => System.Text.RegularExpressions.Regex.Replace(output, @"\x1b\[[0-9;]*m", "");
+}
+
+public sealed class ScheduleApp : SocketAppHost
+{
+    private ScheduleApp(WebApplication app, string socketPath, FakeLogCollector logs)
+        : base(app, socketPath, logs)
+    {
+    }
+
+    public static async Task<ScheduleApp> StartAsync()
+    {
+        var (built, socketPath, logs) = SocketApp.Build("sc", services =>
+        {
+            services.AddBoundedExecutor("payments", o => o.WorkerCount = 1);
+            services.AddRecurring("nightly", "0 2 * * *", "payments", _ => { }, timeZone: "Europe/Berlin");
+        });
+        return await StartedAsync(new ScheduleApp(built, socketPath, logs));
+    }
+}
