@@ -518,11 +518,17 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
             return (long)(await command.ExecuteScalarAsync())!;
         }
 
-        /// <summary>Commits, and records the item's id in the commit order.</summary>
+        /// <summary>
+        /// Records the item's id in the commit order, and commits. Recorded just before the commit, while the
+        /// transaction still holds its key's lock: the next producer of the key cannot get past its insert until this
+        /// commit has released it, so the record is the key's commit order. (Recorded after the commit returned, the
+        /// next producer, woken by the commit on the server, could record first while this client still read the
+        /// commit's answer.)
+        /// </summary>
         public async Task CommitAsync(long id)
         {
-            await _transaction!.CommitAsync();
             _committed.Enqueue(id);
+            await _transaction!.CommitAsync();
             Committed = true;
         }
 
