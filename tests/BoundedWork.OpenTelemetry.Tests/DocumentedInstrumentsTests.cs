@@ -101,6 +101,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
         // A typed work queue whose attempt's scope fails to dispose.
         await app.Services.GetRequiredService<IWorkQueue<ScopedJob>>().EnqueueAsync(new ScopedJob(1));
         await app.Services.GetRequiredService<IWorkQueue<UnconstructableJob>>().EnqueueAsync(new UnconstructableJob(1)); // handler_unavailable
+        await app.Services.GetRequiredService<IWorkQueue<SnoozedJob>>().EnqueueAsync(new SnoozedJob(1)); // snoozed once, then runs
 
         // The durable queue: one item completes, one fails, is retried once and becomes a dead letter.
         var durable = app.Services.GetRequiredService<IPostgreSqlWorkQueue<DurableJob>>();
@@ -224,6 +225,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
         builder.Services.AddScoped<FailingDisposable>();
         builder.Services.AddWorkQueue<ScopedJob, ScopedJobHandler>("documented-scoped");
         builder.Services.AddWorkQueue<UnconstructableJob, UnconstructableJobHandler>("documented-unconstructable");
+        builder.Services.AddWorkQueue<SnoozedJob, SnoozingJobHandler>("documented-snoozed");
         builder.Services
             .AddWorkQueue<DurableJob, DurableJobHandler>(DurableQueue, o =>
             {
@@ -313,6 +315,24 @@ public sealed record ScopedJob(int Id);
 public sealed record DurableJob(bool Fail);
 
 public sealed record UnconstructableJob(int Id);
+
+public sealed record SnoozedJob(int Id);
+
+/// <summary>Snoozes the first item it sees for a millisecond (a snooze is counted), then handles every item.</summary>
+internal sealed class SnoozingJobHandler(WorkItemContext context) : IWorkHandler<SnoozedJob>
+{
+    private static int s_snoozed;
+
+    public ValueTask HandleAsync(SnoozedJob item, CancellationToken cancellationToken)
+    {
+        if (Interlocked.Exchange(ref s_snoozed, 1) == 0)
+        {
+            context.Snooze(TimeSpan.FromMilliseconds(1));
+        }
+
+        return ValueTask.CompletedTask;
+    }
+}
 
 /// <summary>A service nothing registers, so the handler that needs it cannot be constructed (<c>handler_unavailable</c>).</summary>
 internal sealed class UnregisteredService;
