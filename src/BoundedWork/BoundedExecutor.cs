@@ -346,11 +346,11 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     internal bool TryExecuteForTenant(string tenant, object action, object? state, Action<object, object?> invoker) =>
         _submitter.TryExecute(tenant, _submitter.NewItem(action, state, invoker));
 
-    internal void ExecuteForTenant(string tenant, Action action, CancellationToken cancellationToken) =>
-        _submitter.Execute(tenant, _submitter.NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
+    internal void ExecuteForTenant(string tenant, object action, object? state, Action<object, object?> invoker, CancellationToken cancellationToken) =>
+        _submitter.Execute(tenant, _submitter.NewItem(action, state, invoker), cancellationToken);
 
-    internal ValueTask ExecuteForTenantAsync(string tenant, Action action, CancellationToken cancellationToken) =>
-        _submitter.ExecuteAsync(tenant, _submitter.NewItem(action, null, QueuedItem.InvokeAction), cancellationToken);
+    internal ValueTask ExecuteForTenantAsync(string tenant, object action, object? state, Action<object, object?> invoker, CancellationToken cancellationToken) =>
+        _submitter.ExecuteAsync(tenant, _submitter.NewItem(action, state, invoker), cancellationToken);
 
     internal Task<TResult> RunForTenant<TResult>(string tenant, Delegate work, CancellationToken cancellationToken) =>
         _submitter.Run<TResult>(tenant, work, cancellationToken);

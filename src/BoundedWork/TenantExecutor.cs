@@ -53,7 +53,34 @@ public readonly struct TenantExecutor
     public void Execute(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        Executor.ExecuteForTenant(Tenant, action, cancellationToken);
+        Executor.ExecuteForTenant(Tenant, action, null, Internal.QueuedItem.InvokeAction, cancellationToken);
+    }
+
+    /// <summary>Queues a fire-and-forget item with its state for the tenant, applying the rejection policy.</summary>
+    /// <typeparam name="TState">The state's type.</typeparam>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="state">The argument passed to <paramref name="action"/>.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    /// <exception cref="RejectedExecutionException">The item was refused (the policy, the tenant's bound or shutdown).</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled while waiting for room.</exception>
+    public void Execute<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        Executor.ExecuteForTenant(Tenant, action, state, Internal.StateInvoker<TState>.Instance, cancellationToken);
+    }
+
+    /// <summary>Queues a fire-and-forget item with its state for the tenant; the Wait policy waits asynchronously.</summary>
+    /// <typeparam name="TState">The state's type.</typeparam>
+    /// <param name="action">The work to run on a worker thread.</param>
+    /// <param name="state">The argument passed to <paramref name="action"/>.</param>
+    /// <param name="cancellationToken">Stops a Wait-policy wait for room.</param>
+    /// <returns>A task that completes when the item is queued (or handled by the policy).</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="action"/> is <see langword="null"/>.</exception>
+    public ValueTask ExecuteAsync<TState>(Action<TState> action, TState state, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(action);
+        return Executor.ExecuteForTenantAsync(Tenant, action, state, Internal.StateInvoker<TState>.Instance, cancellationToken);
     }
 
     /// <summary>Queues a fire-and-forget item for the tenant; the Wait policy waits asynchronously.</summary>
@@ -64,7 +91,7 @@ public readonly struct TenantExecutor
     public ValueTask ExecuteAsync(Action action, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(action);
-        return Executor.ExecuteForTenantAsync(Tenant, action, cancellationToken);
+        return Executor.ExecuteForTenantAsync(Tenant, action, null, Internal.QueuedItem.InvokeAction, cancellationToken);
     }
 
     /// <summary>Runs a blocking delegate for the tenant and lets the caller await it, as <see cref="BoundedExecutor.RunAsync(Action, CancellationToken)"/> does.</summary>
