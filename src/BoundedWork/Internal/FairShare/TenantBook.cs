@@ -309,6 +309,39 @@ internal sealed class TenantBook
         }
     }
 
+    /// <summary>
+    /// The rows for the metrics: one per tenant with its own series, and one <see cref="TenantStatistics.OtherTenants"/>
+    /// row for every other tenant together (its counters, and the items those tenants hold now), so the number of
+    /// series never exceeds <see cref="FairShareSettings.TenantSeriesLimit"/> + 1. Empty while fair share was never used.
+    /// </summary>
+    public List<TenantStatistics> ReadSeries()
+    {
+        lock (SyncObj)
+        {
+            var queued = new Dictionary<TenantCounters, (int Queued, int Running)>();
+            foreach (var lane in _queue.Lanes)
+            {
+                var counters = CountersOf(lane.Tenant);
+                var (q, r) = queued.GetValueOrDefault(counters);
+                queued[counters] = (q + lane.Items.Count + lane.Reserved, r + lane.Running);
+            }
+
+            var rows = new List<TenantStatistics>(_series.Count + 1);
+            foreach (var counters in _series.Values.Append(_other))
+            {
+                var (q, r) = queued.GetValueOrDefault(counters);
+                if (counters == _other && q + r + counters.Started + counters.Refused == 0)
+                {
+                    continue;
+                }
+
+                rows.Add(Row(counters.Tenant, counters, q, r, _settings.GetWeight(counters.Tenant)));
+            }
+
+            return rows;
+        }
+    }
+
     /// <summary>Checks the bookkeeping (Debug builds and tests).</summary>
     [Conditional("DEBUG")]
     public void AssertInvariants()

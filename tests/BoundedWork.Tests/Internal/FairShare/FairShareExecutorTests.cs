@@ -318,6 +318,48 @@ public sealed class FairShareExecutorTests
         Assert.Throws<ArgumentException>(() => executor.ForTenant("a\nb"));
     }
 
+    [Fact]
+    public void TenantInstruments_MoreTenantsThanTheSeriesLimit_RestReportedAsOther()
+    {
+        var name = $"tenants-{Guid.NewGuid():N}";
+        using var executor = TestKit.Create(2, 100, name: name, configure: o => o.FairShare = new FairShareSettings { TenantSeriesLimit = 2 });
+        for (var t = 0; t < 5; t++)
+        {
+            executor.ForTenant("t" + t).Execute(() => { });
+        }
+
+        TestKit.WaitForStatistics(executor, s => s.Completed == 5);
+        var completed = new Dictionary<string, long>();
+        using var listener = new System.Diagnostics.Metrics.MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == BoundedWorkDiagnostics.MeterName && instrument.Name == "boundedwork.tenant.items")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        {
+            string? executorTag = null, tenant = null, outcome = null;
+            foreach (var tag in tags)
+            {
+                executorTag = tag.Key == BoundedWorkDiagnostics.ExecutorTag ? (string?)tag.Value : executorTag;
+                tenant = tag.Key == BoundedWorkDiagnostics.TenantTag ? (string?)tag.Value : tenant;
+                outcome = tag.Key == BoundedWorkDiagnostics.OutcomeTag ? (string?)tag.Value : outcome;
+            }
+
+            if (executorTag == name && outcome == "completed")
+            {
+                completed[tenant!] = value;
+            }
+        });
+        listener.Start();
+        listener.RecordObservableInstruments();
+        Assert.Equal(3, completed.Count); // two tenants of their own and "(other)"
+        Assert.Equal(3, completed[TenantStatistics.OtherTenants]);
+        Assert.Equal(5, completed.Values.Sum());
+    }
+
     private static void InterlockedMax(ref int target, int value)
     {
         int seen;
