@@ -134,7 +134,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (requeued > 0)
         {
-            _wake.Set();
+            _claimLoop.Wake();
         }
 
         return (int)requeued;

@@ -236,7 +236,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Something this node committed may be claimed: its own claim loop, and (through the notifier) every node, look.</summary>
     private void Committed()
     {
-        _wake.Set();
+        _claimLoop.Wake();
         _notifier.Signal();
     }
 

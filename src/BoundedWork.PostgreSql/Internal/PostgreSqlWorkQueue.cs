@@ -21,15 +21,16 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
 /// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IStoredItemOwner, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, IDisposable
 {
     // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
     //
-    // Claim (RunClaims, the claim loop). The loop books room for a claim in the node's room (NodeRoom, I5), takes
-    // cluster permits and tokens for it (ClusterPermits, I4), and runs one claim statement (the plain claim, or the
-    // per-key claim under max_running_per_key above one, I1). Each claimed row is held: counted by the room, its lease
-    // kept (LeaseBook, I7), counted as running for its key (KeyBook, I3); then the room is unbooked. Items claimed
-    // beyond the node's permits wait in the permits' reserve until a permit frees (I4).
+    // Claim (ClaimLoop, on its own thread: the claim cadence and the wake-ups are its own). The loop books room for a
+    // claim in the node's room (NodeRoom, I5), takes cluster permits and tokens for it (ClusterPermits, I4), and runs
+    // one claim statement (the plain claim, or the per-key claim under max_running_per_key above one, I1). Each
+    // claimed row is held (Hold): counted by the room, its lease kept (LeaseBook, I7), counted as running for its key
+    // (KeyBook, I3), then started (Execute); then the room is unbooked. Items claimed beyond the node's permits wait
+    // in the permits' reserve until a permit frees (I4, Apply).
     //
     // Run. The executor runs the delivery on a worker (Run): under a start rate it first spends a start token
     // (ClusterPermits.Starting). Its outcome is posted (Post): the permit is free at once (and goes to the oldest
@@ -42,7 +43,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     // is dropped and the room freed (OnOutcomesSettled), and the claim loop is woken.
     //
     // Locks: the room's (booked room), the key book's (per-key counts and prefetched items), the permits' (grant,
-    // counts, reserve). Only one pair is ever nested: the key book's, then the permits' (asserted in Debug at the key
+    // counts, reserve); the claim loop has none (its state is its thread's own). Only one pair is ever nested: the key book's, then the permits' (asserted in Debug at the key
     // book). None is held while a handler, a logger or the database runs; the held count and the leases are
     // lock-free (touched per item).
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
@@ -95,7 +96,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly ClusterPermits _permits;
     private readonly OutcomeWriter _outcomes;
     private readonly Notifier _notifier;
-    private readonly WakeSignal _wake = new();
+
+    /// <summary>The claim loop: the claim cadence, its wake-ups, and the claims themselves (I4, I5).</summary>
+    private readonly ClaimLoop _claimLoop;
     private readonly CancellationTokenSource _claiming = new();
     private readonly CancellationTokenSource _background = new();
     private readonly CancellationTokenSource _abandonOutcomes = new();
@@ -149,6 +152,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _keys = new KeyBook(_permits);
         _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
+        _claimLoop = new ClaimLoop(this, new ClaimLoopSettings(Name, NodeId, options.PollInterval, options.LeaseDuration, options.NodeHeartbeatInterval, options.TimeProvider),
+            _room, _permits, _claims, _dataSource, _logger);
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
@@ -217,7 +222,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             case StorageSql.Ready or StorageSql.Scheduled:
                 StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
-                _wake.Set(); // the next item of its key may run here too
+                _claimLoop.Wake(); // the next item of its key may run here too
                 return CancelResult.Cancelled;
             case StorageSql.Running:
                 OnCancellationRequested(itemId); // this node's own delivery hears of it without the notification's round trip
@@ -271,7 +276,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         if (_options.Consume)
         {
             StartCluster(); // the fleet-wide settings are read and applied before the first claim
-            _claimThreads.Add(StartThread("claims", () => RunClaims(_claiming.Token)));
+            _claimThreads.Add(StartThread("claims", () => _claimLoop.Run(_claiming.Token)));
             _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
             _backgroundThreads.Add(StartThread("leases", () => _leaseKeeper.Run(_background.Token)));
         }
@@ -287,7 +292,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     {
         // Claim nothing more; what is claimed runs (or is released) while the executors drain.
         _claiming.Cancel();
-        _wake.Set();
+        _claimLoop.Wake();
         foreach (var thread in _claimThreads)
         {
             thread.Join(Timeout.InfiniteTimeSpan, cancellationToken);
@@ -335,7 +340,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _background.Cancel();
         _abandonOutcomes.Cancel();
         _outcomes.Complete();
-        _wake.Set();
+        _claimLoop.Wake();
         foreach (var thread in (IEnumerable<StorageThread>)[.. _claimThreads, .. _backgroundThreads, .. _outcomeThread is null ? [] : new[] { _outcomeThread }])
         {
             thread.Join(Timeout.InfiniteTimeSpan);
@@ -350,7 +355,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _abandonOutcomes.Dispose();
         _outcomes.Dispose();
         _notifier.Dispose();
-        _wake.Dispose();
+        _claimLoop.Dispose();
         _settingsChanged.Dispose();
     }
 
@@ -358,6 +363,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     [System.Diagnostics.Conditional("DEBUG")]
     internal void AssertInvariants()
     {
+        _claimLoop.AssertInvariants();
         _room.AssertInvariants();
         _keys.AssertInvariants();
         _permits.AssertInvariants();

@@ -119,12 +119,19 @@ internal static class HandOffRow
 }
 
 /// <summary>
-/// What a claim statement's last row says besides the rows it claimed: scheduled items it made ready, the time until the
+/// What one claim did and saw: what its statement's last row says (scheduled items it made ready, the time until the
 /// next scheduled item is due, and (the plain claim) the settings version it saw and the items it left waiting, or (the
-/// per-key claim) the items the per-key rule held back.
+/// per-key claim) the items the per-key rule held back), and, once the claim loop has handed its rows to the node, how
+/// many items it claimed of how many its permits let it ask for.
 /// </summary>
 internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
 {
+    /// <summary>Gets the items the claim took that the node held and started or reserved (set by the claim loop).</summary>
+    public int Claimed { get; init; }
+
+    /// <summary>Gets how many items the claim asked for under the node's permits (zero: it claimed under a stale grant, or none; set by the claim loop).</summary>
+    public int Requested { get; init; }
+
     /// <summary>Gets the settings version the plain claim saw (null: the per-key claim, which does not check it).</summary>
     public long? Version { get; init; }
 
