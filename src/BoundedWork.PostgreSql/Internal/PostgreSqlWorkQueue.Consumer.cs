@@ -154,24 +154,22 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         List<DeadLetter<T>>? dead = null;
         var reaped = 0;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.ReapExpired, connection))
+        using (var command = _statements.Reap.Command(connection, new ReapParameters(Name, MaxDeliveries)))
         {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = MaxDeliveries });
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
                 reaped++;
-                if (reader.GetInt16(1) == StorageSql.Cancelled)
+                var row = ReapStatement.Read(reader);
+                if (row.State == StorageSql.Cancelled)
                 {
                     StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
                 }
-                else if (reader.GetInt16(1) == StorageSql.Dead)
+                else if (row.State == StorageSql.Dead)
                 {
-                    var payload = reader.GetString(2);
-                    var (item, error) = TryDeserialize(payload);
-                    (dead ??= []).Add(new DeadLetter<T>(Name, reader.GetInt64(0), item!, DeadLetterReason.LeaseExpired, null,
-                        new TimeoutException(reader.GetString(5), error), reader.GetInt32(3), payload));
+                    var (item, error) = TryDeserialize(row.Payload);
+                    (dead ??= []).Add(new DeadLetter<T>(Name, row.Id, item!, DeadLetterReason.LeaseExpired, null,
+                        new TimeoutException(row.LastError, error), row.Attempts, row.Payload));
                 }
             }
         }

@@ -90,6 +90,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
     private readonly ClaimStatements _claims;
+    private readonly ItemStatements _statements;
     private readonly StorageHealth _health;
 
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
@@ -142,6 +143,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
         _claims = new ClaimStatements(_sql);
+        _statements = new ItemStatements(_sql);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();
@@ -196,24 +198,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = new NpgsqlCommand(_sql.Cancel, connection)
-            {
-                Parameters =
-                {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    new NpgsqlParameter<long> { TypedValue = itemId },
-                    new NpgsqlParameter<string> { TypedValue = "cancelled before it ran" },
-                    new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel },
-                    new NpgsqlParameter<string> { TypedValue = _sql.CancelChannel },
-                },
-            };
+            var command = _statements.Cancel.Command(connection, new CancelParameters(Name, itemId, "cancelled before it ran", _sql.NotifyChannel, _sql.CancelChannel));
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    found = reader.IsDBNull(0) ? null : reader.GetInt16(0);
+                    found = CancelStatement.ReadFound(reader);
                 }
             }
         }
@@ -243,14 +235,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = StatisticsCommand(connection);
+            var command = _statements.Statistics.Command(connection, Name);
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    return ToStatistics(reader);
+                    return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
                 }
             }
         }
@@ -373,27 +365,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private WorkQueueStorageStatistics ReadStatistics()
     {
         using var connection = _dataSource.OpenConnection();
-        using var command = StatisticsCommand(connection);
+        using var command = _statements.Statistics.Command(connection, Name);
         using var reader = command.ExecuteReader();
         reader.Read();
-        return ToStatistics(reader);
+        return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
     }
-
-    private NpgsqlCommand StatisticsCommand(NpgsqlConnection connection) =>
-        new(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
-
-    private WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
-    {
-        Ready = reader.GetInt64(0),
-        Scheduled = reader.GetInt64(1),
-        Running = reader.GetInt64(2),
-        DeadLettered = reader.GetInt64(3),
-        Completed = reader.GetInt64(4),
-        OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
-        Cancelled = reader.GetInt64(6),
-        IsAvailable = true,
-        ReadAt = _options.TimeProvider.GetUtcNow(),
-    };
 
     /// <summary>
     /// The queue's own data sources, built from the connection string with four changes. No logging through the

@@ -62,9 +62,6 @@ internal sealed class StorageSql
     /// <summary>The most scheduled rows one claim statement makes ready; the claim loop runs again at once while there are more.</summary>
     public const int MaxPromotions = 1000;
 
-    /// <summary>The outcome statements made so far, by combination of kinds (and whether completed rows are deleted).</summary>
-    private readonly string?[] _outcomeStatements = new string?[(1 << 5) * 2];
-
     public StorageSql(string schema)
     {
         var s = "\"" + schema + "\"";
@@ -596,103 +593,6 @@ internal sealed class StorageSql
     public string LockDeadLetterKeys { get; }
 
     public string PurgeDeadLetters { get; }
-
-    /// <summary>
-    /// The statement that writes a batch of outcomes: one part for each kind of outcome the batch has (the kinds in
-    /// <paramref name="kinds"/>, bit <c>1 &lt;&lt; (int)kind</c>), in one statement (one round trip, one transaction),
-    /// returning how many outcomes landed. <c>$1</c> is the node's lease owner; each part takes the ids and delivery
-    /// tokens of its deliveries (an outcome lands only on its own delivery: the row's token matches, so no later claim
-    /// exists, and the row is running under the node's lease; a completion, retry, dead letter or cancellation also
-    /// lands on a row whose lease expired and which went back to ready without being claimed again). Written again
-    /// (the writer retries a batch whose answer was lost, committed or not), it changes nothing another delivery holds.
-    /// A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
-    /// release or a retry of an item whose cancellation was asked meanwhile cancels it instead. With
-    /// <paramref name="deleteCompleted"/> completed rows are deleted. Parameters: each present kind's arrays in the
-    /// order of <see cref="OutcomeKind"/>: ids and delivery tokens, then delays (ms) and errors for retries, errors for dead
-    /// letters and cancellations. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
-    /// and these writes must go on while the pool is starved. Made once per combination and kept.
-    /// </summary>
-    public string WriteOutcomes(int kinds, bool deleteCompleted)
-    {
-        var index = (kinds << 1) | (deleteCompleted ? 1 : 0);
-        return Volatile.Read(ref _outcomeStatements[index]) ?? (_outcomeStatements[index] = BuildOutcomes(kinds, deleteCompleted));
-    }
-
-    private string BuildOutcomes(int kinds, bool deleteCompleted)
-    {
-        var parts = new List<(string Name, string Sql)>();
-        var next = 2; // $1 is the node's lease owner
-        string P(string type) => $"${next++}::{type}";
-        bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
-
-        // The rows of a part are those whose id is in its id array (the primary key, whatever the statistics: see
-        // PlanShapes); each row's own values (delivery token, delay, error) are read at the position of its id.
-        static string At(string array, string ids) => $"({array})[array_position({ids}, i.id)]";
-        // A delivery is the node's own while the row holds its token (no claim since) and is leased to the node; a
-        // completion, retry, dead letter or cancellation also lands while the row is ready after the reaper took the
-        // lease back (and no one claimed it since). Once written, a part matches its row no more (another state, or
-        // another token), except a retry due at once, which, written again, writes the same values: a batch written
-        // again after a lost answer changes nothing another delivery holds.
-        static string Mine(string ids, string deliveries, bool reaped) =>
-            $"i.id = ANY({ids}) AND i.delivery = {At(deliveries, ids)} AND (i.state = 1 AND i.lease_owner = $1::text"
-            + (reaped ? " OR i.state = 0 AND i.lease_owner IS NULL)" : ")");
-        if (Has(OutcomeKind.Completed))
-        {
-            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
-            parts.Add(("done", deleteCompleted
-                ? $"DELETE FROM {Items} i WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"
-                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"));
-        }
-
-        if (Has(OutcomeKind.Released))
-        {
-            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
-            parts.Add(("released", $"""
-                UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
-                    attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
-                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
-                WHERE {Mine(ids, deliveries, reaped: false)}
-                RETURNING 1
-                """));
-        }
-
-        if (Has(OutcomeKind.Retry))
-        {
-            var (ids, deliveries, delays, errors) = (P("bigint[]"), P("bigint[]"), P("double precision[]"), P("text[]"));
-            var delay = At(delays, ids);
-            parts.Add(("retried", $"""
-                UPDATE {Items} i SET
-                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 WHEN {delay} > 0 THEN 5 ELSE 0 END,
-                    run_at = now() + {delay} * interval '1 millisecond', last_error = {At(errors, ids)},
-                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                    lease_owner = NULL, lease_until = NULL
-                WHERE {Mine(ids, deliveries, reaped: true)}
-                RETURNING 1
-                """));
-        }
-
-        foreach (var (kind, name, state) in new[] { (OutcomeKind.Dead, "dead", 3), (OutcomeKind.Cancelled, "cancelled", 4) })
-        {
-            if (Has(kind))
-            {
-                var (ids, deliveries, errors) = (P("bigint[]"), P("bigint[]"), P("text[]"));
-                parts.Add((name, $"""
-                    UPDATE {Items} i SET state = {state}, finished_at = now(), last_error = {At(errors, ids)}, lease_owner = NULL, lease_until = NULL
-                    WHERE {Mine(ids, deliveries, reaped: true)}
-                    RETURNING 1
-                    """));
-            }
-        }
-
-        if (parts.Count == 0)
-        {
-            throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
-        }
-
-        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
-            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
-    }
 }
 
 /// <summary>The kinds of outcome a delivery ends with; their order is the order of an outcome statement's parts and parameters.</summary>
