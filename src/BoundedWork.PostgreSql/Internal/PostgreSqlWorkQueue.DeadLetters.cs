@@ -6,10 +6,6 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>The dead letters kept in the table (<see cref="IDeadLetterStore"/>): list, read, requeue and purge.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
-    private DeadLetterStatements? _deadLetterStatements;
-
-    private DeadLetterStatements DeadLetterSql => _deadLetterStatements ??= new DeadLetterStatements(_sql);
-
     public async Task<DeadLetterPage> ListDeadLettersAsync(DeadLetterQuery query, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(query);
@@ -23,7 +19,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = DeadLetterSql.List(connection, new DeadLetterListParameters(Name, query.Since, query.Until, after, query.Limit + 1));
+            var command = _statements.DeadLetters.List(connection, new DeadLetterListParameters(Name, query.Since, query.Until, after, query.Limit + 1));
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
@@ -53,7 +49,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = DeadLetterSql.Get(connection, Name, itemId, maxPayloadLength);
+            var command = _statements.DeadLetters.Get(connection, Name, itemId, maxPayloadLength);
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
@@ -82,7 +78,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             await using (transaction.ConfigureAwait(false))
             {
                 long[] ids;
-                var lockKeys = DeadLetterSql.LockKeys(connection, transaction, Name, selection);
+                var lockKeys = _statements.DeadLetters.LockKeys(connection, transaction, Name, selection);
                 await using (lockKeys.ConfigureAwait(false))
                 {
                     ids = (long[])(await lockKeys.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
@@ -92,7 +88,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 if (ids.Length > 0)
                 {
                     // The ids the locks were taken for, whatever the selection (a time window included).
-                    var command = DeadLetterSql.Requeue(connection, transaction, Name, ids, _sql.NotifyChannel);
+                    var command = _statements.DeadLetters.Requeue(connection, transaction, Name, ids, _sql.NotifyChannel);
                     await using (command.ConfigureAwait(false))
                     {
                         var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
@@ -122,7 +118,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = DeadLetterSql.Purge(connection, Name, selection);
+            var command = _statements.DeadLetters.Purge(connection, Name, selection);
             await using (command.ConfigureAwait(false))
             {
                 return await command.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);

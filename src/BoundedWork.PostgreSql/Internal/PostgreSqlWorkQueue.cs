@@ -77,7 +77,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
-    private readonly WorkQueueOptions<T> _queueOptions;
     private readonly PostgreSqlWorkQueueOptions<T> _options;
     private readonly JsonTypeInfo<T> _json;
     private readonly WorkQueueStorageContext<T> _context;
@@ -133,7 +132,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         Name = context.QueueName;
         DeliveryDescriptionPrefix = $"{context.HandlerName}.Handle({typeof(T).Name}";
         _context = context;
-        _queueOptions = context.Options;
         _options = options;
         _json = json;
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;

@@ -314,11 +314,13 @@ internal sealed class StorageSql
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
         // meanwhile). Nothing is claimed unless the queue's settings version is still $5, the one the node's cluster
         // permits were granted under (one probe of the settings' primary key per statement): a change of the limits
-        // binds every claim that starts after it committed. The claimed rows come back (their key and delivery token
-        // last), then one last row with a null id: how many scheduled items became ready, the seconds until the next
-        // scheduled item is due (null if none), the settings version, and, of the first $6 ready items in claim order
-        // (the node's idle capacity that its permits held back; zero: not counted), how many this claim did not take
-        // and how long the oldest of them has waited since it became due. Written for plans that stay good whatever
+        // binds every claim that starts after it committed. Two row types in one result, each with columns of its own (see
+        // ClaimRows): the claimed rows (summary false; their key and delivery token last of the item's columns), and one
+        // summary row (summary true, the item's columns null): how many scheduled items became ready, the seconds until
+        // the next scheduled item is due (null if none), the settings version, and, of the first $6 ready items in claim
+        // order (the node's idle capacity that its permits held back; zero: not counted), how many this claim did not
+        // take and how long the oldest of them has waited since it became due. The summary is computed in the claim's own
+        // snapshot (the promotions it made, the items it left), so it stays in the statement: no second round trip. Written for plans that stay good whatever
         // the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay index
         // probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
         Claim = $"""
@@ -354,13 +356,17 @@ internal sealed class StorageSql
                 ORDER BY p.priority DESC, p.run_at, p.id
                 LIMIT $6),
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, priority, run_at, ordering_key, delivery FROM claimed
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
+                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
+                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait
+            FROM claimed
             UNION ALL
-            SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
+            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
+                   true, (SELECT count(*) FROM promoted)::integer,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of

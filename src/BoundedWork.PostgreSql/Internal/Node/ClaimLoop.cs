@@ -193,7 +193,7 @@ internal sealed class ClaimLoop : IDisposable
             using var reader = command.ExecuteReader();
 
             // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
-            // then the last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
+            // and the summary: promotions, the next wake-up and, from the plain claim, the version and what waits.
             summary = keyed
                 ? ClaimReader.Read<KeyedClaimRow>(reader, _host, claimed)
                 : ClaimReader.Read<PlainClaimRow>(reader, _host, claimed);

@@ -6,11 +6,13 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// The statements of an item's life besides the claims and the outcome write, each a type with its text, its parameters
 /// by name (a record bound in the text's <c>$n</c> order) and the row it reads: <see cref="ReapStatement"/>,
-/// <see cref="StatisticsStatement"/> and <see cref="CancelStatement"/>. The texts are built by <see cref="StorageSql"/>
+/// <see cref="StatisticsStatement"/>, <see cref="CancelStatement"/> and the <see cref="DeadLetterStatements"/>. The texts are built by <see cref="StorageSql"/>
 /// (its comments hold the reasoning).
 /// </summary>
 internal sealed class ItemStatements(StorageSql sql)
 {
+    private DeadLetterStatements? _deadLetters;
+
     /// <summary>Gets the reaper: expired leases back to ready (or to dead letter, or cancelled).</summary>
     public ReapStatement Reap { get; } = new(sql.ReapExpired);
 
@@ -19,6 +21,9 @@ internal sealed class ItemStatements(StorageSql sql)
 
     /// <summary>Gets the cancellation of one item.</summary>
     public CancelStatement Cancel { get; } = new(sql.Cancel);
+
+    /// <summary>Gets the dead-letter statements (made on first use: most nodes never read their dead letters).</summary>
+    public DeadLetterStatements DeadLetters => _deadLetters ??= new(sql);
 }
 
 /// <summary>The reaper's parameters (<see cref="StorageSql.ReapExpired"/>): <c>$1</c> queue, <c>$2</c> the deliveries an item gets.</summary>
