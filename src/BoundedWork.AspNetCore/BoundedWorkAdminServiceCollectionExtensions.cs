@@ -59,7 +59,10 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddSingleton(static provider => new ScheduleApi(
             provider.GetService<BoundedWork.Hosting.IRecurringSchedules>(),
-            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
+            new DurableScheduleApi(
+                provider.GetService<BoundedWork.Hosting.IDurableSchedules>(),
+                provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category))));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         AdminAuthorizationResultHandler.Register(services);
         return services;

@@ -158,7 +158,7 @@ internal sealed class AdminRouteTable
     /// <param name="deadLetters">The durable queues' dead letters.</param>
     /// <param name="cluster">The durable queues' clusters.</param>
     /// <param name="process">The process document (the local socket's alone), or <see langword="null"/> where it is not served.</param>
-    /// <param name="schedules">The in-memory recurring schedules, or <see langword="null"/> where they are not served.</param>
+    /// <param name="schedules">The in-memory recurring schedules (and through them the durable ones), or <see langword="null"/> where they are not served.</param>
     public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null)
     {
         const int settings = SettingsRequest.MaxBodyBytes;
@@ -205,6 +205,17 @@ internal sealed class AdminRouteTable
                 new AdminOperation("PATCH", (call, _) => new(schedules.Change(call.Change)), ReadsChange: true)));
             routes.Add(new("/schedules/{name}/trigger", AdminTransports.Both, ScheduleApi.MaxBodyBytes,
                 new AdminOperation("POST", (call, _) => new(schedules.Trigger(call.Change)), ReadsChange: true)));
+            var durable = schedules.Durable;
+            const string stored = "the schedule change";
+            routes.Add(new("/durable-schedules", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (_, cancel) => new(durable.ListAsync(cancel)), AwaitsStorage: true),
+                new AdminOperation("POST", (call, cancel) => new(durable.AddAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored)));
+            routes.Add(new("/durable-schedules/{name}", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (call, cancel) => new(durable.GetAsync(call.Name, cancel)), AwaitsStorage: true),
+                new AdminOperation("PATCH", (call, cancel) => new(durable.ChangeAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored),
+                new AdminOperation("DELETE", (call, cancel) => new(durable.RemoveAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored)));
+            routes.Add(new("/durable-schedules/{name}/trigger", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(durable.TriggerAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the trigger")));
         }
 
         return new AdminRouteTable(routes);
