@@ -3,6 +3,7 @@ using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using Npgsql;
+using Xunit.Abstractions;
 
 namespace BoundedWork.PostgreSql.Tests;
 
@@ -14,7 +15,7 @@ namespace BoundedWork.PostgreSql.Tests;
 /// naming the field, with the table unchanged.
 /// </summary>
 [Collection(PostgresCollection.Name)]
-public sealed class ItemSearchTests(PostgresFixture postgres)
+public sealed class ItemSearchTests(PostgresFixture postgres, ITestOutputHelper output)
 {
     private static readonly StoredItemState[] s_states = Enum.GetValues<StoredItemState>();
 
@@ -99,6 +100,7 @@ public sealed class ItemSearchTests(PostgresFixture postgres)
         {
             var query = new StoredItemQuery { State = state, PayloadPath = "Number", PayloadEquals = "999999", ErrorContains = "boom" };
             var (examined, _) = await ExplainAsync(sql, query, cursor: null);
+            output.WriteLine($"{state}, first page: {examined} rows examined");
             Assert.True(examined <= Bound, $"{state}, first page: {examined} rows examined, more than {Bound}.");
 
             // Deep in the state: the cursor of the page after the budget ran out several times.
@@ -112,6 +114,7 @@ public sealed class ItemSearchTests(PostgresFixture postgres)
             if (page.NextCursor is { } deep)
             {
                 var (deepExamined, _) = await ExplainAsync(sql, query, ItemCursor.Parse(deep, state));
+                output.WriteLine($"{state}, a later page: {deepExamined} rows examined");
                 Assert.True(deepExamined <= Bound, $"{state}, a later page: {deepExamined} rows examined, more than {Bound}.");
             }
         }
