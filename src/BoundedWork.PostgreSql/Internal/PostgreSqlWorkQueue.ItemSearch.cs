@@ -122,7 +122,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IStoredItemSearch
 
         if (woken > 0)
         {
-            _wake.Set();
+            _claimLoop.Wake();
         }
 
         return (int)changed;
