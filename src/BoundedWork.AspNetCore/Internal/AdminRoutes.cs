@@ -159,7 +159,8 @@ internal sealed class AdminRouteTable
     /// <param name="cluster">The durable queues' clusters.</param>
     /// <param name="process">The process document (the local socket's alone), or <see langword="null"/> where it is not served.</param>
     /// <param name="schedules">The in-memory recurring schedules (and through them the durable ones), or <see langword="null"/> where they are not served.</param>
-    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null)
+    /// <param name="items">The durable queues' stored items, or <see langword="null"/> where they are not served.</param>
+    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null, ItemApi? items = null)
     {
         const int settings = SettingsRequest.MaxBodyBytes;
         const int selection = DeadLetterRequest.MaxBodyBytes;
@@ -216,6 +217,16 @@ internal sealed class AdminRouteTable
                 new AdminOperation("DELETE", (call, cancel) => new(durable.RemoveAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored)));
             routes.Add(new("/durable-schedules/{name}/trigger", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
                 new AdminOperation("POST", (call, cancel) => new(durable.TriggerAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the trigger")));
+        }
+
+        if (items is not null)
+        {
+            routes.Add(new("/queues/{name}/items", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("GET", (call, cancel) => new(items.SearchAsync(call.Name, call.Query, cancel)), AwaitsStorage: true)));
+            routes.Add(new("/queues/{name}/items/preview", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(items.ActAsync(call.Change, ItemApi.Preview, cancel)), ReadsChange: true, AwaitsStorage: true)));
+            routes.Add(new("/queues/{name}/items/apply", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(items.ActAsync(call.Change, ItemApi.Apply, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "some batches of the action")));
         }
 
         return new AdminRouteTable(routes);
