@@ -1030,9 +1030,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     }
 
     // The worker pool's view of the executor (IWorkSource).
-    bool IWorkSource.HasWork => (_queue.Count != 0 && !_pause.IsPaused) || _queue.IsShutdown || _queue.IsAbandoned;
+    bool IWorkSource.HasWork => ((_queue.Count != 0 || _tenants.DeferredMayStart) && !_pause.IsPaused) || _queue.IsShutdown || _queue.IsAbandoned;
 
-    bool IWorkSource.IsDrained => _queue.IsAbandoned || (_queue.IsShutdown && _queue.Count == 0);
+    bool IWorkSource.IsDrained => _queue.IsAbandoned || (_queue.IsShutdown && _queue.Count == 0 && !_tenants.DeferredMayStart);
 
     bool IWorkSource.IsShutdown => _queue.IsShutdown;
 
@@ -1056,6 +1056,13 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         if (_permits.Limiter is not null && !_permits.TryAcquire(ref permit, s_keepWaitingForPermit, this))
         {
             return false;
+        }
+
+        // A deferred tenant item the scheduler now lets start goes first, past the same pause and permit checks.
+        if (_tenants.DeferredMayStart && _tenants.TakeDeferred() is { } deferred)
+        {
+            RunTenantItem(worker, deferred, permit);
+            return true;
         }
 
         long remaining;
@@ -1092,7 +1099,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
             if (tenantEntry is not null)
             {
-                _ = RunDeferred(worker, _tenants.Finished(tenantEntry, ItemOutcome.Cancelled));
+                TenantFinished(tenantEntry, ItemOutcome.Cancelled);
                 tenantEntry = null;
             }
 
@@ -1125,7 +1132,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             _permits.Release(permit);
             if (tenantEntry is not null)
             {
-                RunDeferred(worker, _tenants.Finished(tenantEntry, permitted));
+                TenantFinished(tenantEntry, permitted);
             }
 
             return true;
@@ -1134,40 +1141,49 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         var outcome = _runner.RunOnWorker(worker, item);
         if (tenantEntry is not null)
         {
-            RunDeferred(worker, _tenants.Finished(tenantEntry, outcome));
+            TenantFinished(tenantEntry, outcome);
         }
 
         return true;
     }
 
     /// <summary>
-    /// Runs, on the worker that just finished a tenant's item, the deferred tenant items the scheduler now lets start
-    /// (<see cref="TenantBook"/>: a deferred slot waits for exactly this), one after another.
+    /// Runs a deferred tenant item the scheduler let start (<see cref="TenantBook.TakeDeferred"/>), on a worker that
+    /// passed the pause check and holds a permit if a rate limit is in force.
     /// </summary>
-    private bool RunDeferred(Worker worker, TenantEntry? next)
+    private void RunTenantItem(Worker worker, TenantEntry entry, System.Threading.RateLimiting.RateLimitLease? permit)
     {
-        var ran = false;
-        while (next is not null)
+        var item = entry.Item;
+        if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
-            var item = next.Item;
-            if (item.Awaited is { } awaited && !awaited.TryClaim())
-            {
-                worker.CountSkipped();
-                next = _tenants.Finished(next, ItemOutcome.Cancelled);
-                continue;
-            }
-
-            worker.BeginRun(item, _itemClock.Now());
-            next = _tenants.Finished(next, _runner.RunOnWorker(worker, item));
-            ran = true;
+            worker.CountSkipped(); // its caller cancelled it while it was deferred
+            _permits.Unused(permit);
+            TenantFinished(entry, ItemOutcome.Cancelled);
+            return;
         }
 
-        return ran;
+        worker.BeginRun(item, _itemClock.Now());
+        var outcome = _runner.RunOnWorker(worker, item);
+        if (permit is not null)
+        {
+            _permits.Release(permit);
+        }
+
+        TenantFinished(entry, outcome);
+    }
+
+    /// <summary>A tenant item finished or will not run; if a deferred item may now start, a worker is woken for it.</summary>
+    private void TenantFinished(TenantEntry entry, ItemOutcome outcome)
+    {
+        if (_tenants.Finished(entry, outcome))
+        {
+            _pool.WakeOneUnlessOneSpins();
+        }
     }
 
     /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned, it need not retire and no pause is in force.</summary>
     private static readonly Func<BoundedExecutor, bool> s_keepWaitingForPermit =
-        static executor => executor._queue.Count != 0 && !executor._queue.IsAbandoned && !executor._pool.RetireOwed
+        static executor => (executor._queue.Count != 0 || executor._tenants.DeferredMayStart) && !executor._queue.IsAbandoned && !executor._pool.RetireOwed
             && (!executor._pause.IsPaused || executor._queue.IsShutdown);
 
     void IWorkSource.OnAllWorkersExited() => OnAllWorkersExited();

@@ -6,21 +6,27 @@ namespace BoundedWork;
 /// </summary>
 /// <remarks>
 /// While the executor's <see cref="BoundedExecutorSettings.FairShare"/> is <see langword="null"/> (fair share off) the
-/// tenant is ignored and these behave exactly as the executor's own methods.
+/// tenant is ignored and these behave exactly as the executor's own methods. A <see langword="default"/> value has no
+/// executor: its members throw <see cref="InvalidOperationException"/>.
 /// </remarks>
 public readonly struct TenantExecutor
 {
+    private readonly BoundedExecutor? _executor;
+    private readonly string? _tenant;
+
     internal TenantExecutor(BoundedExecutor executor, string tenant)
     {
-        Executor = executor;
-        Tenant = tenant;
+        _executor = executor;
+        _tenant = tenant;
     }
 
     /// <summary>Gets the executor.</summary>
-    public BoundedExecutor Executor { get; }
+    /// <exception cref="InvalidOperationException">This is a <see langword="default"/> value, not one from <see cref="BoundedExecutor.ForTenant(string)"/>.</exception>
+    public BoundedExecutor Executor => _executor ?? throw NotCreated();
 
     /// <summary>Gets the tenant.</summary>
-    public string Tenant { get; }
+    /// <exception cref="InvalidOperationException">This is a <see langword="default"/> value, not one from <see cref="BoundedExecutor.ForTenant(string)"/>.</exception>
+    public string Tenant => _tenant ?? throw NotCreated();
 
     /// <summary>Queues a fire-and-forget item for the tenant if there is room now, as <see cref="BoundedExecutor.TryExecute(Action)"/> does.</summary>
     /// <param name="action">The work to run on a worker thread.</param>
@@ -116,4 +122,7 @@ public readonly struct TenantExecutor
         ArgumentNullException.ThrowIfNull(function);
         return Executor.RunForTenant<TResult>(Tenant, function, cancellationToken);
     }
+
+    private static InvalidOperationException NotCreated() =>
+        new("This TenantExecutor is a default value with no executor; get one from BoundedExecutor.ForTenant(tenant).");
 }

@@ -24,9 +24,11 @@ namespace BoundedWork.Internal;
 /// start: it leaves the placeholder deferred (F1's second term; the statistics show it as starting). Its slot is free,
 /// so tenant items are admitted against the capacity less the deferred ones (<see cref="Deferred"/>): what the executor
 /// holds stays within its queue capacity plus, for items without a tenant, the deferred ones. Every deferred
-/// placeholder has a running tenant item behind it (a bound is at least 1), and the worker that finishes a tenant item
-/// takes a deferred one at once if the scheduler now has an item it may start (<see cref="Finished"/>), so a deferred
-/// item never waits for a wake-up that does not come.
+/// placeholder has a running tenant item behind it (a bound is at least 1); when one finishes, the book says a deferred
+/// item may start (<see cref="DeferredMayStart"/>), the executor counts that as work (its workers wake for it, and the
+/// worker that finished goes on to take it), and a worker takes it with <see cref="TakeDeferred"/> only after the
+/// executor's pause and rate-limit checks, like any item it starts. So a deferred item never waits for a wake-up that
+/// does not come, and it never starts while the executor is paused or without a permit.
 /// </para>
 /// <para>
 /// <b>Locks.</b> Its own, never held while user code runs. Taken under the waiting producers' lock (an admitted waiting
@@ -41,6 +43,7 @@ internal sealed class TenantBook
     private readonly FairQueue<TenantEntry> _queue;
     private FairShareSettings _settings;
     private int _deferred;
+    private bool _deferredMayStart;
 
     public TenantBook(ItemClock clock, FairShareSettings? settings)
     {
@@ -150,10 +153,10 @@ internal sealed class TenantBook
 
     /// <summary>
     /// A tenant item a worker took has finished (<paramref name="outcome"/>), or will not run (its caller cancelled
-    /// it); returns a deferred item the same worker must run now, counted as running, if the scheduler has one it may
-    /// start.
+    /// it); returns <see langword="true"/> when a deferred item may now start (a worker takes it with
+    /// <see cref="TakeDeferred"/>, after the executor's pause and rate-limit checks, as for any item it starts).
     /// </summary>
-    public TenantEntry? Finished(TenantEntry entry, ItemOutcome outcome)
+    public bool Finished(TenantEntry entry, ItemOutcome outcome)
     {
         lock (SyncObj)
         {
@@ -170,6 +173,29 @@ internal sealed class TenantBook
             var lane = _queue.Find(entry.Tenant);
             Debug.Assert(lane is not null, "A running item's lane is kept.");
             _queue.Finished(lane!);
+            if (_deferred != 0)
+            {
+                Volatile.Write(ref _deferredMayStart, true);
+            }
+
+            return _deferredMayStart;
+        }
+    }
+
+    /// <summary>
+    /// Gets whether a deferred item may start now (a hint, read without the lock: set when a tenant item finishes while
+    /// items are deferred, cleared when <see cref="TakeDeferred"/> finds none the scheduler lets start).
+    /// </summary>
+    public bool DeferredMayStart => Volatile.Read(ref _deferredMayStart);
+
+    /// <summary>
+    /// Takes a deferred item the scheduler now lets start, counted as running, or <see langword="null"/> when there is
+    /// none (every backlogged tenant is still at its running bound, or nothing is deferred).
+    /// </summary>
+    public TenantEntry? TakeDeferred()
+    {
+        lock (SyncObj)
+        {
             if (_deferred != 0 && _queue.TryDequeue(out _, out var next))
             {
                 Volatile.Write(ref _deferred, _deferred - 1);
@@ -177,6 +203,7 @@ internal sealed class TenantBook
                 return next;
             }
 
+            Volatile.Write(ref _deferredMayStart, false);
             return null;
         }
     }
@@ -257,6 +284,7 @@ internal sealed class TenantBook
         lock (SyncObj)
         {
             Volatile.Write(ref _deferred, 0);
+            Volatile.Write(ref _deferredMayStart, false);
             return _queue.TakeAll();
         }
     }

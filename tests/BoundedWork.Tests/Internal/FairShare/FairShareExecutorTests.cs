@@ -157,6 +157,67 @@ public sealed class FairShareExecutorTests
     }
 
     [Fact]
+    public void Pause_DeferredTenantItem_DoesNotStartUntilResumed()
+    {
+        using var gate = new Gate();
+        using var secondRan = new ManualResetEventSlim();
+        using var executor = Create(2, 100, RejectionPolicy.Abort, new FairShareSettings { MaxRunningPerTenant = 1 });
+        var a = executor.ForTenant("a");
+        Assert.True(a.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        Assert.True(a.TryExecute(secondRan.Set));
+        TestKit.WaitForStatistics(executor, s => s.Starting == 1); // the second worker deferred it: "a" is at its bound
+        executor.Pause("downstream is down");
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.Completed >= 1);
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 2, TestKit.Safety), "Workers never parked.");
+        Assert.False(secondRan.IsSet, "A deferred item started while the executor was paused.");
+
+        Assert.True(executor.Resume());
+        secondRan.WaitOrFail("the deferred item after the resume");
+        TestKit.AssertConserved(TestKit.WaitForStatistics(executor, s => s.Completed == 2));
+    }
+
+    [Fact]
+    public void RateLimiter_DeferredTenantItem_WaitsForItsOwnPermit()
+    {
+        using var gate = new Gate();
+        using var secondRan = new ManualResetEventSlim();
+        using var limiter = new ManualRateLimiter(permits: 2);
+        using var executor = TestKit.Create(2, 100, RejectionPolicy.Abort, o =>
+        {
+            o.FairShare = new FairShareSettings { MaxRunningPerTenant = 1 };
+            o.RateLimiter = limiter;
+        });
+        var a = executor.ForTenant("a");
+        Assert.True(a.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        Assert.True(a.TryExecute(secondRan.Set));
+        TestKit.WaitForStatistics(executor, s => s.Starting == 1); // the second permit went to the claim that deferred it
+        Assert.True(SpinWait.SpinUntil(() => executor.IdleWorkerCount == 1, TestKit.Safety), "The second worker never parked.");
+        var refusedBefore = limiter.Refused;
+        gate.Open();
+        Assert.True(SpinWait.SpinUntil(() => secondRan.IsSet || limiter.Refused > refusedBefore, TestKit.Safety), "Nothing asked for a permit.");
+        Assert.False(secondRan.IsSet, "A deferred item started without a permit.");
+
+        limiter.Grant(1);
+        secondRan.WaitOrFail("the deferred item once a permit is granted");
+        Assert.Equal(3, limiter.Granted);
+        TestKit.AssertConserved(TestKit.WaitForStatistics(executor, s => s.Completed == 2));
+    }
+
+    [Fact]
+    public void Default_TenantExecutor_ThrowsInvalidOperationNamingForTenant()
+    {
+        var none = default(TenantExecutor);
+        var thrown = Assert.Throws<InvalidOperationException>(() => none.TryExecute(() => { }));
+        Assert.Contains("ForTenant", thrown.Message, StringComparison.Ordinal);
+        Assert.Throws<InvalidOperationException>(() => none.Tenant);
+        Assert.Throws<InvalidOperationException>(() => none.Executor);
+        Assert.Throws<InvalidOperationException>(() => { _ = none.RunAsync(() => { }); });
+    }
+
+    [Fact]
     public void ShedLongestBacklog_QueueFull_FloodGivesWayThenIsRefused()
     {
         var rejected = new List<WorkItemRejectedArguments>();
