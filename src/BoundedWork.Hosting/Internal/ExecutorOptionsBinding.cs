@@ -62,11 +62,34 @@ internal static class ExecutorOptionsBinding
                 continue;
             }
 
+            if (property.PropertyType == typeof(FairShareSettings) && UnconvertedWeight(child) is { } weightError)
+            {
+                Add(options, new BindingFailure(property.Name, weightError));
+                continue;
+            }
+
             if (value is not null)
             {
                 property.SetValue(options, value);
             }
         }
+    }
+
+    /// <summary>
+    /// The binder skips a dictionary entry whose value does not convert, without a word; a weight that is not a whole
+    /// number is reported here instead (naming its path), not bound as if the tenant had no weight of its own.
+    /// </summary>
+    private static string? UnconvertedWeight(IConfigurationSection fairShare)
+    {
+        foreach (var weight in fairShare.GetSection(nameof(FairShareSettings.Weights)).GetChildren())
+        {
+            if (weight.Value is { } text && !int.TryParse(text, System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out _))
+            {
+                return $"Failed to convert configuration value '{text}' at '{weight.Path}' to type 'System.Int32': a tenant's weight is a whole number between 1 and {FairShareSettings.MaxWeight}.";
+            }
+        }
+
+        return null;
     }
 
     /// <summary>Gets the values that did not convert while <paramref name="options"/> was bound.</summary>
