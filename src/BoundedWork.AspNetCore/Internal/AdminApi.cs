@@ -245,7 +245,19 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             _storages.TryGetValue(s.Name, out var storage) ? DescribeStorage(storage) : null,
             DescribeRateLimit(s, executor.Settings.RateLimiter),
             DescribeAdaptive(executor, s, history ? AdaptiveDriverLog : RecentDecisions),
-            DescribePause(s));
+            DescribePause(s),
+            DescribeTenants(executor));
+    }
+
+    /// <summary>The most tenants the executor document lists (the busiest first).</summary>
+    public const int TopTenants = 10;
+
+    /// <summary>The busiest tenants, or <see langword="null"/> (the field left out) while fair share has seen none.</summary>
+    private static List<TenantView>? DescribeTenants(BoundedExecutor executor)
+    {
+        var tenants = executor.GetTenantStatistics(TopTenants);
+        return tenants.Count == 0 ? null : [.. tenants.Select(static t => new TenantView(
+            t.Tenant, t.Weight, t.Queued, t.Running, t.Completed, t.Failed, t.Refused, Math.Round(t.AverageQueueWait.TotalMilliseconds, 3)))];
     }
 
     private static PauseView DescribePause(BoundedExecutorStatistics s) => new(s.IsPaused, s.PauseReason, s.PausedSince, s.PausedUntil);

@@ -24,7 +24,15 @@ internal sealed record ExecutorResponse(
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] StorageView? Storage = null,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] RateLimitView? RateLimit = null,
     [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] AdaptiveView? Adaptive = null,
-    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] PauseView? Pause = null);
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] PauseView? Pause = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<TenantView>? Tenants = null);
+
+/// <summary>
+/// One of the busiest tenants under fair share (<see cref="BoundedExecutor.GetTenantStatistics(int)"/>), busiest first:
+/// its weight, items queued and running now, its outcomes so far, and its average queue wait. <c>(other)</c> counts the
+/// tenants past the executor's series limit together.
+/// </summary>
+internal sealed record TenantView(string Tenant, int Weight, int Queued, int Running, long Completed, long Failed, long Refused, double AverageWaitMs);
 
 /// <summary>
 /// Whether the executor is paused (its workers start no new item), why, since when and until when (<see langword="null"/>:

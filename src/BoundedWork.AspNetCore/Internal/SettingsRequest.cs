@@ -25,6 +25,7 @@ internal static partial class SettingsRequest
     public const string AdaptiveMaxWorkers = "adaptiveMaxWorkers";
     public const string Pinned = "pinned";
     public const string PinFor = "pinFor";
+    public const string TenantWeights = "tenantWeights";
 
     /// <summary>The largest body read; settings changes are a few dozen bytes.</summary>
     public const int MaxBodyBytes = 16 * 1024;
@@ -52,7 +53,7 @@ internal static partial class SettingsRequest
     private static readonly TimeSpan MinQueueWaitThreshold = TimeSpan.FromMilliseconds(10);
     private static readonly TimeSpan MaxDuration = TimeSpan.FromDays(1);
 
-    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold, PermitsPerSecond, PermitBurst, AdaptiveModeField, AdaptiveMinWorkers, AdaptiveMaxWorkers, Pinned, PinFor];
+    private static readonly string[] s_patchFields = [Workers, QueueCapacity, RejectionPolicyField, WaitTimeout, SlowItemThreshold, QueueWaitThreshold, PermitsPerSecond, PermitBurst, AdaptiveModeField, AdaptiveMinWorkers, AdaptiveMaxWorkers, Pinned, PinFor, TenantWeights];
     private static readonly string[] s_putFields = [Workers, PinFor];
     private static readonly TimeSpan MinPinFor = TimeSpan.FromSeconds(1);
 
@@ -147,6 +148,15 @@ internal static partial class SettingsRequest
                 case PinFor when ReadTimeout(ref reader, field, errors) is { } value:
                     pinFor = value;
                     break;
+                case TenantWeights when ReadWeights(ref reader, errors) is { } weights:
+                    if (current.FairShare is null)
+                    {
+                        errors[TenantWeights] = ["tenantWeights needs fair share on: this executor's FairShare settings are not set (turn it on in its options)."];
+                        break;
+                    }
+
+                    changes.Add(s => s.FairShare is null ? s : s with { FairShare = weights.Aggregate(s.FairShare, static (f, w) => f.WithWeight(w.Key, w.Value)) });
+                    break;
             }
         }
 
@@ -219,6 +229,7 @@ internal static partial class SettingsRequest
         nameof(BoundedExecutorSettings.AdaptiveMode) => AdaptiveModeField,
         nameof(BoundedExecutorSettings.AdaptiveMinWorkerCount) => AdaptiveMinWorkers,
         nameof(BoundedExecutorSettings.AdaptiveMaxWorkerCount) => AdaptiveMaxWorkers,
+        nameof(BoundedExecutorSettings.FairShare) => TenantWeights,
         _ => JsonNamingPolicy.CamelCase.ConvertName(setting),
     };
 
@@ -257,6 +268,60 @@ internal static partial class SettingsRequest
         {
             errors[field] = [$"{field} must not exceed {maxName ?? max.ToString(CultureInfo.InvariantCulture)} (was {v}).{aboveMaxHint}"];
         }
+    }
+
+    /// <summary>
+    /// Reads <c>tenantWeights</c>: an object of tenant names and whole-number weights (1 to
+    /// <see cref="FairShareSettings.MaxWeight"/>), such as <c>{"acme": 4}</c>; a bad name or weight is reported, shortened.
+    /// </summary>
+    private static Dictionary<string, int>? ReadWeights(ref Utf8JsonReader reader, FieldErrors errors)
+    {
+        if (reader.TokenType != JsonTokenType.StartObject)
+        {
+            errors[TenantWeights] = [$"tenantWeights must be an object of tenants and weights, such as {{\"acme\": 4}}, not {JsonChangeReader.Describe(reader.TokenType)}."];
+            reader.Skip();
+            return null;
+        }
+
+        var weights = new Dictionary<string, int>(StringComparer.Ordinal);
+        var problems = new List<string>();
+        while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
+        {
+            var tenant = reader.GetString() ?? string.Empty;
+            reader.Read();
+            var shown = $"\"{JsonEncodedText.Encode(Shorten(tenant))}\""; // quoted and escaped: a name may hold anything
+            if (FairShareSettings.GetTenantError(tenant) is { } nameError)
+            {
+                problems.Add($"tenantWeights {shown}: {nameError}");
+                reader.Skip();
+            }
+            else if (reader.TokenType != JsonTokenType.Number || !reader.TryGetInt32(out var weight))
+            {
+                problems.Add($"tenantWeights {shown} must be a whole number from 1 to {FairShareSettings.MaxWeight}.");
+                reader.Skip();
+            }
+            else if (weight < 1 || weight > FairShareSettings.MaxWeight)
+            {
+                problems.Add($"tenantWeights {shown} must be from 1 to {FairShareSettings.MaxWeight} (was {weight}).");
+            }
+            else
+            {
+                weights[tenant] = weight;
+            }
+        }
+
+        if (weights.Count == 0 && problems.Count == 0)
+        {
+            problems.Add("tenantWeights must name at least one tenant, such as {\"acme\": 4}.");
+        }
+
+        if (problems.Count > 0)
+        {
+            errors[TenantWeights] = [.. problems];
+            return null;
+        }
+
+        return weights;
     }
 
     private static int? ReadInt32(ref Utf8JsonReader reader, string field, FieldErrors errors)

@@ -146,6 +146,9 @@ internal static class Views
         return table;
     }
 
+    /// <summary>The most characters of a tenant's name <c>bw show</c> prints.</summary>
+    public const int MaxTenantShown = 40;
+
     public static IRenderable Executor(JsonElement e)
     {
         var (word, colour) = Health(e);
@@ -188,6 +191,20 @@ internal static class Views
             foreach (var decision in adaptive.Items("decisions").Reverse().Take(5))
             {
                 Row(string.Empty, Markup.Escape($"{decision.Text("time")}  {decision.Text("description")}"));
+            }
+        }
+
+        if (e.Items("tenants").Any())
+        {
+            // Tenant names come from the application's callers: shown as text (control characters as escapes), cut short.
+            var first = true;
+            foreach (var tenant in e.Items("tenants"))
+            {
+                var name = Commands.ClusterCommands.Safe(tenant.Text("tenant"));
+                name = name.Length > MaxTenantShown ? name[..(MaxTenantShown - 1)] + "…" : name;
+                Row(first ? "busiest tenants" : string.Empty, Markup.Escape(
+                    $"{name}: weight {tenant.Long("weight")}, queued {tenant.Long("queued")}, running {tenant.Long("running")}, completed {tenant.Long("completed")}, failed {tenant.Long("failed")}, refused {tenant.Long("refused")}, wait {Doc.Duration(tenant.Number("averageWaitMs"))}"));
+                first = false;
             }
         }
 
