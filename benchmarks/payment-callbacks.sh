@@ -62,8 +62,13 @@ OUT=$(cd "$OUT" && pwd); RAW="$OUT/raw"
 LUA="$RAW/post.lua"
 cat > "$LUA" <<'LUA'
 wrk.method = "POST"
-wrk.body = '{"orderId":42,"amount":12.5}'
 wrk.headers["Content-Type"] = "application/json"
+-- Each callback names one of 10 merchants in turn, as the open-loop driver's do: the server's tenants.
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, string.format('{"orderId":%d,"amount":12.5,"merchantId":"merchant-%d"}', n, n % 10))
+end
 LUA
 
 # ---- process hygiene: every background process is recorded and stopped on exit, however the script ends ----

@@ -1,3 +1,5 @@
+using BoundedWork;
+using Microsoft.Extensions.DependencyInjection;
 using PaymentCallbacks.Shared;
 
 namespace PaymentCallbacks.Tests;
@@ -27,6 +29,21 @@ public sealed class OpenLoopLoadTests
         var stats = await server.StatsAsync();
         Assert.Equal(report.Status503, stats.Bounded.Rejected503);
         Assert.Equal(report.Sent + 1, stats.Bounded.Received);
+    }
+
+    [Fact]
+    public async Task RunAsync_Merchants_EachCallbackNamesOneAndTheServerSeesThemAsTenants()
+    {
+        await using var server = await TestServer.StartAsync();
+        using var client = OpenLoopLoad.CreateClient(4);
+        var load = new OpenLoopLoad(client, new Uri(server.BaseUrl, "callbacks/bounded"), HttpMethod.Post, rate: 20, TimeSpan.FromSeconds(0.3), merchants: 3);
+
+        var report = await load.RunAsync(TestServer.Safety, CancellationToken.None);
+
+        Assert.Equal(6, report.Ok);
+        var executor = server.App.Services.GetRequiredKeyedService<BoundedExecutor>("payments");
+        var tenants = executor.GetTenantStatistics().Select(static t => t.Tenant).Order(StringComparer.Ordinal);
+        Assert.Equal(["merchant-0", "merchant-1", "merchant-2"], tenants);
     }
 
     [Fact]

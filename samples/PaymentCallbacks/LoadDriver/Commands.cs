@@ -30,7 +30,13 @@ internal static class Commands
             await WriteJsonAsync(beforePath, await IncidentReplay.ReadStatsAsync(statsClient, statsBase, cancellationToken).ConfigureAwait(false), DriverJson.Default.ServerStats).ConfigureAwait(false);
         }
 
-        var load = new OpenLoopLoad(client, url, method, rate, duration);
+        var merchants = (int)options.Number("merchants", OpenLoopLoad.DefaultMerchants);
+        if (merchants < 1)
+        {
+            throw new ArgumentException("--merchants must be at least 1.");
+        }
+
+        var load = new OpenLoopLoad(client, url, method, rate, duration, merchants);
         var run = load.RunAsync(TimeSpan.FromSeconds(options.Number("drain", 10)), cancellationToken);
         if (statsBase is not null && options.Optional("stats-after") is { } afterPath)
         {

@@ -8,7 +8,7 @@ if (args.Length == 0)
 {
     Console.Error.WriteLine("""
         Commands:
-          open    --url U --rate R --duration S [--method GET|POST] [--connections N] [--drain S]
+          open    --url U --rate R --duration S [--method GET|POST] [--merchants N] [--connections N] [--drain S]
                   [--stats-base U --stats-before F --stats-after F] [--json F] [--csv F]
           replay  --base U --rate R --duration S --resize-at S --workers N [--json F] [--csv F]
           stats   --base U [--collect] [--reset-peaks] [--out F]

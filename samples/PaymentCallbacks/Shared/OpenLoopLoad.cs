@@ -12,6 +12,9 @@ namespace PaymentCallbacks.Shared;
 /// </summary>
 internal sealed class OpenLoopLoad
 {
+    /// <summary>The merchants a load is spread over unless told otherwise.</summary>
+    public const int DefaultMerchants = 10;
+
     private const byte Pending = 0;
     private const byte Ok = 1;
     private const byte Unavailable = 2;
@@ -24,6 +27,7 @@ internal sealed class OpenLoopLoad
     private readonly double _rate;
     private readonly TimeSpan _duration;
     private readonly int _count;
+    private readonly int _merchants;
     private readonly long[] _intended;
     private readonly double[] _latencyMs;
     private readonly byte[] _outcome;
@@ -38,9 +42,12 @@ internal sealed class OpenLoopLoad
     /// <param name="method">GET or POST (a POST carries a small JSON callback body).</param>
     /// <param name="rate">Requests per second; must be positive.</param>
     /// <param name="duration">How long to send for; must be positive.</param>
-    public OpenLoopLoad(HttpClient client, Uri url, HttpMethod method, double rate, TimeSpan duration)
+    /// <param name="merchants">How many merchants the callbacks are spread over, in turn (<c>merchant-0</c>, <c>merchant-1</c>, ...): the server's tenants.</param>
+    public OpenLoopLoad(HttpClient client, Uri url, HttpMethod method, double rate, TimeSpan duration, int merchants = DefaultMerchants)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(rate);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(merchants);
+        _merchants = merchants;
         ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(duration, TimeSpan.Zero);
         _client = client;
         _url = url;
@@ -153,7 +160,7 @@ internal sealed class OpenLoopLoad
             if (_method == HttpMethod.Post)
             {
                 request.Content = new StringContent(
-                    string.Create(CultureInfo.InvariantCulture, $$"""{"orderId":{{index}},"amount":12.5}"""),
+                    string.Create(CultureInfo.InvariantCulture, $$"""{"orderId":{{index}},"amount":12.5,"merchantId":"merchant-{{index % _merchants}}"}"""),
                     System.Text.Encoding.UTF8,
                     "application/json");
             }
