@@ -32,6 +32,11 @@ internal sealed class KeyedClaimSql
     public KeyedClaimSql(StorageSql sql)
     {
         var items = sql.Items;
+
+        // Paused items (see StorageSql.QueuePausedNow and KeyPausedNow): none while the queue is paused; none of a
+        // paused key, left out before the turns are counted, so a paused key's items never take the other keys' room.
+        var notPaused = $"NOT {sql.QueuePausedNow("$1")}";
+        string KeyNotPaused(string key) => $"({key} IS NULL OR NOT {sql.KeyPausedNow("$1", key)})";
         const string Head = "($2::bigint * 2 + 16)";
 
         // The eligible items of one key (the expression keyExpression): of its oldest unfinished items, those ready and
@@ -116,7 +121,7 @@ internal sealed class KeyedClaimSql
                 CROSS JOIN LATERAL ({EligibleOf("k.ordering_key", "k.last_id")}) f),
             head_turns AS ({Turns("head_eligible")}),
             verdict AS (
-                SELECT (SELECT count(*) FROM head) < {Head} OR (SELECT count(*) FROM head_turns WHERE head_turn) >= $2 AS in_head),
+                SELECT (SELECT count(*) FROM head) < {Head} OR (SELECT count(*) FROM head_turns h WHERE h.head_turn AND {KeyNotPaused("h.ordering_key")}) >= $2 AS in_head),
             ready_keys (ordering_key) AS (
                 (SELECT ordering_key FROM {items} WHERE queue = $1 AND state = 0 AND ordering_key IS NOT NULL ORDER BY ordering_key LIMIT 1)
                 UNION ALL
@@ -134,9 +139,9 @@ internal sealed class KeyedClaimSql
                 FROM ready_keys k CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f
                 WHERE k.ordering_key IS NOT NULL),
             chosen AS (
-                (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
+                (SELECT h.id, h.ordering_key, h.version FROM head_turns h WHERE h.head_turn AND (SELECT in_head FROM verdict) AND {notPaused} AND {KeyNotPaused("h.ordering_key")} ORDER BY h.turn, h.id LIMIT $2)
                 UNION ALL
-                (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
+                (SELECT t.id, t.ordering_key, t.version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) AND {notPaused} AND {KeyNotPaused("t.ordering_key")} ORDER BY t.turn, t.id LIMIT $2)),
             {lockTakeClaim},
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
@@ -166,7 +171,7 @@ internal sealed class KeyedClaimSql
                 FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f
                 WHERE f.load < $7 OR f.ordering_key = ANY($8::text[])),
             chosen AS (
-                SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
+                SELECT t.id, t.ordering_key, t.version FROM ({Turns("eligible")}) t WHERE {notPaused} AND {KeyNotPaused("t.ordering_key")} ORDER BY t.turn, t.id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
                    (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery

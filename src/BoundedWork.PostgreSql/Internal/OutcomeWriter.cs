@@ -185,7 +185,7 @@ internal sealed class OutcomeWriter : IDisposable
         {
             command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
             // The parameters of each kind present, in the statement's order (see StorageSql.WriteOutcomes).
-            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Snoozed; kind++)
             {
                 if ((kinds & (1 << (int)kind)) == 0)
                 {
@@ -221,7 +221,7 @@ internal sealed class OutcomeWriter : IDisposable
             using (var write = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection, transaction))
             {
                 write.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
-                for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Cancelled; kind++)
+                for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Snoozed; kind++)
                 {
                     if ((kinds & (1 << (int)kind)) != 0)
                     {
@@ -275,7 +275,7 @@ internal sealed class OutcomeWriter : IDisposable
     {
         var selected = Select(outcomes, kind);
         AddIds(parameters, selected);
-        if (kind == OutcomeKind.Retry)
+        if (kind is OutcomeKind.Retry or OutcomeKind.Snoozed)
         {
             parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
         }

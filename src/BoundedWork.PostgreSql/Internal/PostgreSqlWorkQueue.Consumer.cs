@@ -33,6 +33,14 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             return;
         }
 
+        if (FleetPause is not null)
+        {
+            // The queue is paused fleet-wide: an item claimed before this node heard of it does not start; handed back
+            // unrun (its attempt not counted), it is ready again for the first claim after the pause.
+            Release(item);
+            return;
+        }
+
         if (!_permits.Starting())
         {
             // Under a start rate, no token for it in time (its node's share shrank or lapsed since the claim): it does
@@ -388,6 +396,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             case StoredOutcomeKind.Cancelled:
                 // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
                 Cancelled(item, "cancelled while running: " + Describe(outcome.Exception));
+                break;
+            case StoredOutcomeKind.Snoozed:
+                // The handler asked to run again later: stored scheduled, the delivery not counted.
+                Post(item, OutcomeKind.Snoozed, outcome.RetryDelay);
+                StorageMetrics.Snoozed.Add(1, StorageMetrics.QueueTag(Name));
+                _logger.DurableItemSnoozed(Name, item.Id, item.Attempts, outcome.RetryDelay);
                 break;
             case StoredOutcomeKind.Retry:
                 Post(item, OutcomeKind.Retry, outcome.RetryDelay, Describe(outcome.Exception));

@@ -179,7 +179,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             var statistics = Volatile.Read(ref _statistics);
             var available = _health.IsAvailable && statistics.ReadAt != DateTimeOffset.MinValue;
-            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Warning = ClusterPermitProblem() };
+            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Pause = FleetPause, Warning = FleetPauseProblem() ?? ClusterPermitProblem() };
         }
     }
 
