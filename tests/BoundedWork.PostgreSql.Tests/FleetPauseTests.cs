@@ -108,6 +108,52 @@ public sealed class FleetPauseTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task Pause_ItemsTheNodeHeldUnstarted_AreHandedBackUnrun_RunningOneFinishes_ShutdownLosesNothing()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
+        var control = (IWorkQueuePauseControl)producer.Storage;
+        await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 5).Select(i => new Notice(i)));
+        using var started = new SemaphoreSlim(0);
+        using var release = new ManualResetEventSlim();
+        var behavior = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                started.Release();
+                release.Wait(QueueNode.Patience);
+            },
+        };
+
+        // One worker, two claims per worker: the node holds one item running and one more claimed, unstarted.
+        var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, executor: o => o.WorkerCount = 1, storage: o => o.NodeHeartbeatInterval = TimeSpan.FromMilliseconds(100));
+        try
+        {
+            Assert.True(await started.WaitAsync(QueueNode.Patience), "the first item started");
+            await DurableQueueTests.WaitAsync(() => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1").Result == 2, "the node holds a second item");
+
+            await control.PauseAsync("incident", Timeout.InfiniteTimeSpan, "ops");
+            await DurableQueueTests.WaitAsync(() => node.Storage.Statistics.Pause is not null, "the node applied the pause");
+            release.Set(); // the running item finishes; the held one reaches a worker, which hands it back
+
+            await DurableQueueTests.WaitAsync(
+                () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 0 AND attempts = 0").Result == 4,
+                "the held item is ready again, its attempt not counted");
+            Assert.Equal(1, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 2"));
+            Assert.Single(behavior.Deliveries);
+        }
+        finally
+        {
+            release.Set();
+            await node.DisposeAsync(); // a shutdown while paused
+        }
+
+        Assert.Equal(4, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 0 AND attempts = 0"));
+        Assert.Equal(0, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1"));
+        Assert.Single(behavior.Deliveries);
+    }
+
+    [Fact]
     public async Task Pause_WithAnEnd_ResumesByItself_NothingClaimedBeforeTheEnd()
     {
         var schema = await postgres.NewSchemaAsync();

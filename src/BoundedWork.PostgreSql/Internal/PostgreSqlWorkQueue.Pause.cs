@@ -13,7 +13,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// not the node has heard of it. A queue's pause also bumps the settings version (claims under the old version take
 /// nothing) and is announced like a settings change; each node reads it at its next beat (at once, on the
 /// notification, else within a heartbeat) and from then on hands back unstarted every item it claimed before (its
-/// prefetched and reserved items) instead of starting it. Items already running finish.
+/// prefetched and reserved items) instead of starting it. Items already running finish. The argument: docs/durable-invariants.md, I9.
 /// </summary>
 internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueuePauseControl
 {
