@@ -4,7 +4,7 @@ namespace BoundedWork.PostgreSql.Tests;
 
 /// <summary>
 /// The claim statements as the queue runs them (<see cref="ClaimStatements"/>): parameters bound from their records, the
-/// claimed rows and the last row read by <see cref="ClaimReader"/> into items and a <see cref="ClaimSummary"/>.
+/// claimed rows and the summary row read by <see cref="ClaimReader"/> into items and a <see cref="ClaimSummary"/>.
 /// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class ClaimStatementTests(PostgresFixture postgres)
@@ -58,6 +58,41 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         Assert.True(summary.OldestHeldByKeySeconds >= 0);
         Assert.Null(summary.Version); // the keyed claim does not read the settings version
         Assert.Null(summary.NextDue);
+    }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Claims_ReturnTheClaimedRowsAndOneSummaryRow_EachWithColumnsOfItsOwn(bool keyed)
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        await claim.InsertAsync((keyed ? "a" : null, 0, 0), (keyed ? "b" : null, 0, 0));
+        var statements = new ClaimStatements(claim.Sql);
+        await using var connection = await claim.OpenAsync();
+        await using var command = keyed
+            ? statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2))
+            : statements.Plain.Command(connection, new PlainClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 5));
+        await using var reader = await command.ExecuteReaderAsync();
+
+        // The item's columns come before the summary flag, the summary's after it: each row type leaves the other's null.
+        var flag = reader.GetOrdinal("summary");
+        var (items, summaries) = (0, 0);
+        while (await reader.ReadAsync())
+        {
+            var isSummary = reader.GetBoolean(flag);
+            for (var column = 0; column < reader.FieldCount; column++)
+            {
+                if (column != flag && column > flag != isSummary)
+                {
+                    Assert.True(reader.IsDBNull(column), $"{(isSummary ? "the summary" : "a claimed row")} has a value in {reader.GetName(column)}, a column of the other row type");
+                }
+            }
+
+            (items, summaries) = isSummary ? (items, summaries + 1) : (items + 1, summaries);
+        }
+
+        Assert.Equal(2, items);
+        Assert.Equal(1, summaries);
     }
 
     private sealed class Owner : IStoredItemOwner

@@ -109,7 +109,7 @@ public sealed class ClusterLimitClaimProperties(PostgresFixture postgres)
         await using var reader = await command.ExecuteReaderAsync();
         while (await reader.ReadAsync())
         {
-            if (!reader.IsDBNull(0))
+            if (!reader.GetBoolean(reader.GetOrdinal("summary")))
             {
                 claimed.Add(reader.GetInt64(0));
             }

@@ -179,9 +179,9 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
         var (claimed, seen, waiting) = (0, -1L, -1L);
         while (await reader.ReadAsync())
         {
-            if (reader.IsDBNull(0))
+            if (reader.GetBoolean(reader.GetOrdinal("summary")))
             {
-                (seen, waiting) = (reader.GetInt64(9), reader.GetInt64(10));
+                (seen, waiting) = (reader.GetInt64(reader.GetOrdinal("version")), reader.GetInt64(reader.GetOrdinal("waiting")));
             }
             else
             {
@@ -219,9 +219,9 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
         {
             while (await reader.ReadAsync())
             {
-                if (reader.IsDBNull(0))
+                if (reader.GetBoolean(reader.GetOrdinal("summary")))
                 {
-                    heldBack = perKey > 1 ? reader.GetInt64(9) : 0;
+                    heldBack = perKey > 1 ? reader.GetInt64(reader.GetOrdinal("held_back")) : 0;
                 }
                 else
                 {

@@ -135,9 +135,9 @@ public sealed class DeliveryOwnershipTests(PostgresFixture postgres)
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = 0 });
         await using var reader = await command.ExecuteReaderAsync();
         Assert.True(await reader.ReadAsync());
-        Assert.False(reader.IsDBNull(0), "nothing was claimed");
+        Assert.False(reader.GetBoolean(reader.GetOrdinal("summary")), "nothing was claimed");
         return new StoredItem(new NoOwner(), reader.GetInt64(0), reader.GetString(1), reader.GetInt32(2), reader.GetInt32(3), DateTimeOffset.UtcNow, false, null, null,
-            null, reader.GetInt64(reader.FieldCount - 1));
+            null, reader.GetInt64(reader.GetOrdinal("delivery")));
     }
 
     /// <summary>Writes one outcome of <paramref name="delivery"/> as node <paramref name="owner"/>'s outcome writer does.</summary>

@@ -38,7 +38,7 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
             """);
     }
 
-    /// <summary>One claim: its claimed ids (in the order returned) and its last row.</summary>
+    /// <summary>One claim: its claimed ids (in the order returned) and its summary row (returned last).</summary>
     public async Task<Result> ClaimAsync(int count, int perKey, NpgsqlConnection? connection = null, NpgsqlTransaction? transaction = null, string node = "test")
     {
         var own = connection is null;
@@ -61,9 +61,11 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
             await using var reader = await command.ExecuteReaderAsync();
             while (await reader.ReadAsync())
             {
-                if (reader.IsDBNull(0))
+                if (reader.GetBoolean(reader.GetOrdinal("summary")))
                 {
-                    last = new Result(ids, reader.GetInt32(2), reader.IsDBNull(8) ? null : reader.GetDouble(8), reader.GetInt64(9), reader.GetDouble(10));
+                    var nextDue = reader.GetOrdinal("next_due");
+                    last = new Result(ids, reader.GetInt32(reader.GetOrdinal("promoted")), reader.IsDBNull(nextDue) ? null : reader.GetDouble(nextDue),
+                        reader.GetInt64(reader.GetOrdinal("held_back")), reader.GetDouble(reader.GetOrdinal("oldest_wait")));
                 }
                 else
                 {
@@ -72,7 +74,7 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
                 }
             }
 
-            return last ?? throw new InvalidOperationException("No last row.");
+            return last ?? throw new InvalidOperationException("No summary row.");
         }
         finally
         {

@@ -98,10 +98,11 @@ internal sealed class KeyedClaimSql
         // (the primary key, whatever the statistics: a state condition would let a plan made on a small table scan the
         // ready index), skipping those another transaction holds and those updated since this snapshot (xmin: a row not
         // updated since is still ready); a keyed row is taken only when every older row of its key that was chosen was
-        // locked too. Returns the claimed rows (the columns of Claim), then one last row with a null id: promotions
-        // (ordinal 2), the seconds until the next scheduled item (8, null: none), the ready items this claim left behind
-        // that the node wanted (9: the per-key rule held them, or another node was taking them; at most $2 minus the
-        // claimed), and how long the oldest of those in the head has waited since it became due (10, seconds).
+        // locked too. Returns two row types (see ClaimRows): the claimed rows (summary false), and one summary row
+        // (summary true, the item's columns null): promotions, the seconds until the next scheduled item (null: none),
+        // the ready items this claim left behind that the node wanted (held_back: the per-key rule held them, or another
+        // node was taking them; at most $2 minus the claimed), and how long the oldest of those in the head has waited
+        // since it became due (oldest_wait, seconds).
         ClaimPerKey = $"""
             WITH RECURSIVE promoted AS (
                 UPDATE {items} SET state = 0 WHERE id = ANY(ARRAY(
@@ -145,20 +146,23 @@ internal sealed class KeyedClaimSql
             {lockTakeClaim},
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS held_back, NULL::double precision AS oldest_wait, ordering_key, delivery FROM claimed
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key, delivery,
+                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS held_back,
+                   NULL::double precision AS oldest_wait
+            FROM claimed
             UNION ALL
-            SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
+            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+                   NULL::text, NULL::bigint,
+                   true, (SELECT count(*) FROM promoted)::integer,
                    extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
-                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
-                   NULL::text, NULL::bigint
+                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision
             """;
 
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
         // outcome the same transaction has just written, which it sees as finished), for at most $2 items, by turn among
-        // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no last row: the claim
+        // those keys' eligible items, locked and taken as ClaimPerKey does. No promotions and no summary: the claim
         // loop does those. The comment names the statement for tests and pg_stat_activity. Prefetching (I3): $5 is the
         // bound the rule admits by (M, or M + 1 to prefetch), $7 is M, and an item whose count (older unfinished + newer
         // running) is M is admitted only for the keys $8 (the keys the node may prefetch for); the last column says
@@ -185,17 +189,16 @@ internal sealed class KeyedClaimSql
     /// how many, $3 node, $4 lease, $5 the bound (M, or M + 1 when it may take reserves), $6 the keys, $7 M, $8 the keys
     /// it may take a reserve for (text[]; an item whose count is M). Returns the claimed rows in the columns of
     /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool) and the delivery
-    /// token (10), no last row.
+    /// token (10), no summary.
     /// </summary>
     public string HandOff { get; }
 
     /// <summary>
     /// Gets the claim of a queue with <c>max_running_per_key</c> above one: $1 queue, $2 how many the node wants, $3 node
     /// (the lease owner), $4 lease, $5 M. One statement in its own (implicit) transaction, no settings lock. Returns the
-    /// claimed rows in the columns of <see cref="StorageSql.Claim"/> (the ordering key, then the delivery token, last),
-    /// then one last row with a null id: promotions
-    /// (ordinal 2, int), seconds until the next scheduled item (8, null: none), ready items left behind (9, bigint) and
-    /// how long the oldest of them has waited since due (10, seconds).
+    /// claimed rows (<see cref="KeyedClaimRow"/>: the item's columns, the ordering key and the delivery token), and one
+    /// summary row of its own columns: promotions, seconds until the next scheduled item (null: none), ready items left
+    /// behind and how long the oldest of them has waited since due (seconds).
     /// </summary>
     public string ClaimPerKey { get; }
 

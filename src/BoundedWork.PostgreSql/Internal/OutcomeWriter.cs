@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using Microsoft.Extensions.Logging;
 using Npgsql;
-using NpgsqlTypes;
 
 namespace BoundedWork.PostgreSql.Internal;
 
@@ -24,10 +23,9 @@ internal sealed class OutcomeWriter : IDisposable
 
     private readonly BlockingCollection<Outcome> _outcomes = new(new ConcurrentQueue<Outcome>());
     private readonly NpgsqlDataSource _dataSource;
-    private readonly StorageSql _sql;
+    private readonly OutcomeStatement _statement;
     private readonly string _queueName;
     private readonly string _leaseOwner;
-    private readonly bool _deleteCompleted;
     private readonly ILogger _logger;
     private readonly StorageHealth _health;
     private readonly TimeSpan _maxDelay;
@@ -41,9 +39,8 @@ internal sealed class OutcomeWriter : IDisposable
         _handOff = handOff;
         _wakeOthers = wakeOthers;
         _dataSource = dataSource;
-        _sql = sql;
+        _statement = new OutcomeStatement(sql.Items, deleteCompleted);
         _queueName = queueName;
-        _deleteCompleted = deleteCompleted;
         _logger = logger;
         _health = health;
         _maxDelay = maxDelay;
@@ -163,11 +160,9 @@ internal sealed class OutcomeWriter : IDisposable
 
     private Written Write(List<Outcome> outcomes)
     {
-        var kinds = 0;
         var finished = 0;
         foreach (var outcome in outcomes)
         {
-            kinds |= 1 << (int)outcome.Kind;
             finished += outcome.Key is null ? 0 : 1;
         }
 
@@ -176,26 +171,14 @@ internal sealed class OutcomeWriter : IDisposable
             : _handOff.Begin([.. outcomes.Where(outcome => outcome.Key is not null).Select(outcome => outcome.Key!).Distinct(StringComparer.Ordinal)], finished, outcomes.Count);
         if (plan is not null)
         {
-            return WriteHandingOff(outcomes, kinds, plan);
+            return WriteHandingOff(outcomes, plan);
         }
 
         long recorded;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection))
+        using (var command = _statement.Command(connection, null, Parameters(outcomes)))
         {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
-            // The parameters of each kind present, in the statement's order (see StorageSql.WriteOutcomes).
-            for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Snoozed; kind++)
-            {
-                if ((kinds & (1 << (int)kind)) == 0)
-                {
-                    continue;
-                }
-
-                AddParameters(command.Parameters, outcomes, kind);
-            }
-
-            recorded = (long)command.ExecuteScalar()!;
+            recorded = OutcomeStatement.ExecuteRecorded(command);
         }
 
         Recorded(outcomes, recorded);
@@ -208,7 +191,7 @@ internal sealed class OutcomeWriter : IDisposable
     /// items are handed to the node only once the transaction has committed; on any failure the plan's room and permits
     /// go back.
     /// </summary>
-    private Written WriteHandingOff(List<Outcome> outcomes, int kinds, HandOffPlan plan)
+    private Written WriteHandingOff(List<Outcome> outcomes, HandOffPlan plan)
     {
         long recorded;
         var claimed = new List<StoredItem>();
@@ -218,18 +201,9 @@ internal sealed class OutcomeWriter : IDisposable
             // first of a synchronous batch from the ThreadPool, which would stall this thread while the pool is starved.
             using var connection = _dataSource.OpenConnection();
             using var transaction = connection.BeginTransaction();
-            using (var write = new NpgsqlCommand(_sql.WriteOutcomes(kinds, _deleteCompleted), connection, transaction))
+            using (var write = _statement.Command(connection, transaction, Parameters(outcomes)))
             {
-                write.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _leaseOwner });
-                for (var kind = OutcomeKind.Completed; kind <= OutcomeKind.Snoozed; kind++)
-                {
-                    if ((kinds & (1 << (int)kind)) != 0)
-                    {
-                        AddParameters(write.Parameters, outcomes, kind);
-                    }
-                }
-
-                recorded = (long)write.ExecuteScalar()!;
+                recorded = OutcomeStatement.ExecuteRecorded(write);
             }
 
             using (var claim = _handOff!.Command(plan, connection, transaction))
@@ -270,30 +244,30 @@ internal sealed class OutcomeWriter : IDisposable
         }
     }
 
-    /// <summary>Adds the parameters of the outcomes of one kind present, in the statement's order (see StorageSql.WriteOutcomes).</summary>
-    private static void AddParameters(NpgsqlParameterCollection parameters, List<Outcome> outcomes, OutcomeKind kind)
+    /// <summary>The outcome statement's parameters for <paramref name="outcomes"/>: the rows of each kind present.</summary>
+    private OutcomeParameters Parameters(List<Outcome> outcomes) => new(
+        _leaseOwner,
+        Rows(outcomes, OutcomeKind.Completed),
+        Rows(outcomes, OutcomeKind.Released),
+        Rows(outcomes, OutcomeKind.Retry),
+        Rows(outcomes, OutcomeKind.Dead),
+        Rows(outcomes, OutcomeKind.Cancelled),
+        Rows(outcomes, OutcomeKind.Snoozed));
+
+    private static OutcomeRows? Rows(List<Outcome> outcomes, OutcomeKind kind)
     {
         var selected = Select(outcomes, kind);
-        AddIds(parameters, selected);
-        if (kind is OutcomeKind.Retry or OutcomeKind.Snoozed)
+        if (selected.Count == 0)
         {
-            parameters.Add(new NpgsqlParameter<double[]> { TypedValue = [.. selected.Select(outcome => outcome.DelayMilliseconds)] });
+            return null;
         }
 
-        if (kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled)
-        {
-            AddErrors(parameters, selected);
-        }
+        return new OutcomeRows(
+            [.. selected.Select(outcome => outcome.Id)],
+            [.. selected.Select(outcome => outcome.Delivery)],
+            kind is OutcomeKind.Retry or OutcomeKind.Snoozed ? [.. selected.Select(outcome => outcome.DelayMilliseconds)] : null,
+            kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled ? [.. selected.Select(outcome => outcome.Error)] : null);
     }
-
-    private static void AddIds(NpgsqlParameterCollection parameters, List<Outcome> outcomes)
-    {
-        parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Id)] });
-        parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. outcomes.Select(outcome => outcome.Delivery)] });
-    }
-
-    private static void AddErrors(NpgsqlParameterCollection parameters, List<Outcome> outcomes) =>
-        parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. outcomes.Select(outcome => outcome.Error)] });
 
     private static List<Outcome> Select(List<Outcome> outcomes, OutcomeKind kind) => [.. outcomes.Where(outcome => outcome.Kind == kind)];
 

@@ -66,7 +66,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
 
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    storage = ToStatistics(reader);
+                    storage = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
                     pauses = await ReadPausesAsync(reader, cancellationToken).ConfigureAwait(false);
                 }

@@ -60,123 +60,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
     }
 
     /// <summary>
-    /// Claims up to <paramref name="wanted"/> items (what the node may hold now) under its cluster permits: takes the
-    /// free local permits and whole tokens, then runs the plain claim (or, for a queue with <c>max_running_per_key</c>
-    /// above one, the keyed claim) for that many, with no lock. With nothing to take, the plain claim runs for none, to
-    /// count what waits and to see the settings version. Finds a version other than its grant's: claims nothing, and
-    /// the cluster loop renews the grant now.
-    /// </summary>
-    private ClaimResult ClaimUnderPermits(int wanted)
-    {
-        // Under a start rate, no more than the idle workers: every item claimed starts at once, and spends its token then.
-        var take = _permits.Take(_permits.StartRoom(wanted, Executor.Settings.WorkerCount));
-        if (take.LapsedNow)
-        {
-            _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
-            Apply(_permits.Rebalance()); // the lapsed grant's reserve goes back to ready
-        }
-
-        // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
-        // plain claim only: the keyed claim's per-key count is the statement's own).
-        var room = _permits.PerKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
-
-        var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
-        var summary = default(ClaimSummary);
-        var perKey = _permits.PerKey;
-        var keyed = take.Count > 0 && perKey > 1;
-        var read = false;
-        try
-        {
-            using var connection = _dataSource.OpenConnection();
-            using var command = keyed
-                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(Name, take.Count + room, NodeId, _options.LeaseDuration, perKey))
-                : _claims.Plain.Command(connection, new PlainClaimParameters(Name, take.Count + room, NodeId, _options.LeaseDuration, take.Version, take.Bound ? wanted : 0));
-            using var reader = command.ExecuteReader();
-
-            // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
-            // then the last row: promotions, the next wake-up and, from the plain claim, the version and what waits.
-            summary = keyed
-                ? ClaimReader.Read<KeyedClaimRow>(reader, this, claimed)
-                : ClaimReader.Read<PlainClaimRow>(reader, this, claimed);
-            read = true;
-        }
-        finally
-        {
-            // A claim that failed after reading some rows hands none of them to the executor: every permit (and the
-            // claim tokens taken with them) goes back. (If it committed, those rows are leased to this node but not held:
-            // not renewed, they are reaped.)
-            _permits.Return(take.Count - (read ? Math.Min(claimed.Count, take.Count) : 0), take.Rated);
-            _permits.ReserveSlotsDone(room);
-        }
-
-        var (promoted, nextDue, version) = (summary.Promoted, summary.NextDue, summary.Version);
-        var (waiting, oldestWait) = (summary.Waiting, summary.OldestWaitSeconds);
-        var (heldByKey, oldestHeldByKey) = (summary.HeldByKey, summary.OldestHeldByKeySeconds);
-        if (claimed.Count > take.Count)
-        {
-            // The first items in the claim order (highest priority, then earliest due, then oldest) hold the permits; the
-            // rest go to the reserve, held by the node but not started, and kept in that order.
-            claimed.Sort(StoredItem.CompareClaimOrder);
-            var reserved = claimed.GetRange(take.Count, claimed.Count - take.Count);
-            claimed.RemoveRange(take.Count, reserved.Count);
-            StorageMetrics.Claimed.Add(reserved.Count, StorageMetrics.QueueTag(Name));
-            foreach (var item in reserved)
-            {
-                Hold(item);
-            }
-
-            Apply(_permits.Reserve(reserved));
-        }
-
-        if (version is long seen && _permits.Stale(seen))
-        {
-            // The settings changed (or were never read): no claim starts under the old grant; renew it now.
-            _settingsChanged.Set();
-            Submit(claimed);
-            return new ClaimResult(claimed.Count, promoted, nextDue);
-        }
-
-        if (keyed && take.Bound && claimed.Count == take.Count)
-        {
-            // The keyed claim does not count the ready items; it found all its permits let it take: the node had room
-            // for the items its permits held back (how long they waited is not known here).
-            waiting = wanted - take.Count;
-        }
-
-        waiting = take.Bound ? Math.Min(waiting, wanted - take.Count) : 0;
-        oldestWait = take.Bound ? oldestWait : 0;
-        var limit = _permits.Allowed is int allowed && _permits.InUse >= allowed ? "max_running" : "starts_per_second";
-        if (heldByKey > 0)
-        {
-            // Ready items the node had permits for that the per-key rule held back (their keys run M items): they wait
-            // for a permit of their key.
-            limit = waiting > 0 ? limit : "max_running_per_key";
-            waiting += heldByKey;
-            oldestWait = Math.Max(oldestWait, oldestHeldByKey);
-        }
-
-        _permits.Claimed(claimed.Count, waiting, oldestWait);
-        if (waiting > 0)
-        {
-            StorageMetrics.ClusterLimitedClaims.Add(1, StorageMetrics.QueueTag(Name), new("boundedwork.storage.cluster.limit", limit));
-            if (_permits.ShouldRenewEarly(_options.NodeHeartbeatInterval / 10))
-            {
-                _settingsChanged.Set(); // short of permits: ask for more now, not at the next heartbeat
-            }
-
-            // Under a start rate, wake when the next token is due (rounded up to the wait's millisecond, so as not to wake
-            // just before it), not at the next poll; a token that came while the statement ran is claimed at once.
-            if (take.RateBound && _permits.TimeToNextToken() is { } token && (nextDue is null || token < nextDue))
-            {
-                nextDue = TimeSpan.FromMilliseconds(Math.Ceiling(token.TotalMilliseconds));
-            }
-        }
-
-        Submit(claimed);
-        return new ClaimResult(claimed.Count, promoted, nextDue) { Requested = take.Count };
-    }
-
-    /// <summary>
     /// The cluster loop's renewal of this node's permit grant, on the heartbeat's connection right after its beat
     /// (<paramref name="startedAt"/>: the node's clock before the beat was sent). A queue without a running or rate
     /// limit needs no grant (and no lock); otherwise one short transaction locks the settings row, reads the other live
@@ -197,7 +80,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
             ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
-            _wake.Set();
+            _claimLoop.Wake();
             return;
         }
 
@@ -275,7 +158,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         }
 
         ReportLimits(wasLimited);
-        _wake.Set();
+        _claimLoop.Wake();
     }
 
     /// <summary>Writes this node's grant into its row; returns whether the row was live.</summary>

@@ -10,15 +10,10 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>The consumer side: claiming, listening, running a delivery, and deciding its outcome.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
-    private const int MaxClaimBatch = 500;
-    private const string ClaimLoop = "claiming";
     private const string ListenLoop = "listening";
 
     /// <summary>How often the listening thread looks at its token while no notification arrives.</summary>
     private static readonly TimeSpan ListenCheckInterval = TimeSpan.FromMilliseconds(250);
-
-    /// <summary>The shortest wait for a scheduled item's time: its time as the database reported it, rounded up to this.</summary>
-    private static readonly TimeSpan MinScheduleWait = TimeSpan.FromMilliseconds(1);
 
     public void Run(StoredItem item)
     {
@@ -92,7 +87,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (_permits.IsLimited)
         {
-            _wake.Set();
+            _claimLoop.Wake();
         }
         CountForCluster(kind);
         DurableTracing.StopProcess(item.Process, kind, error);
@@ -124,7 +119,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         }
 
         _room.Settled(settled.Count);
-        _wake.Set();
+        _claimLoop.Wake();
     }
 
     /// <summary>
@@ -138,100 +133,28 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         return (int)Math.Min(perWorker, (long)settings.WorkerCount + settings.QueueCapacity);
     }
 
-    private void RunClaims(CancellationToken cancellationToken)
+    int IClaimLoopHost.WorkerCount => Executor.Settings.WorkerCount;
+
+    void IClaimLoopHost.Hold(StoredItem item) => Hold(item);
+
+    void IClaimLoopHost.Execute(StoredItem item) => Execute(item);
+
+    void IClaimLoopHost.Apply((List<StoredItem> Start, List<StoredItem> Release) reserve) => Apply(reserve);
+
+    void IClaimLoopHost.ReapExpiredLeases() => ReapExpiredLeases();
+
+    void IClaimLoopHost.RenewGrantNow() => _settingsChanged.Set();
+
+    void IClaimLoopHost.Succeeded(string loop)
     {
-        var failureDelay = TimeSpan.FromMilliseconds(100);
-        var reap = new LoopSchedule(_options.TimeProvider, ReapInterval(), dueNow: true);
-        var emptyClaims = 0;
-        while (!cancellationToken.IsCancellationRequested)
+        if (_health.Succeeded(loop))
         {
-            // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
-            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see NodeRoom.)
-            var wanted = _room.Book(MaxClaimBatch, settling: 0);
-            var claim = new ClaimResult(0, 0, null);
-            try
-            {
-                if (reap.IsDue)
-                {
-                    ReapExpiredLeases();
-                    reap.Restart();
-                }
-
-                Apply(_permits.Rebalance()); // free permits to reserved items; a lapsed or shrunk grant's reserve released
-                if (wanted > 0)
-                {
-                    claim = ClaimUnderPermits(wanted);
-                }
-                else
-                {
-                    _permits.NothingRequested();
-                }
-
-                if (_health.Succeeded(ClaimLoop))
-                {
-                    _logger.StorageRecovered(Name, ClaimLoop);
-                }
-
-                failureDelay = TimeSpan.FromMilliseconds(100);
-            }
-            catch (Exception ex)
-            {
-                _room.Unbook(wanted);
-                failureDelay = ReportFailure(ClaimLoop, ex, failureDelay, cancellationToken);
-                continue;
-            }
-
-            _room.Unbook(wanted);
-
-            var requested = claim.Requested;
-            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
-            {
-                continue; // There may be more, or scheduled items just became ready: claim again at once.
-            }
-
-            emptyClaims = requested > 0 && claim.Claimed == 0 ? emptyClaims + 1 : 0;
-            if (emptyClaims >= 2)
-            {
-                // Notified again and again, and another node took the items each time: wait a little before
-                // answering the next notification (wake-ups meanwhile are kept), so that several nodes do not all
-                // run an empty claim for every item, and the notifications of a burst are answered by one claim.
-                var backoff = TimeSpan.FromMilliseconds(Math.Min(1 << Math.Min(emptyClaims - 2, 4), 16) * (0.5 + Random.Shared.NextDouble()));
-                cancellationToken.WaitHandle.WaitOne(backoff);
-            }
-
-            // Until woken, the poll interval, or the time the next scheduled item falls due (as the last claim saw it;
-            // a delayed item enqueued since then by another node wakes this one with its notification).
-            var wait = _options.PollInterval;
-            if (claim.NextDue is { } nextDue && nextDue < wait)
-            {
-                wait = nextDue > MinScheduleWait ? nextDue : MinScheduleWait;
-            }
-
-            _wake.Wait(wait, cancellationToken);
+            _logger.StorageRecovered(Name, loop);
         }
     }
 
-    private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_options.PollInterval.Ticks, _options.LeaseDuration.Ticks / 4));
-
-    /// <summary>Hands claimed (committed) deliveries to the executor, in the claim order (id order for a keyed claim's items).</summary>
-    private void Submit(List<StoredItem> claimed)
-    {
-        if (claimed.Count == 0)
-        {
-            return;
-        }
-
-        StorageMetrics.Claimed.Add(claimed.Count, StorageMetrics.QueueTag(Name));
-        Interlocked.Add(ref _claimedByLoop, claimed.Count);
-        claimed.Sort(StoredItem.CompareClaimOrder);
-        foreach (var item in claimed)
-        {
-            // The delivery's span is current while the item is submitted, so the item (and its handler) runs inside
-            // it on the worker. Refused (the executor is shutting down): the OnRejected hook releases the row at once.
-            Hold(item);
-            Execute(item);
-        }
-    }
+    TimeSpan IClaimLoopHost.Failed(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken) =>
+        ReportFailure(loop, error, delay, cancellationToken);
 
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
     private void ReapExpiredLeases()
@@ -239,24 +162,22 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         List<DeadLetter<T>>? dead = null;
         var reaped = 0;
         using (var connection = _dataSource.OpenConnection())
-        using (var command = new NpgsqlCommand(_sql.ReapExpired, connection))
+        using (var command = _statements.Reap.Command(connection, new ReapParameters(Name, MaxDeliveries)))
         {
-            command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Name });
-            command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = MaxDeliveries });
             using var reader = command.ExecuteReader();
             while (reader.Read())
             {
                 reaped++;
-                if (reader.GetInt16(1) == StorageSql.Cancelled)
+                var row = ReapStatement.Read(reader);
+                if (row.State == StorageSql.Cancelled)
                 {
                     StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
                 }
-                else if (reader.GetInt16(1) == StorageSql.Dead)
+                else if (row.State == StorageSql.Dead)
                 {
-                    var payload = reader.GetString(2);
-                    var (item, error) = TryDeserialize(payload);
-                    (dead ??= []).Add(new DeadLetter<T>(Name, reader.GetInt64(0), item!, DeadLetterReason.LeaseExpired, null,
-                        new TimeoutException(reader.GetString(5), error), reader.GetInt32(3), payload));
+                    var (item, error) = TryDeserialize(row.Payload);
+                    (dead ??= []).Add(new DeadLetter<T>(Name, row.Id, item!, DeadLetterReason.LeaseExpired, null,
+                        new TimeoutException(row.LastError, error), row.Attempts, row.Payload));
                 }
             }
         }
@@ -300,7 +221,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
                 // Notifications sent while this node was not listening are lost: look once (for items, and for a
                 // settings change).
-                _wake.Set();
+                _claimLoop.Wake();
                 _settingsChanged.Set();
                 while (!cancellationToken.IsCancellationRequested)
                 {
@@ -322,7 +243,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             if (string.Equals(payload, Name, StringComparison.Ordinal))
             {
-                _wake.Set();
+                _claimLoop.Wake();
             }
         }
         else if (string.Equals(channel, _sql.CancelChannel, StringComparison.Ordinal)
@@ -446,13 +367,4 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     }
 
     private static string? Describe(Exception? exception) => exception is null ? null : $"{exception.GetType().FullName}: {exception.Message}";
-
-    /// <summary>
-    /// What one claim did: items claimed of <see cref="Requested"/> (the permits it had), scheduled items made ready,
-    /// and the time until the next scheduled item is due (or the cluster rate's next token).
-    /// </summary>
-    private readonly record struct ClaimResult(int Claimed, int Promoted, TimeSpan? NextDue)
-    {
-        public int Requested { get; init; }
-    }
 }

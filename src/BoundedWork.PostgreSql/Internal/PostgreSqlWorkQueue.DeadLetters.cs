@@ -1,7 +1,5 @@
 using System.Globalization;
 using BoundedWork.Hosting;
-using Npgsql;
-using NpgsqlTypes;
 
 namespace BoundedWork.PostgreSql.Internal;
 
@@ -21,18 +19,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = new NpgsqlCommand(_sql.ListDeadLetters, connection)
-            {
-                Parameters =
-                {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    Timestamp(query.Since),
-                    Timestamp(query.Until),
-                    Timestamp(after?.At),
-                    new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.Bigint, Value = after is { } cursor ? cursor.Id : DBNull.Value },
-                    new NpgsqlParameter<int> { TypedValue = query.Limit + 1 },
-                },
-            };
+            var command = _statements.DeadLetters.List(connection, new DeadLetterListParameters(Name, query.Since, query.Until, after, query.Limit + 1));
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
@@ -40,7 +27,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 {
                     while (await reader.ReadAsync(cancellationToken).ConfigureAwait(false))
                     {
-                        items.Add(ReadDeadLetter(reader));
+                        items.Add(DeadLetterStatements.Read(reader));
                     }
                 }
             }
@@ -62,15 +49,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = new NpgsqlCommand(_sql.GetDeadLetter, connection)
-            {
-                Parameters =
-                {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    new NpgsqlParameter<long> { TypedValue = itemId },
-                    new NpgsqlParameter<int> { TypedValue = maxPayloadLength },
-                },
-            };
+            var command = _statements.DeadLetters.Get(connection, Name, itemId, maxPayloadLength);
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
@@ -81,8 +60,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                         return null;
                     }
 
-                    var length = reader.GetInt32(10);
-                    return ReadDeadLetter(reader) with { Payload = reader.GetString(9), PayloadLength = length, IsPayloadTruncated = length > maxPayloadLength };
+                    return DeadLetterStatements.ReadWithPayload(reader, maxPayloadLength);
                 }
             }
         }
@@ -100,25 +78,19 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             await using (transaction.ConfigureAwait(false))
             {
                 long[] ids;
-                var lockKeys = SelectionCommand(_sql.LockDeadLetterKeys, selection, connection);
+                var lockKeys = _statements.DeadLetters.LockKeys(connection, transaction, Name, selection);
                 await using (lockKeys.ConfigureAwait(false))
                 {
-                    lockKeys.Transaction = transaction;
                     ids = (long[])(await lockKeys.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
                 }
 
                 requeued = 0;
                 if (ids.Length > 0)
                 {
-                    var command = SelectionCommand(_sql.RequeueDeadLetters, selection, connection);
+                    // The ids the locks were taken for, whatever the selection (a time window included).
+                    var command = _statements.DeadLetters.Requeue(connection, transaction, Name, ids, _sql.NotifyChannel);
                     await using (command.ConfigureAwait(false))
                     {
-                        // The ids the locks were taken for, whatever the selection (a time window included).
-                        command.Transaction = transaction;
-                        command.Parameters[1].Value = ids;
-                        command.Parameters[2].Value = DBNull.Value;
-                        command.Parameters[3].Value = DBNull.Value;
-                        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel });
                         var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                         await using (reader.ConfigureAwait(false))
                         {
@@ -134,7 +106,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
         if (requeued > 0)
         {
-            _wake.Set();
+            _claimLoop.Wake();
         }
 
         return (int)requeued;
@@ -146,7 +118,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = SelectionCommand(_sql.PurgeDeadLetters, selection, connection);
+            var command = _statements.DeadLetters.Purge(connection, Name, selection);
             await using (command.ConfigureAwait(false))
             {
                 return await command.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
@@ -168,32 +140,4 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ? (new DateTimeOffset(ticks, TimeSpan.Zero), id)
             : throw new ArgumentException($"DeadLetterQuery.Cursor '{cursor}' is not a cursor of this queue's dead letters: pass a page's NextCursor unchanged.", nameof(cursor));
     }
-
-    private static NpgsqlParameter Timestamp(DateTimeOffset? value) =>
-        new() { NpgsqlDbType = NpgsqlDbType.TimestampTz, Value = value is { } at ? at.ToUniversalTime() : DBNull.Value };
-
-    private static StoredDeadLetter ReadDeadLetter(NpgsqlDataReader reader) => new()
-    {
-        ItemId = reader.GetInt64(0),
-        Attempts = reader.GetInt32(1),
-        LastError = reader.IsDBNull(2) ? null : reader.GetString(2),
-        EnqueuedAt = reader.GetFieldValue<DateTimeOffset>(3),
-        DeadAt = reader.GetFieldValue<DateTimeOffset>(4),
-        Priority = reader.GetInt16(5),
-        OrderingKey = reader.IsDBNull(6) ? null : reader.GetString(6),
-        TraceParent = reader.IsDBNull(7) ? null : reader.GetString(7),
-        TraceState = reader.IsDBNull(8) ? null : reader.GetString(8),
-    };
-
-    /// <summary>A requeue or purge statement's command: $1 queue, $2 ids (null: all), $3 since, $4 until.</summary>
-    private NpgsqlCommand SelectionCommand(string sql, DeadLetterSelection selection, NpgsqlConnection connection) => new(sql, connection)
-    {
-        Parameters =
-        {
-            new NpgsqlParameter<string> { TypedValue = Name },
-            new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, Value = selection.ItemIds is { } ids ? ids.ToArray() : DBNull.Value },
-            Timestamp(selection.Since),
-            Timestamp(selection.Until),
-        },
-    };
 }

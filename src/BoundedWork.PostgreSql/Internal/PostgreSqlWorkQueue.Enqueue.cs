@@ -236,7 +236,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>Something this node committed may be claimed: its own claim loop, and (through the notifier) every node, look.</summary>
     private void Committed()
     {
-        _wake.Set();
+        _claimLoop.Wake();
         _notifier.Signal();
     }
 
@@ -390,7 +390,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     /// <summary>The item's ordering key as stored (see <see cref="ValidateKey"/>; the empty string is a key like any other).</summary>
     private string? OrderingKeyOf(T item)
     {
-        if (_queueOptions.OrderingKey?.Invoke(item) is not { } value || Convert.ToString(value, System.Globalization.CultureInfo.InvariantCulture) is not { } orderingKey)
+        if (_context.Options.OrderingKey?.Invoke(item) is not { } value || Convert.ToString(value, System.Globalization.CultureInfo.InvariantCulture) is not { } orderingKey)
         {
             return null;
         }

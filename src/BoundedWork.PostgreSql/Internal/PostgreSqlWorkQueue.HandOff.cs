@@ -13,9 +13,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// cancelled: not a stored retry, not a release) of keyed items, and the queue's per-key limit is above one, the same
 /// transaction (the outcome statement, then <see cref="KeyedClaimSql.HandOff"/>, each sent on its own: Npgsql would
 /// send a synchronous batch's second statement from the ThreadPool) claims the eligible items of those keys within the
-/// node's free room (<see cref="NodeRoom.Book"/>: what <see cref="RunClaims"/> may take, plus the items the batch
+/// node's free room (<see cref="NodeRoom.Book"/>: what the <see cref="ClaimLoop"/> may take, plus the items the batch
 /// settles: room for one successor per final keyed outcome first, then one prefetched item per key, then the rest:
-/// <see cref="HandOffPlanner"/>) and its cluster permits and tokens (taken as <see cref="ClaimUnderPermits"/> takes them; with none free, no hand-off).
+/// <see cref="HandOffPlanner"/>) and its cluster permits and tokens (taken as the claim loop takes them; with none free, no hand-off).
 /// After the commit the claimed items are held and started as a claim's are. A write that fails claimed nothing (the
 /// transaction rolled back): the room and permits go back, and the batch is written again as before. While the node
 /// stops, no hand-off starts; items handed off after the stop began are not started but released by the writer.
@@ -28,13 +28,12 @@ namespace BoundedWork.PostgreSql.Internal;
 internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
 {
     private long _handedOff;
-    private long _claimedByLoop;
 
     /// <summary>Gets how many items this node started through the hand-off (claimed in an outcome's transaction).</summary>
     internal long HandedOffCount => Interlocked.Read(ref _handedOff);
 
     /// <summary>Gets how many items this node's claim loop claimed and started.</summary>
-    internal long ClaimedByLoopCount => Interlocked.Read(ref _claimedByLoop);
+    internal long ClaimedByLoopCount => _claimLoop.ClaimedCount;
 
     /// <summary>Gets a value indicating whether the node has begun to stop: it claims nothing more (nor hands off).</summary>
     internal bool IsClaimingStopped => _claiming.IsCancellationRequested;
@@ -50,7 +49,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
         if (lapsedNow)
         {
             _logger.PermitGrantLapsed(Name, _options.NodeHeartbeatInterval * 3);
-            _wake.Set(); // the claim loop releases the lapsed grant's reserve
+            _claimLoop.Wake(); // the claim loop releases the lapsed grant's reserve
         }
 
         return plan;

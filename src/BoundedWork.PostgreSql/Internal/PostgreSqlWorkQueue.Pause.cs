@@ -179,7 +179,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueuePauseControl
         else if (pause is null && was is not null)
         {
             _logger.FleetPauseEnded(Name, NodeName);
-            _wake.Set();
+            _claimLoop.Wake();
         }
     }
 

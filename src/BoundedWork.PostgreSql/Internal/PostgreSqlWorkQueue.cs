@@ -21,15 +21,16 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
 /// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IStoredItemOwner, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, IDisposable
 {
     // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
     //
-    // Claim (RunClaims, the claim loop). The loop books room for a claim in the node's room (NodeRoom, I5), takes
-    // cluster permits and tokens for it (ClusterPermits, I4), and runs one claim statement (the plain claim, or the
-    // per-key claim under max_running_per_key above one, I1). Each claimed row is held: counted by the room, its lease
-    // kept (LeaseBook, I7), counted as running for its key (KeyBook, I3); then the room is unbooked. Items claimed
-    // beyond the node's permits wait in the permits' reserve until a permit frees (I4).
+    // Claim (ClaimLoop, on its own thread: the claim cadence and the wake-ups are its own). The loop books room for a
+    // claim in the node's room (NodeRoom, I5), takes cluster permits and tokens for it (ClusterPermits, I4), and runs
+    // one claim statement (the plain claim, or the per-key claim under max_running_per_key above one, I1). Each
+    // claimed row is held (Hold): counted by the room, its lease kept (LeaseBook, I7), counted as running for its key
+    // (KeyBook, I3), then started (Execute); then the room is unbooked. Items claimed beyond the node's permits wait
+    // in the permits' reserve until a permit frees (I4, Apply).
     //
     // Run. The executor runs the delivery on a worker (Run): under a start rate it first spends a start token
     // (ClusterPermits.Starting). Its outcome is posted (Post): the permit is free at once (and goes to the oldest
@@ -42,7 +43,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     // is dropped and the room freed (OnOutcomesSettled), and the claim loop is woken.
     //
     // Locks: the room's (booked room), the key book's (per-key counts and prefetched items), the permits' (grant,
-    // counts, reserve). Only one pair is ever nested: the key book's, then the permits' (asserted in Debug at the key
+    // counts, reserve); the claim loop has none (its state is its thread's own). Only one pair is ever nested: the key book's, then the permits' (asserted in Debug at the key
     // book). None is held while a handler, a logger or the database runs; the held count and the leases are
     // lock-free (touched per item).
     /// <summary>The longest idempotency key, in characters; far below what PostgreSQL's unique index takes.</summary>
@@ -76,7 +77,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     private static readonly Action<StoredItem> s_run = static item => item.Owner.Run(item);
 
-    private readonly WorkQueueOptions<T> _queueOptions;
     private readonly PostgreSqlWorkQueueOptions<T> _options;
     private readonly JsonTypeInfo<T> _json;
     private readonly WorkQueueStorageContext<T> _context;
@@ -89,13 +89,16 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly NpgsqlDataSource _listenerSource;
     private readonly StorageSql _sql;
     private readonly ClaimStatements _claims;
+    private readonly ItemStatements _statements;
     private readonly StorageHealth _health;
 
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
     private readonly ClusterPermits _permits;
     private readonly OutcomeWriter _outcomes;
     private readonly Notifier _notifier;
-    private readonly WakeSignal _wake = new();
+
+    /// <summary>The claim loop: the claim cadence, its wake-ups, and the claims themselves (I4, I5).</summary>
+    private readonly ClaimLoop _claimLoop;
     private readonly CancellationTokenSource _claiming = new();
     private readonly CancellationTokenSource _background = new();
     private readonly CancellationTokenSource _abandonOutcomes = new();
@@ -129,7 +132,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         Name = context.QueueName;
         DeliveryDescriptionPrefix = $"{context.HandlerName}.Handle({typeof(T).Name}";
         _context = context;
-        _queueOptions = context.Options;
         _options = options;
         _json = json;
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
@@ -139,6 +141,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
         _claims = new ClaimStatements(_sql);
+        _statements = new ItemStatements(_sql);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();
@@ -149,6 +152,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _keys = new KeyBook(_permits);
         _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
+        _claimLoop = new ClaimLoop(this, new ClaimLoopSettings(Name, NodeId, options.PollInterval, options.LeaseDuration, options.NodeHeartbeatInterval, options.TimeProvider),
+            _room, _permits, _claims, _dataSource, _logger);
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
@@ -191,24 +196,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = new NpgsqlCommand(_sql.Cancel, connection)
-            {
-                Parameters =
-                {
-                    new NpgsqlParameter<string> { TypedValue = Name },
-                    new NpgsqlParameter<long> { TypedValue = itemId },
-                    new NpgsqlParameter<string> { TypedValue = "cancelled before it ran" },
-                    new NpgsqlParameter<string> { TypedValue = _sql.NotifyChannel },
-                    new NpgsqlParameter<string> { TypedValue = _sql.CancelChannel },
-                },
-            };
+            var command = _statements.Cancel.Command(connection, new CancelParameters(Name, itemId, "cancelled before it ran", _sql.NotifyChannel, _sql.CancelChannel));
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    found = reader.IsDBNull(0) ? null : reader.GetInt16(0);
+                    found = CancelStatement.ReadFound(reader);
                 }
             }
         }
@@ -217,7 +212,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             case StorageSql.Ready or StorageSql.Scheduled:
                 StorageMetrics.Cancelled.Add(1, StorageMetrics.QueueTag(Name));
-                _wake.Set(); // the next item of its key may run here too
+                _claimLoop.Wake(); // the next item of its key may run here too
                 return CancelResult.Cancelled;
             case StorageSql.Running:
                 OnCancellationRequested(itemId); // this node's own delivery hears of it without the notification's round trip
@@ -238,14 +233,14 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
-            var command = StatisticsCommand(connection);
+            var command = _statements.Statistics.Command(connection, Name);
             await using (command.ConfigureAwait(false))
             {
                 var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    return ToStatistics(reader);
+                    return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
                 }
             }
         }
@@ -271,7 +266,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         if (_options.Consume)
         {
             StartCluster(); // the fleet-wide settings are read and applied before the first claim
-            _claimThreads.Add(StartThread("claims", () => RunClaims(_claiming.Token)));
+            _claimThreads.Add(StartThread("claims", () => _claimLoop.Run(_claiming.Token)));
             _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
             _backgroundThreads.Add(StartThread("leases", () => _leaseKeeper.Run(_background.Token)));
         }
@@ -287,7 +282,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     {
         // Claim nothing more; what is claimed runs (or is released) while the executors drain.
         _claiming.Cancel();
-        _wake.Set();
+        _claimLoop.Wake();
         foreach (var thread in _claimThreads)
         {
             thread.Join(Timeout.InfiniteTimeSpan, cancellationToken);
@@ -335,7 +330,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _background.Cancel();
         _abandonOutcomes.Cancel();
         _outcomes.Complete();
-        _wake.Set();
+        _claimLoop.Wake();
         foreach (var thread in (IEnumerable<StorageThread>)[.. _claimThreads, .. _backgroundThreads, .. _outcomeThread is null ? [] : new[] { _outcomeThread }])
         {
             thread.Join(Timeout.InfiniteTimeSpan);
@@ -350,7 +345,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _abandonOutcomes.Dispose();
         _outcomes.Dispose();
         _notifier.Dispose();
-        _wake.Dispose();
+        _claimLoop.Dispose();
         _settingsChanged.Dispose();
     }
 
@@ -358,6 +353,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     [System.Diagnostics.Conditional("DEBUG")]
     internal void AssertInvariants()
     {
+        _claimLoop.AssertInvariants();
         _room.AssertInvariants();
         _keys.AssertInvariants();
         _permits.AssertInvariants();
@@ -367,27 +363,11 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private WorkQueueStorageStatistics ReadStatistics()
     {
         using var connection = _dataSource.OpenConnection();
-        using var command = StatisticsCommand(connection);
+        using var command = _statements.Statistics.Command(connection, Name);
         using var reader = command.ExecuteReader();
         reader.Read();
-        return ToStatistics(reader);
+        return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
     }
-
-    private NpgsqlCommand StatisticsCommand(NpgsqlConnection connection) =>
-        new(_sql.Statistics, connection) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } };
-
-    private WorkQueueStorageStatistics ToStatistics(NpgsqlDataReader reader) => new()
-    {
-        Ready = reader.GetInt64(0),
-        Scheduled = reader.GetInt64(1),
-        Running = reader.GetInt64(2),
-        DeadLettered = reader.GetInt64(3),
-        Completed = reader.GetInt64(4),
-        OldestReadyAge = TimeSpan.FromSeconds(reader.GetDouble(5)),
-        Cancelled = reader.GetInt64(6),
-        IsAvailable = true,
-        ReadAt = _options.TimeProvider.GetUtcNow(),
-    };
 
     /// <summary>
     /// The queue's own data sources, built from the connection string with four changes. No logging through the

@@ -62,9 +62,6 @@ internal sealed class StorageSql
     /// <summary>The most scheduled rows one claim statement makes ready; the claim loop runs again at once while there are more.</summary>
     public const int MaxPromotions = 1000;
 
-    /// <summary>The outcome statements made so far, by combination of kinds (and whether completed rows are deleted).</summary>
-    private readonly string?[] _outcomeStatements = new string?[(1 << 6) * 2];
-
     public StorageSql(string schema)
     {
         var s = "\"" + schema + "\"";
@@ -340,11 +337,13 @@ internal sealed class StorageSql
         // anywhere) or a running item at all (a requeued dead letter is older than the items of its key that ran
         // meanwhile). Nothing is claimed unless the queue's settings version is still $5, the one the node's cluster
         // permits were granted under (one probe of the settings' primary key per statement): a change of the limits
-        // binds every claim that starts after it committed. The claimed rows come back (their key and delivery token
-        // last), then one last row with a null id: how many scheduled items became ready, the seconds until the next
-        // scheduled item is due (null if none), the settings version, and, of the first $6 ready items in claim order
-        // (the node's idle capacity that its permits held back; zero: not counted), how many this claim did not take
-        // and how long the oldest of them has waited since it became due. Written for plans that stay good whatever
+        // binds every claim that starts after it committed. Two row types in one result, each with columns of its own (see
+        // ClaimRows): the claimed rows (summary false; their key and delivery token last of the item's columns), and one
+        // summary row (summary true, the item's columns null): how many scheduled items became ready, the seconds until
+        // the next scheduled item is due (null if none), the settings version, and, of the first $6 ready items in claim
+        // order (the node's idle capacity that its permits held back; zero: not counted), how many this claim did not
+        // take and how long the oldest of them has waited since it became due. The summary is computed in the claim's own
+        // snapshot (the promotions it made, the items it left), so it stays in the statement: no second round trip. Written for plans that stay good whatever
         // the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay index
         // probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
         Claim = $"""
@@ -382,13 +381,17 @@ internal sealed class StorageSql
                 ORDER BY p.priority DESC, p.run_at, p.id
                 LIMIT $6),
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, NULL::double precision AS next_due,
-                   NULL::bigint AS version, NULL::bigint AS waiting, NULL::double precision AS oldest_wait, priority, run_at, ordering_key, delivery FROM claimed
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
+                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
+                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait
+            FROM claimed
             UNION ALL
-            SELECT NULL, NULL, (SELECT count(*) FROM promoted)::integer, NULL, NULL, NULL, NULL, NULL,
+            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
+                   true, (SELECT count(*) FROM promoted)::integer,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision, NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
@@ -605,6 +608,7 @@ internal sealed class StorageSql
     public string KeyPausedNow(string queue, string key) =>
         $"EXISTS (SELECT 1 FROM {PausedKeys} pk WHERE pk.queue = {queue} AND pk.ordering_key = {key} AND (pk.paused_until IS NULL OR pk.paused_until > now()) OFFSET 0)";
 
+
     public string Enqueue { get; }
 
     public string EnqueueNotifying { get; }
@@ -635,121 +639,6 @@ internal sealed class StorageSql
     public string LockDeadLetterKeys { get; }
 
     public string PurgeDeadLetters { get; }
-
-    /// <summary>
-    /// The statement that writes a batch of outcomes: one part for each kind of outcome the batch has (the kinds in
-    /// <paramref name="kinds"/>, bit <c>1 &lt;&lt; (int)kind</c>), in one statement (one round trip, one transaction),
-    /// returning how many outcomes landed. <c>$1</c> is the node's lease owner; each part takes the ids and delivery
-    /// tokens of its deliveries (an outcome lands only on its own delivery: the row's token matches, so no later claim
-    /// exists, and the row is running under the node's lease; a completion, retry, dead letter or cancellation also
-    /// lands on a row whose lease expired and which went back to ready without being claimed again). Written again
-    /// (the writer retries a batch whose answer was lost, committed or not), it changes nothing another delivery holds.
-    /// A release (the delivery never ran) makes the row ready at once and does not count the delivery. A
-    /// release or a retry of an item whose cancellation was asked meanwhile cancels it instead. With
-    /// <paramref name="deleteCompleted"/> completed rows are deleted. Parameters: each present kind's arrays in the
-    /// order of <see cref="OutcomeKind"/>: ids and delivery tokens, then delays (ms) and errors for retries, errors for dead
-    /// letters and cancellations, delays for snoozes. One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
-    /// and these writes must go on while the pool is starved. Made once per combination and kept.
-    /// </summary>
-    public string WriteOutcomes(int kinds, bool deleteCompleted)
-    {
-        var index = (kinds << 1) | (deleteCompleted ? 1 : 0);
-        return Volatile.Read(ref _outcomeStatements[index]) ?? (_outcomeStatements[index] = BuildOutcomes(kinds, deleteCompleted));
-    }
-
-    private string BuildOutcomes(int kinds, bool deleteCompleted)
-    {
-        var parts = new List<(string Name, string Sql)>();
-        var next = 2; // $1 is the node's lease owner
-        string P(string type) => $"${next++}::{type}";
-        bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
-
-        // The rows of a part are those whose id is in its id array (the primary key, whatever the statistics: see
-        // PlanShapes); each row's own values (delivery token, delay, error) are read at the position of its id.
-        static string At(string array, string ids) => $"({array})[array_position({ids}, i.id)]";
-        // A delivery is the node's own while the row holds its token (no claim since) and is leased to the node; a
-        // completion, retry, dead letter or cancellation also lands while the row is ready after the reaper took the
-        // lease back (and no one claimed it since). Once written, a part matches its row no more (another state, or
-        // another token), except a retry due at once, which, written again, writes the same values: a batch written
-        // again after a lost answer changes nothing another delivery holds.
-        static string Mine(string ids, string deliveries, bool reaped) =>
-            $"i.id = ANY({ids}) AND i.delivery = {At(deliveries, ids)} AND (i.state = 1 AND i.lease_owner = $1::text"
-            + (reaped ? " OR i.state = 0 AND i.lease_owner IS NULL)" : ")");
-        if (Has(OutcomeKind.Completed))
-        {
-            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
-            parts.Add(("done", deleteCompleted
-                ? $"DELETE FROM {Items} i WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"
-                : $"UPDATE {Items} i SET state = 2, finished_at = now(), lease_owner = NULL, lease_until = NULL WHERE {Mine(ids, deliveries, reaped: true)} RETURNING 1"));
-        }
-
-        if (Has(OutcomeKind.Released))
-        {
-            var (ids, deliveries) = (P("bigint[]"), P("bigint[]"));
-            parts.Add(("released", $"""
-                UPDATE {Items} i SET state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 0 END,
-                    attempts = i.attempts - 1, lease_owner = NULL, lease_until = NULL,
-                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled before it ran' ELSE i.last_error END
-                WHERE {Mine(ids, deliveries, reaped: false)}
-                RETURNING 1
-                """));
-        }
-
-        if (Has(OutcomeKind.Retry))
-        {
-            var (ids, deliveries, delays, errors) = (P("bigint[]"), P("bigint[]"), P("double precision[]"), P("text[]"));
-            var delay = At(delays, ids);
-            parts.Add(("retried", $"""
-                UPDATE {Items} i SET
-                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 WHEN {delay} > 0 THEN 5 ELSE 0 END,
-                    run_at = now() + {delay} * interval '1 millisecond', last_error = {At(errors, ids)},
-                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                    lease_owner = NULL, lease_until = NULL
-                WHERE {Mine(ids, deliveries, reaped: true)}
-                RETURNING 1
-                """));
-        }
-
-        foreach (var (kind, name, state) in new[] { (OutcomeKind.Dead, "dead", 3), (OutcomeKind.Cancelled, "cancelled", 4) })
-        {
-            if (Has(kind))
-            {
-                var (ids, deliveries, errors) = (P("bigint[]"), P("bigint[]"), P("text[]"));
-                parts.Add((name, $"""
-                    UPDATE {Items} i SET state = {state}, finished_at = now(), last_error = {At(errors, ids)}, lease_owner = NULL, lease_until = NULL
-                    WHERE {Mine(ids, deliveries, reaped: true)}
-                    RETURNING 1
-                    """));
-            }
-        }
-
-        if (Has(OutcomeKind.Snoozed))
-        {
-            // A snooze: scheduled after the handler's delay, the delivery not counted (attempts taken back, as a release
-            // does), its last error kept; cancelled instead if a cancellation was asked meanwhile. Written again, it
-            // matches its row no more (scheduled, not running): it changes nothing another delivery holds.
-            var (ids, deliveries, delays) = (P("bigint[]"), P("bigint[]"), P("double precision[]"));
-            parts.Add(("snoozed", $"""
-                UPDATE {Items} i SET
-                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 5 END,
-                    run_at = now() + {At(delays, ids)} * interval '1 millisecond', attempts = i.attempts - 1,
-                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
-                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled while snoozing' ELSE i.last_error END,
-                    lease_owner = NULL, lease_until = NULL
-                WHERE {Mine(ids, deliveries, reaped: false)}
-                RETURNING 1
-                """));
-        }
-
-        if (parts.Count == 0)
-        {
-            throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
-        }
-
-        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
-            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
-    }
 }
 
 /// <summary>The kinds of outcome a delivery ends with; their order is the order of an outcome statement's parts and parameters.</summary>

@@ -5,9 +5,10 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// The rows of the three claim statements, each read by its own named columns: <see cref="PlainClaimRow"/>
 /// (<see cref="StorageSql.Claim"/>), <see cref="KeyedClaimRow"/> (<see cref="KeyedClaimSql.ClaimPerKey"/>) and
-/// <see cref="HandOffRow"/> (<see cref="KeyedClaimSql.HandOff"/>). Every claimed row starts with the same eight columns
-/// and ends with its delivery token; what lies between, and what the two claims' last row (a null id) carries, is each
-/// statement's own, so no ordinal is shared between statements unless it means the same thing.
+/// <see cref="HandOffRow"/> (<see cref="KeyedClaimSql.HandOff"/>). Every claimed row starts with the same eight columns;
+/// what follows up to its delivery token is each statement's own. The two claims return a second row type in the same
+/// result, their summary (<see cref="ClaimSummary"/>): flagged by a <c>summary</c> column, with columns of its own after
+/// the item's (null in the claimed rows, as the item's are in the summary), so no column means two things.
 /// </summary>
 internal static class ClaimRows
 {
@@ -20,8 +21,6 @@ internal static class ClaimRows
     private const int TraceParent = 6;
     private const int TraceState = 7;
 
-    /// <summary>Gets a value indicating whether the row is a claim's last row (a null id: what the claim saw), not a claimed item.</summary>
-    public static bool IsSummary(NpgsqlDataReader reader) => reader.IsDBNull(Id);
 
     /// <summary>Reads a claimed row whose ordering key is at <paramref name="key"/> and delivery token at <paramref name="delivery"/>.</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader, int key, int delivery) =>
@@ -30,31 +29,35 @@ internal static class ClaimRows
             reader.IsDBNull(TraceParent) ? null : reader.GetString(TraceParent), reader.IsDBNull(TraceState) ? null : reader.GetString(TraceState),
             reader.IsDBNull(key) ? null : reader.GetString(key), reader.GetInt64(delivery));
 
-    /// <summary>The seconds until the next scheduled item is due, from a last row's column (null: none).</summary>
+    /// <summary>The seconds until the next scheduled item is due, from a summary's column (null: none).</summary>
     public static TimeSpan? NextDue(NpgsqlDataReader reader, int column) =>
         reader.IsDBNull(column) ? null : TimeSpan.FromSeconds(Math.Max(0, reader.GetDouble(column)));
 }
 
 /// <summary>
 /// The plain claim's rows (<see cref="StorageSql.Claim"/>): a claimed item carries its place in the claim order
-/// (priority, due time); the last row carries the promotions, the next due time, the settings version the claim saw, and
+/// (priority, due time); its summary carries the promotions, the next due time, the settings version the claim saw, and
 /// the ready items it left that the node wanted, with the oldest one's wait.
 /// </summary>
 internal sealed class PlainClaimRow : IClaimRows
 {
-    private const int Promoted = 2;
-    private const int NextDue = 8;
-    private const int Version = 9;
-    private const int Waiting = 10;
-    private const int OldestWait = 11;
-    private const int Priority = 12;
-    private const int RunAt = 13;
-    private const int Key = 14;
-    private const int Delivery = 15;
+    private const int Priority = 8;
+    private const int RunAt = 9;
+    private const int Key = 10;
+    private const int Delivery = 11;
+    private const int Summary = 12;
+    private const int Promoted = 13;
+    private const int NextDue = 14;
+    private const int Version = 15;
+    private const int Waiting = 16;
+    private const int OldestWait = 17;
 
     private PlainClaimRow()
     {
     }
+
+    /// <summary>Gets a value indicating whether the row is the summary, not a claimed item.</summary>
+    public static bool IsSummary(NpgsqlDataReader reader) => reader.GetBoolean(Summary);
 
     /// <summary>Reads a claimed item with its place in the claim order (the reserve starts them in it).</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
@@ -65,7 +68,7 @@ internal sealed class PlainClaimRow : IClaimRows
         return item;
     }
 
-    /// <summary>Reads the last row.</summary>
+    /// <summary>Reads the summary.</summary>
     public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => new(reader.GetInt32(Promoted), ClaimRows.NextDue(reader, NextDue))
     {
         Version = reader.GetInt64(Version),
@@ -75,26 +78,30 @@ internal sealed class PlainClaimRow : IClaimRows
 }
 
 /// <summary>
-/// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): the last row carries the promotions, the next
+/// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): its summary carries the promotions, the next
 /// due time, and the ready items the per-key rule held back that the node wanted, with the oldest one's wait.
 /// </summary>
 internal sealed class KeyedClaimRow : IClaimRows
 {
-    private const int Promoted = 2;
-    private const int NextDue = 8;
-    private const int HeldBack = 9;
-    private const int OldestHeldBack = 10;
-    private const int Key = 11;
-    private const int Delivery = 12;
+    private const int Key = 8;
+    private const int Delivery = 9;
+    private const int Summary = 10;
+    private const int Promoted = 11;
+    private const int NextDue = 12;
+    private const int HeldBack = 13;
+    private const int OldestHeldBack = 14;
 
     private KeyedClaimRow()
     {
     }
 
+    /// <summary>Gets a value indicating whether the row is the summary, not a claimed item.</summary>
+    public static bool IsSummary(NpgsqlDataReader reader) => reader.GetBoolean(Summary);
+
     /// <summary>Reads a claimed item.</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ClaimRows.ReadItem(owner, reader, Key, Delivery);
 
-    /// <summary>Reads the last row.</summary>
+    /// <summary>Reads the summary.</summary>
     public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => new(reader.GetInt32(Promoted), ClaimRows.NextDue(reader, NextDue))
     {
         HeldByKey = reader.GetInt64(HeldBack),
@@ -119,12 +126,19 @@ internal static class HandOffRow
 }
 
 /// <summary>
-/// What a claim statement's last row says besides the rows it claimed: scheduled items it made ready, the time until the
+/// What one claim did and saw: what its statement's summary row says (scheduled items it made ready, the time until the
 /// next scheduled item is due, and (the plain claim) the settings version it saw and the items it left waiting, or (the
-/// per-key claim) the items the per-key rule held back.
+/// per-key claim) the items the per-key rule held back), and, once the claim loop has handed its rows to the node, how
+/// many items it claimed of how many its permits let it ask for.
 /// </summary>
 internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
 {
+    /// <summary>Gets the items the claim took that the node held and started or reserved (set by the claim loop).</summary>
+    public int Claimed { get; init; }
+
+    /// <summary>Gets how many items the claim asked for under the node's permits (zero: it claimed under a stale grant, or none; set by the claim loop).</summary>
+    public int Requested { get; init; }
+
     /// <summary>Gets the settings version the plain claim saw (null: the per-key claim, which does not check it).</summary>
     public long? Version { get; init; }
 

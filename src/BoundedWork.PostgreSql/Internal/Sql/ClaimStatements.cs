@@ -52,28 +52,32 @@ internal static class ClaimParameters
 }
 
 /// <summary>
-/// The rows of a claim that ends with a last row (<see cref="ClaimReader"/>): how one claimed row and the last row are read.
+/// The two row types of a claim (<see cref="ClaimReader"/>): whether a row is the summary, how a claimed row and the
+/// summary are read, each by columns of its own.
 /// </summary>
 internal interface IClaimRows
 {
+    /// <summary>Gets a value indicating whether the row is the claim's summary (its <c>summary</c> column), not a claimed item.</summary>
+    static abstract bool IsSummary(NpgsqlDataReader reader);
+
     /// <summary>Reads a claimed row.</summary>
     static abstract StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader);
 
-    /// <summary>Reads the last row.</summary>
+    /// <summary>Reads the summary row.</summary>
     static abstract ClaimSummary ReadSummary(NpgsqlDataReader reader);
 }
 
 /// <summary>
-/// The last-row protocol of the two claims, in one place: a claim returns the rows it claimed, then one last row whose id
-/// is null and whose columns say what the claim saw (<see cref="ClaimSummary"/>). Kept in the statement, not split into
-/// a second statement: the last row is computed in the claim's own snapshot (the promotions it made, the items it left),
-/// in the same round trip.
+/// Reads a claim's result, in one place: the rows it claimed and its one summary row (<see cref="ClaimSummary"/>), two
+/// row types told apart by the <c>summary</c> column, each read by columns of its own. Kept in the statement, not split
+/// into a second statement: the summary is computed in the claim's own snapshot (the promotions it made, the items it
+/// left), in the same round trip.
 /// </summary>
 internal static class ClaimReader
 {
     /// <summary>
     /// Reads every row of a claim: claimed rows are added to <paramref name="claimed"/> as they are read (a failure part
-    /// way leaves those read so far there); returns the last row (default: none was read).
+    /// way leaves those read so far there); returns the summary (default: none was read).
     /// </summary>
     public static ClaimSummary Read<TRows>(NpgsqlDataReader reader, IStoredItemOwner owner, List<StoredItem> claimed)
         where TRows : IClaimRows
@@ -81,7 +85,7 @@ internal static class ClaimReader
         var summary = default(ClaimSummary);
         while (reader.Read())
         {
-            if (ClaimRows.IsSummary(reader))
+            if (TRows.IsSummary(reader))
             {
                 summary = TRows.ReadSummary(reader);
                 continue;
@@ -97,7 +101,7 @@ internal static class ClaimReader
 /// <summary>The plain claim's parameters (<see cref="StorageSql.Claim"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> the settings version the node's permits were granted under and <c>$6</c> how many ready items to count as waiting (0: none).</summary>
 internal readonly record struct PlainClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, long Version, int CountWaiting);
 
-/// <summary>The plain claim (<see cref="StorageSql.Claim"/>): rows <see cref="PlainClaimRow"/>, then the last row.</summary>
+/// <summary>The plain claim (<see cref="StorageSql.Claim"/>): rows <see cref="PlainClaimRow"/> and its summary.</summary>
 internal sealed class PlainClaimStatement(string text)
 {
     /// <summary>Gets the text.</summary>
@@ -117,7 +121,7 @@ internal sealed class PlainClaimStatement(string text)
 /// <summary>The per-key claim's parameters (<see cref="KeyedClaimSql.ClaimPerKey"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> M (<c>max_running_per_key</c>).</summary>
 internal readonly record struct KeyedClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, int PerKey);
 
-/// <summary>The per-key claim (<see cref="KeyedClaimSql.ClaimPerKey"/>): rows <see cref="KeyedClaimRow"/>, then the last row.</summary>
+/// <summary>The per-key claim (<see cref="KeyedClaimSql.ClaimPerKey"/>): rows <see cref="KeyedClaimRow"/> and its summary.</summary>
 internal sealed class KeyedClaimStatement(string text)
 {
     /// <summary>Gets the text.</summary>
@@ -139,7 +143,7 @@ internal sealed class KeyedClaimStatement(string text)
 /// </summary>
 internal readonly record struct HandOffParameters(string Queue, int Count, string Node, TimeSpan Lease, int Bound, string[] Keys, int PerKey, string[] PrefetchKeys);
 
-/// <summary>The hand-off claim (<see cref="KeyedClaimSql.HandOff"/>), in an outcome's transaction: rows <see cref="HandOffRow"/>, no last row.</summary>
+/// <summary>The hand-off claim (<see cref="KeyedClaimSql.HandOff"/>), in an outcome's transaction: rows <see cref="HandOffRow"/>, no summary.</summary>
 internal sealed class HandOffStatement(string text)
 {
     /// <summary>Gets the text.</summary>
