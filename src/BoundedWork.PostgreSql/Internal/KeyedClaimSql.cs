@@ -86,7 +86,9 @@ internal sealed class KeyedClaimSql
                           i.traceparent, i.tracestate, i.ordering_key, i.delivery)
             """;
 
-        // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
+        // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M, $6 the settings version the node read M under
+        // (and its permits were granted under): nothing is claimed unless the queue's settings version is still $6, as in
+        // Claim, so a changed M binds every claim whose statement starts after the change committed. Promotions first, as Claim makes them (claimed by
         // the next claim: this statement's snapshot predates them). Then the head of the claim order and the keys found
         // there (the first branch), or, when the per-key rule binds there, every key with ready items and the first
         // unkeyed ones (the second branch, run only then: a one-time filter). The chosen rows are locked by id alone
@@ -95,7 +97,7 @@ internal sealed class KeyedClaimSql
         // updated since is still ready); a keyed row is taken only when every older row of its key that was chosen was
         // locked too. Returns two row types (see ClaimRows): the claimed rows (summary false), and one summary row
         // (summary true, the item's columns null): promotions, the seconds until the next scheduled item (null: none),
-        // the ready items this claim left behind that the node wanted (held_back: the per-key rule held them, or another
+        // the settings version it saw, the ready items this claim left behind that the node wanted (held_back: the per-key rule held them, or another
         // node was taking them; at most $2 minus the claimed), and how long the oldest of those in the head has waited
         // since it became due (oldest_wait, seconds).
         ClaimPerKey = $"""
@@ -104,6 +106,7 @@ internal sealed class KeyedClaimSql
                     SELECT id FROM {items} WHERE queue = $1 AND state = 5 AND run_at <= now()
                     ORDER BY run_at LIMIT {StorageSql.MaxPromotions} FOR UPDATE SKIP LOCKED))
                 RETURNING 1),
+            settings AS (SELECT coalesce((SELECT s.version FROM {sql.QueueSettings} s WHERE s.queue = $1), 0) AS version),
             head AS (
                 SELECT id, ordering_key, priority, run_at, xmin AS version FROM {items}
                 WHERE queue = $1 AND state = 0 AND run_at <= now()
@@ -135,15 +138,17 @@ internal sealed class KeyedClaimSql
                 FROM ready_keys k CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f
                 WHERE k.ordering_key IS NOT NULL),
             chosen AS (
-                (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
+                (SELECT id, ordering_key, version FROM head_turns
+                 WHERE head_turn AND (SELECT in_head FROM verdict) AND (SELECT version FROM settings) = $6::bigint ORDER BY turn, id LIMIT $2)
                 UNION ALL
-                (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
+                (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t
+                 WHERE NOT (SELECT in_head FROM verdict) AND (SELECT version FROM settings) = $6::bigint ORDER BY turn, id LIMIT $2)),
             {lockTakeClaim},
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key, delivery,
                    false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS held_back,
-                   NULL::double precision AS oldest_wait
+                   NULL::double precision AS oldest_wait, NULL::bigint AS version
             FROM claimed
             UNION ALL
             SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -152,7 +157,8 @@ internal sealed class KeyedClaimSql
                    extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
-                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision
+                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
+                   (SELECT version FROM settings)
             """;
 
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
@@ -190,10 +196,11 @@ internal sealed class KeyedClaimSql
 
     /// <summary>
     /// Gets the claim of a queue with <c>max_running_per_key</c> above one: $1 queue, $2 how many the node wants, $3 node
-    /// (the lease owner), $4 lease, $5 M. One statement in its own (implicit) transaction, no settings lock. Returns the
+    /// (the lease owner), $4 lease, $5 M, $6 the settings version M was read under (bigint: nothing is claimed unless the
+    /// queue's version is still that one). One statement in its own (implicit) transaction, no settings lock. Returns the
     /// claimed rows (<see cref="KeyedClaimRow"/>: the item's columns, the ordering key and the delivery token), and one
     /// summary row of its own columns: promotions, seconds until the next scheduled item (null: none), ready items left
-    /// behind and how long the oldest of them has waited since due (seconds).
+    /// behind and how long the oldest of them has waited since due (seconds), and the settings version it saw.
     /// </summary>
     public string ClaimPerKey { get; }
 
