@@ -14,17 +14,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// (count M, admitted by M + 1 for the keys the node may prefetch) never make more than M handlers execute: I3.
 /// </para>
 /// <para>
-/// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
-/// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>) up to
-/// its newest item in the head (a later item of the key is ready and not in the head, so it comes after every head item
-/// in the claim order: it cannot give an older item a turn in the head, and leaving it out changes no answer), and for
-/// each eligible one a probe of its key's newer running items (at most M rows). If that yields <c>$2</c> items whose turn
-/// is in the head, or the head is all the ready items, those are the answer: rows examined about
-/// <c>(2 * $2 + 16) * (1 + 2M)</c>, whatever the backlog. Otherwise (the per-key rule binds in the head: a deep backlog
-/// on few keys) it walks every key with ready items instead (a skip scan of <c>items_ready_keyed</c>, one probe per key)
-/// and each key's M oldest unfinished items, and the first <c>$2</c> unkeyed ready items (<c>items_ready_unkeyed</c>):
-/// rows examined about (keys with ready items) * (1 + 2M) + <c>$2</c>, never the backlog of a key. Both give the same
-/// answer: the first <c>$2</c> eligible items by turn.
+/// <b>Cost.</b> It reads the head of the claim order (the first <c>2 * $2 + 16</c> ready items) and the keys found there,
+/// or, when the per-key rule binds there, every key with ready items: never the backlog of a key. The argument:
+/// docs/durable-invariants.md, I1 (the per-key claim's cost); the bounds: <c>KeyedClaimCostTests</c>.
 /// </para>
 /// </remarks>
 internal sealed class KeyedClaimSql
