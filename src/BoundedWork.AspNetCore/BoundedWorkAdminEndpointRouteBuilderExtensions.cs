@@ -76,7 +76,8 @@ public static class BoundedWorkAdminEndpointRouteBuilderExtensions
             services.GetRequiredService<AdminApi>(),
             services.GetRequiredService<DeadLetterApi>(),
             services.GetRequiredService<ClusterApi>(),
-            schedules: services.GetRequiredService<ScheduleApi>());
+            schedules: services.GetRequiredService<ScheduleApi>(),
+            items: services.GetRequiredService<ItemApi>());
         var handlers = new AdminEndpoints(mapping);
         mappings.Add(mapping);
 

@@ -48,9 +48,14 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
             provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
-            provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>()));
+            provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>(),
+            provider.GetServices<BoundedWork.Hosting.IStoredItemSearch>()));
         services.TryAddSingleton(static provider => new DeadLetterApi(
             provider.GetServices<BoundedWork.Hosting.IDeadLetterStore>(),
+            provider.GetRequiredService<AdminMetrics>(),
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+        services.TryAddSingleton(static provider => new ItemApi(
+            provider.GetServices<BoundedWork.Hosting.IStoredItemSearch>(),
             provider.GetRequiredService<AdminMetrics>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddSingleton(static provider => new ClusterApi(
@@ -59,7 +64,10 @@ public static class BoundedWorkAdminServiceCollectionExtensions
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
         services.TryAddSingleton(static provider => new ScheduleApi(
             provider.GetService<BoundedWork.Hosting.IRecurringSchedules>(),
-            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
+            new DurableScheduleApi(
+                provider.GetService<BoundedWork.Hosting.IDurableSchedules>(),
+                provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category))));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, AdminHostedService>());
         AdminAuthorizationResultHandler.Register(services);
         return services;

@@ -29,6 +29,7 @@ var root = new RootCommand(
     PauseCommands.Resume(),
     ReadCommands.ThreadPool(),
     DeadLetterCommands.Create(),
+    ItemCommands.Create(),
     ClusterCommands.Create(),
     ScheduleCommands.Create(),
     DoctorCommand.Create(),

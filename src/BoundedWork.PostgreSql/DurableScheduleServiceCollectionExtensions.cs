@@ -1,6 +1,7 @@
 using BoundedWork.Hosting;
 using BoundedWork.PostgreSql;
 using BoundedWork.PostgreSql.Internal;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Hosting;
 
@@ -57,6 +58,42 @@ public static class DurableScheduleServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(services);
         ArgumentException.ThrowIfNullOrWhiteSpace(queue);
         services.AddSingleton(new DurableScheduleRegistration(queue, null, null, null));
+        return AddCore(services);
+    }
+
+    /// <summary>
+    /// Defines durable schedules from configuration, one child section per schedule, its key the schedule's name:
+    /// <c>Queue</c>, and <c>Cron</c> (with an optional <c>TimeZone</c>, UTC by default) or <c>Interval</c>; optionally
+    /// <c>MissedTicks</c>, <c>MaxCatchUp</c>, <c>MisfireThreshold</c> and <c>StartPaused</c> (see
+    /// <see cref="DurableScheduleOptions"/>). The section is read once, here; a schedule from configuration is a
+    /// definition like one in code (stored when a node starts; a runtime change holds until the definition changes).
+    /// </summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configuration">The section, such as <c>builder.Configuration.GetSection("DurableSchedules")</c>.</param>
+    /// <returns>The service collection.</returns>
+    /// <exception cref="ArgumentNullException">An argument is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">
+    /// A setting is missing, unknown or invalid (an expression that does not parse or never fires, an unknown time zone),
+    /// or a name is invalid or already defined: the parameter name is the setting's configuration path, and no schedule
+    /// of the section is registered.
+    /// </exception>
+    public static IServiceCollection AddDurableSchedules(this IServiceCollection services, IConfiguration configuration)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(configuration);
+        var read = DurableScheduleConfiguration.Read(configuration);
+        var names = new HashSet<string>(services.Select(static d => d.ImplementationInstance).OfType<DurableScheduleRegistration>().Select(static r => r.Name).OfType<string>(), StringComparer.Ordinal);
+        if (read.FirstOrDefault(r => !names.Add(r.Name!)) is { } taken)
+        {
+            var path = configuration is IConfigurationSection section ? ConfigurationPath.Combine(section.Path, taken.Name!) : taken.Name!;
+            throw new ArgumentException($"Durable schedule setting '{path}' is invalid: a durable schedule named '{taken.Name}' is already defined. No durable schedule from configuration is registered.", path);
+        }
+
+        foreach (var registration in read)
+        {
+            services.AddSingleton(registration);
+        }
+
         return AddCore(services);
     }
 

@@ -8,7 +8,8 @@ namespace BoundedWork.PostgreSql;
 /// A typed work queue stored in PostgreSQL (<c>services.AddWorkQueue&lt;T, THandler&gt;(name).UsePostgreSql(...)</c>):
 /// the <see cref="IWorkQueue{T}"/> producers already use, plus enqueueing inside the caller's own transaction,
 /// delayed and prioritised items, bulk enqueue, cancellation by id, and the dead letters kept in the table
-/// (<see cref="IDeadLetterStore"/>: list, read, requeue, purge). Inject it
+/// (<see cref="IDeadLetterStore"/>: list, read, requeue, purge), and the search over every stored item with its bulk
+/// actions (<see cref="IStoredItemSearch"/>). Inject it
 /// (or <c>[FromKeyedServices("name")] IPostgreSqlWorkQueue&lt;T&gt;</c>).
 /// </summary>
 /// <typeparam name="T">The item type.</typeparam>
@@ -34,7 +35,7 @@ namespace BoundedWork.PostgreSql;
 /// <para>Delivery is at least once: see docs/durable-queues.md for what a crash, a restart or a lost connection does.</para>
 /// </remarks>
 [SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "A work queue is what it is; the name is the feature's.")]
-public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>
+public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>, IStoredItemSearch
 {
     /// <summary>
     /// Enqueues an item inside the caller's transaction (the outbox pattern): the item exists, and wakes the consumers,

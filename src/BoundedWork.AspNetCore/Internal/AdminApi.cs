@@ -9,10 +9,11 @@ namespace BoundedWork.AspNetCore.Internal;
 /// What the console answers, independent of the transport: the Kestrel endpoints and the local socket listener both
 /// call these. Nothing here waits or yields: each answer is computed and serialized on the calling thread.
 /// </summary>
-internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger, IEnumerable<IDeadLetterStore>? deadLetterStores = null, IEnumerable<IWorkQueueCluster>? clusters = null)
+internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IWorkQueueStorage> storages, AdminSampler sampler, AdminMetrics metrics, ILogger logger, IEnumerable<IDeadLetterStore>? deadLetterStores = null, IEnumerable<IWorkQueueCluster>? clusters = null, IEnumerable<IStoredItemSearch>? itemStores = null)
 {
     private readonly Dictionary<string, IWorkQueueStorage> _storages = storages.ToDictionary(storage => storage.QueueName, StringComparer.Ordinal);
     private readonly HashSet<string> _deadLetterQueues = new((deadLetterStores ?? []).Select(store => store.QueueName), StringComparer.Ordinal);
+    private readonly HashSet<string> _itemQueues = new((itemStores ?? []).Select(store => store.QueueName), StringComparer.Ordinal);
     private readonly HashSet<string> _clusterQueues = new((clusters ?? []).Select(cluster => cluster.QueueName), StringComparer.Ordinal);
 
     public AdminReply ListExecutors(bool history)
@@ -380,7 +381,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.ReadAt == DateTimeOffset.MinValue ? null : s.ReadAt,
             s.Cancelled,
             _deadLetterQueues.Contains(storage.QueueName),
-            _clusterQueues.Contains(storage.QueueName));
+            _clusterQueues.Contains(storage.QueueName),
+            _itemQueues.Contains(storage.QueueName));
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

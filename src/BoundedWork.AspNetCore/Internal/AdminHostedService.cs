@@ -61,7 +61,8 @@ internal sealed class AdminHostedService(
                 logger,
                 options.Value.LocalSocketLimits,
                 services.GetRequiredService<ClusterApi>(),
-                services.GetRequiredService<ScheduleApi>());
+                services.GetRequiredService<ScheduleApi>(),
+                services.GetRequiredService<ItemApi>());
         }
     }
 

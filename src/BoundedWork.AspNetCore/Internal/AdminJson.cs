@@ -78,7 +78,7 @@ internal sealed record DecisionView(
 /// <summary>
 /// The durable storage of a typed work queue (only for queues that have one): what the node last read from the database
 /// (every node's items, not only this node's), whether this node reaches it, and whether the console serves the
-/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>) and its cluster (<c>GET {prefix}/queues/{name}/cluster</c>).
+/// queue's dead letters (<c>GET {prefix}/queues/{name}/dead-letters</c>), its cluster (<c>GET {prefix}/queues/{name}/cluster</c>) and its stored items (<c>GET {prefix}/queues/{name}/items</c>).
 /// </summary>
 internal sealed record StorageView(
     string Kind,
@@ -93,7 +93,8 @@ internal sealed record StorageView(
     DateTimeOffset? ReadAt,
     long Cancelled = 0,
     bool DeadLetters = false,
-    bool Cluster = false);
+    bool Cluster = false,
+    bool Items = false);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item

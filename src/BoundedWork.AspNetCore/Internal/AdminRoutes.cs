@@ -158,8 +158,9 @@ internal sealed class AdminRouteTable
     /// <param name="deadLetters">The durable queues' dead letters.</param>
     /// <param name="cluster">The durable queues' clusters.</param>
     /// <param name="process">The process document (the local socket's alone), or <see langword="null"/> where it is not served.</param>
-    /// <param name="schedules">The in-memory recurring schedules, or <see langword="null"/> where they are not served.</param>
-    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null)
+    /// <param name="schedules">The in-memory recurring schedules (and through them the durable ones), or <see langword="null"/> where they are not served.</param>
+    /// <param name="items">The durable queues' stored items, or <see langword="null"/> where they are not served.</param>
+    public static AdminRouteTable Create(AdminApi api, DeadLetterApi deadLetters, ClusterApi cluster, Func<AdminReply>? process = null, ScheduleApi? schedules = null, ItemApi? items = null)
     {
         const int settings = SettingsRequest.MaxBodyBytes;
         const int selection = DeadLetterRequest.MaxBodyBytes;
@@ -205,6 +206,27 @@ internal sealed class AdminRouteTable
                 new AdminOperation("PATCH", (call, _) => new(schedules.Change(call.Change)), ReadsChange: true)));
             routes.Add(new("/schedules/{name}/trigger", AdminTransports.Both, ScheduleApi.MaxBodyBytes,
                 new AdminOperation("POST", (call, _) => new(schedules.Trigger(call.Change)), ReadsChange: true)));
+            var durable = schedules.Durable;
+            const string stored = "the schedule change";
+            routes.Add(new("/durable-schedules", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (_, cancel) => new(durable.ListAsync(cancel)), AwaitsStorage: true),
+                new AdminOperation("POST", (call, cancel) => new(durable.AddAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored)));
+            routes.Add(new("/durable-schedules/{name}", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("GET", (call, cancel) => new(durable.GetAsync(call.Name, cancel)), AwaitsStorage: true),
+                new AdminOperation("PATCH", (call, cancel) => new(durable.ChangeAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored),
+                new AdminOperation("DELETE", (call, cancel) => new(durable.RemoveAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: stored)));
+            routes.Add(new("/durable-schedules/{name}/trigger", AdminTransports.Both, DurableScheduleApi.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(durable.TriggerAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the trigger")));
+        }
+
+        if (items is not null)
+        {
+            routes.Add(new("/queues/{name}/items", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("GET", (call, cancel) => new(items.SearchAsync(call.Name, call.Query, cancel)), AwaitsStorage: true)));
+            routes.Add(new("/queues/{name}/items/preview", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(items.ActAsync(call.Change, ItemApi.Preview, cancel)), ReadsChange: true, AwaitsStorage: true)));
+            routes.Add(new("/queues/{name}/items/apply", AdminTransports.Both, ItemRequest.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(items.ActAsync(call.Change, ItemApi.Apply, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "some batches of the action")));
         }
 
         return new AdminRouteTable(routes);

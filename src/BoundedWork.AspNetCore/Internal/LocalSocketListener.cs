@@ -40,13 +40,13 @@ internal sealed class LocalSocketListener : IDisposable
     private readonly Queue<(Socket Client, long CloseAt)> _lingering = new(); // accept thread only
     private volatile bool _stopping;
 
-    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits, ClusterApi cluster, ScheduleApi? schedules = null)
+    public LocalSocketListener(AdminApi api, DeadLetterApi deadLetters, IBoundedExecutorRegistry registry, string path, ILogger logger, LocalSocketLimits limits, ClusterApi cluster, ScheduleApi? schedules = null, ItemApi? items = null)
     {
         _logger = logger;
         _limits = limits;
         Path = System.IO.Path.GetFullPath(path);
         (_file, _listener) = LocalSocketFile.Create(Path);
-        var table = AdminRouteTable.Create(api, deadLetters, cluster, () => ProcessDocument.Reply(Path, registry), schedules);
+        var table = AdminRouteTable.Create(api, deadLetters, cluster, () => ProcessDocument.Reply(Path, registry), schedules, items);
         _router = new LocalSocketRouter(table, Path, logger, limits.RequestTimeout);
         _acceptThread = new Thread(static state => ((LocalSocketListener)state!).AcceptLoop()) { IsBackground = true, Name = "BoundedWork admin socket" };
         _acceptThread.UnsafeStart(this);

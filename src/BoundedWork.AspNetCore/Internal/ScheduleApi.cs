@@ -13,8 +13,11 @@ namespace BoundedWork.AspNetCore.Internal;
 /// with any problem changes nothing), and is audited like a settings change: logged with who, where from and what
 /// (event 620; refusals 621). Adding a schedule needs its handler, so it is done in code or with the API.
 /// </summary>
-internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger)
+internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger, DurableScheduleApi? durable = null)
 {
+    /// <summary>Gets the durable schedules' API, served beside the in-memory ones.</summary>
+    public DurableScheduleApi Durable { get; } = durable ?? new DurableScheduleApi(null, logger);
+
     public const string Paused = "paused";
     public const string Cron = "cron";
     public const string TimeZone = "timeZone";
@@ -102,7 +105,11 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
     }
 
     /// <summary>Reads a change: any of <see cref="Fields"/>, at least one; <c>cron</c> (with an optional <c>timeZone</c>) or <c>interval</c>, not both.</summary>
-    internal static (bool? Paused, RecurringSchedule? Timing, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, RecurringScheduleStatus current)
+    internal static (bool? Paused, RecurringSchedule? Timing, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, RecurringScheduleStatus current) =>
+        Parse(body, current.Schedule);
+
+    /// <summary>Reads a change to a schedule whose timing is <paramref name="current"/> (<see langword="null"/> when it cannot be read here).</summary>
+    internal static (bool? Paused, RecurringSchedule? Timing, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, RecurringSchedule? current)
     {
         var errors = new FieldErrors();
         if (body.IsEmpty)
@@ -163,21 +170,21 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
         }
         else if (cron is not null || zone is not null)
         {
-            var expression = cron ?? current.Schedule.CronExpression;
+            var expression = cron ?? current?.CronExpression;
             if (expression is null)
             {
                 errors[TimeZone] = ["timeZone applies to a cron expression; this schedule runs on an interval: give cron too."];
             }
             else
             {
-                timing = Make(() => RecurringSchedule.Cron(expression, zone ?? current.Schedule.TimeZone.Id), errors);
+                timing = Make(() => RecurringSchedule.Cron(expression, zone ?? current?.TimeZone.Id ?? "UTC"), errors);
             }
         }
 
         return (paused, timing, errors);
     }
 
-    private static RecurringSchedule? Make(Func<RecurringSchedule> make, FieldErrors errors)
+    internal static RecurringSchedule? Make(Func<RecurringSchedule> make, FieldErrors errors)
     {
         try
         {

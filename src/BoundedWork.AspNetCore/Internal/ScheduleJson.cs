@@ -43,6 +43,50 @@ internal sealed record ScheduleChangeResponse(string Name, ScheduleView Previous
 /// <summary>POST {prefix}/schedules/{name}/trigger: what the run did (<c>started</c>, <c>queued</c>, <c>skipped</c>, <c>rejected</c>).</summary>
 internal sealed record ScheduleTriggerResponse(string Name, string Result);
 
+/// <summary>GET {prefix}/durable-schedules: the queues that run durable schedules here, and every stored schedule of them.</summary>
+internal sealed record DurableScheduleListResponse(IReadOnlyList<string> Queues, IReadOnlyList<DurableScheduleView> Schedules);
+
+/// <summary>
+/// One durable schedule as stored: its timing (<c>cron</c> and <c>timeZone</c>, or <c>interval</c>; <c>definition</c>
+/// as text, with <c>definitionError</c> when this node cannot read it), missed-tick policy, state, next and last run,
+/// the last item and its state (<c>lastOutcome</c>: <c>none</c>, <c>ready</c>, <c>scheduled</c>, <c>running</c>,
+/// <c>completed</c>, <c>dead</c>, <c>cancelled</c>, <c>gone</c>), counts, and who changed it last.
+/// </summary>
+internal sealed record DurableScheduleView(
+    string Name,
+    string Queue,
+    string Definition,
+    string? Cron,
+    string? TimeZone,
+    string? Interval,
+    string? DefinitionError,
+    string MissedTicks,
+    bool Paused,
+    bool DefinedInCode,
+    DateTimeOffset? NextRunAt,
+    DateTimeOffset? LastRunAt,
+    DateTimeOffset? LastEnqueuedAt,
+    long? LastItemId,
+    string LastOutcome,
+    long Enqueued,
+    long Missed,
+    DateTimeOffset ChangedAt,
+    string? ChangedBy);
+
+/// <summary>PATCH {prefix}/durable-schedules/{name}: the schedule before and after the change.</summary>
+internal sealed record DurableScheduleChangeResponse(string Name, DurableScheduleView Previous, DurableScheduleView Current);
+
+/// <summary>POST {prefix}/durable-schedules/{name}/trigger: the id of the item enqueued.</summary>
+internal sealed record DurableScheduleTriggerResponse(string Name, long ItemId);
+
+/// <summary>DELETE {prefix}/durable-schedules/{name}.</summary>
+internal sealed record DurableScheduleRemoveResponse(string Name, bool Removed);
+
+[JsonSerializable(typeof(DurableScheduleListResponse))]
+[JsonSerializable(typeof(DurableScheduleView))]
+[JsonSerializable(typeof(DurableScheduleChangeResponse))]
+[JsonSerializable(typeof(DurableScheduleTriggerResponse))]
+[JsonSerializable(typeof(DurableScheduleRemoveResponse))]
 [JsonSerializable(typeof(ScheduleListResponse))]
 [JsonSerializable(typeof(ScheduleView))]
 [JsonSerializable(typeof(ScheduleChangeResponse))]

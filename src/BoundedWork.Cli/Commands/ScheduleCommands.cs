@@ -16,7 +16,18 @@ internal static class ScheduleCommands
 {
     private const string Name = "schedules";
 
+    private const string DurableName = "durable-schedules";
+
     private static readonly string[] s_fields = ["schedule", "paused"];
+
+    private static readonly string[] s_durableFields = ["definition", "paused"];
+
+    /// <summary><c>--durable</c>: the command is about a durable schedule (stored, shared by the fleet).</summary>
+    private static readonly Option<bool> s_durable = new("--durable", "-d")
+    {
+        Description = "Operate a durable schedule (stored in the database, shared by every node) rather than an in-memory one.",
+        Recursive = true,
+    };
 
     public static Command Create()
     {
@@ -28,13 +39,39 @@ internal static class ScheduleCommands
             Toggle("resume", false),
             Trigger(),
             Set(),
+            Add(),
+            Remove(),
+            s_durable,
         };
         command.SetAction(result =>
         {
             var json = result.GetValue(CommonOptions.Json);
-            return result.GetValue(schedule) is { Length: > 0 } name
-                ? Output.Answer(CommonOptions.Client(result).Get(Path(name)), json, static s => Output.Terminal.Write(Table([s])))
-                : Output.Answer(CommonOptions.Client(result).Get("/" + Name), json, static list => Output.Terminal.Write(Table([.. list.Items("schedules")])));
+            var client = CommonOptions.Client(result);
+            if (result.GetValue(s_durable))
+            {
+                return result.GetValue(schedule) is { Length: > 0 } one
+                    ? Output.Answer(client.Get(DurablePath(one)), json, static s => Output.Terminal.Write(DurableTable([s])))
+                    : Output.Answer(client.Get("/" + DurableName), json, static list => Output.Terminal.Write(DurableTable([.. list.Items("schedules")])));
+            }
+
+            if (result.GetValue(schedule) is { Length: > 0 } name)
+            {
+                return Output.Answer(client.Get(Path(name)), json, static s => Output.Terminal.Write(Table([s])));
+            }
+
+            var code = Output.Answer(client.Get("/" + Name), json, static list => Output.Terminal.Write(Table([.. list.Items("schedules")])));
+            if (code == ExitCodes.Ok && !json)
+            {
+                // The durable ones follow when the app has any (an app without the route answers 404: nothing to add).
+                var durable = client.Get("/" + DurableName);
+                if (durable.IsSuccess && durable.Json.Items("schedules").Any())
+                {
+                    Output.Terminal.MarkupLine("[bold]Durable schedules[/] (bw schedules --durable ...)");
+                    Output.Terminal.Write(DurableTable([.. durable.Json.Items("schedules")]));
+                }
+            }
+
+            return code;
         });
         return command;
     }
@@ -53,9 +90,12 @@ internal static class ScheduleCommands
         var command = new Command("trigger", "Run a schedule now, out of its timing (also while paused), under its overlap policy.") { schedule };
         command.SetAction(result =>
         {
-            var answer = CommonOptions.Client(result).Send("POST", Path(result.GetValue(schedule)!) + "/trigger", "{}");
-            return Output.Answer(answer, result.GetValue(CommonOptions.Json), static doc =>
-                Output.Terminal.MarkupLine($"[bold]{Markup.Escape(ClusterCommands.Safe(doc.Text("name")))}[/]: triggered, {Markup.Escape(doc.Text("result"))}"));
+            var durable = result.GetValue(s_durable);
+            var name = result.GetValue(schedule)!;
+            var answer = CommonOptions.Client(result).Send("POST", (durable ? DurablePath(name) : Path(name)) + "/trigger", "{}");
+            return Output.Answer(answer, result.GetValue(CommonOptions.Json), doc =>
+                Output.Terminal.MarkupLine($"[bold]{Markup.Escape(ClusterCommands.Safe(doc.Text("name")))}[/]: triggered, "
+                    + (durable ? $"item {doc.Long("itemId").ToString(CultureInfo.InvariantCulture)} enqueued" : Markup.Escape(doc.Text("result")))));
         });
         return command;
     }
@@ -98,8 +138,70 @@ internal static class ScheduleCommands
         return command;
     }
 
+    private static Command Add()
+    {
+        var schedule = new Argument<string>("schedule") { Description = "The new durable schedule's name." };
+        var queue = new Option<string?>("--queue") { Description = "The queue its ticks are enqueued on; may be left out when one queue runs durable schedules." };
+        var cron = new Option<string?>("--cron") { Description = "A cron expression: five fields (minute hour day month weekday) or six with seconds first, or a macro such as @daily." };
+        var zone = new Option<string?>("--time-zone") { Description = "The time zone the cron expression is read in (Europe/Berlin); UTC when left out." };
+        var interval = new Option<string?>("--interval") { Description = "An interval instead of a cron expression, such as 00:05:00." };
+        var missed = new Option<string?>("--missed-ticks") { Description = "What happens to ticks missed while no node ran: latestOnce (the default), skip or each." };
+        var paused = new Option<bool>("--paused") { Description = "Store it paused." };
+        var command = new Command("add", "Store a durable schedule for the whole fleet: 'bw schedules add nightly --queue reconciliation --cron \"0 2 * * *\" --time-zone Europe/Berlin'.")
+        {
+            schedule, queue, cron, zone, interval, missed, paused,
+        };
+        command.SetAction(result =>
+        {
+            var body = new JsonObject { ["name"] = result.GetValue(schedule) };
+            foreach (var (field, value) in (ReadOnlySpan<(string, string?)>)[("queue", result.GetValue(queue)), ("cron", result.GetValue(cron)), ("timeZone", result.GetValue(zone)), ("interval", result.GetValue(interval)), ("missedTicks", result.GetValue(missed))])
+            {
+                if (value is not null)
+                {
+                    body[field] = value;
+                }
+            }
+
+            if (result.GetValue(paused))
+            {
+                body["paused"] = true;
+            }
+
+            var answer = CommonOptions.Client(result).Send("POST", "/" + DurableName, body.ToJsonString());
+            return Output.Answer(answer, result.GetValue(CommonOptions.Json), static doc =>
+            {
+                Output.Terminal.MarkupLine($"[bold]{Markup.Escape(ClusterCommands.Safe(doc.Text("name")))}[/]: added on {Markup.Escape(ClusterCommands.Safe(doc.Text("queue")))}, {Markup.Escape(ClusterCommands.Safe(doc.Text("definition")))}{(doc.Flag("paused") ? ", paused" : string.Empty)}");
+                Output.Terminal.MarkupLine($"[grey]next run {Time(doc, "nextRunAt")}[/]");
+            });
+        });
+        return command;
+    }
+
+    private static Command Remove()
+    {
+        var schedule = new Argument<string>("schedule") { Description = "The durable schedule's name." };
+        var command = new Command("remove", "Delete a stored durable schedule (one defined in code or configuration is stored again when a node starts).") { schedule };
+        command.SetAction(result =>
+        {
+            var answer = CommonOptions.Client(result).Send("DELETE", DurablePath(result.GetValue(schedule)!), "{}");
+            return Output.Answer(answer, result.GetValue(CommonOptions.Json), static doc =>
+                Output.Terminal.MarkupLine($"[bold]{Markup.Escape(ClusterCommands.Safe(doc.Text("name")))}[/]: removed"));
+        });
+        return command;
+    }
+
     private static int Change(ParseResult result, string schedule, JsonObject body) =>
-        ChangeAnswer.Send(
+        result.GetValue(s_durable)
+            ? ChangeAnswer.Send(
+                result,
+                "PATCH",
+                DurablePath(schedule),
+                body,
+                s_durableFields,
+                static (doc, section, field) => field == "paused" ? (doc.Flag(section, "paused") ? "yes" : "no") : doc.Text(section, field),
+                static doc => ClusterCommands.Safe(doc.Text("name")),
+                static doc => $"next run {Time(doc.Get("current"), "nextRunAt")} on every node")
+            : ChangeAnswer.Send(
             result,
             "PATCH",
             Path(schedule),
@@ -110,6 +212,36 @@ internal static class ScheduleCommands
             static doc => $"next run {Time(doc.Get("current"), "nextRunAt")}");
 
     private static string Path(string schedule) => $"/{Name}/{Uri.EscapeDataString(schedule)}";
+
+    private static string DurablePath(string schedule) => $"/{DurableName}/{Uri.EscapeDataString(schedule)}";
+
+    private static Table DurableTable(IReadOnlyList<JsonElement> schedules)
+    {
+        var table = new Table().Border(TableBorder.Simple);
+        foreach (var column in (string[])["SCHEDULE", "TIMING", "QUEUE", "STATE", "NEXT RUN", "LAST RUN", "LAST OUTCOME", "ENQUEUED", "MISSED", "CHANGED BY"])
+        {
+            table.AddColumn(new TableColumn(column).NoWrap());
+        }
+
+        foreach (var s in schedules)
+        {
+            var outcome = s.Text("lastOutcome");
+            var error = s.Get("definitionError").ValueKind == JsonValueKind.String ? " [red](unreadable here)[/]" : "";
+            table.AddRow(
+                Markup.Escape(ClusterCommands.Safe(s.Text("name"))),
+                Markup.Escape(ClusterCommands.Safe(s.Text("definition"))) + error,
+                Markup.Escape(ClusterCommands.Safe(s.Text("queue"))),
+                s.Flag("paused") ? "[yellow]paused[/]" : "waiting",
+                Time(s, "nextRunAt"),
+                Time(s, "lastRunAt"),
+                outcome is "dead" or "cancelled" ? $"[red]{Markup.Escape(outcome)}[/]" : Markup.Escape(outcome),
+                s.Long("enqueued").ToString(CultureInfo.InvariantCulture),
+                s.Long("missed") > 0 ? $"[yellow]{s.Long("missed")}[/]" : "0",
+                s.Get("changedBy").ValueKind == JsonValueKind.String ? Markup.Escape(ClusterCommands.Safe(s.Text("changedBy"))) : s.Flag("definedInCode") ? "(definition)" : "-");
+        }
+
+        return table;
+    }
 
     private static Table Table(IReadOnlyList<JsonElement> schedules)
     {

@@ -49,6 +49,56 @@ public sealed class RecurringSchedule : IEquatable<RecurringSchedule>
     /// <summary>Gets the time zone the cron expression is read in (UTC for an interval).</summary>
     public TimeZoneInfo TimeZone { get; }
 
+    /// <summary>
+    /// Makes a schedule from a configuration section: <c>Cron</c> (with an optional <c>TimeZone</c>, UTC when left out)
+    /// or <c>Interval</c> (such as <c>00:05:00</c>). Other keys in the section are left to the caller.
+    /// </summary>
+    /// <param name="section">The section, such as <c>configuration.GetSection("Schedules:daily-report")</c>.</param>
+    /// <returns>The schedule.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="section"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">
+    /// Neither or both of <c>Cron</c> and <c>Interval</c> are set, or one is invalid (an expression that does not parse
+    /// or never fires, an unknown time zone, an interval out of range): the parameter name is the setting's
+    /// configuration path, such as <c>Schedules:daily-report:Cron</c>.
+    /// </exception>
+    public static RecurringSchedule FromConfiguration(Microsoft.Extensions.Configuration.IConfiguration section)
+    {
+        ArgumentNullException.ThrowIfNull(section);
+        var root = section is Microsoft.Extensions.Configuration.IConfigurationSection s ? s.Path : string.Empty;
+        string PathOf(string key) => root.Length == 0 ? key : root + ":" + key;
+        string? Text(string key) => string.IsNullOrWhiteSpace(section[key]) ? null : section[key];
+        ArgumentException Problem(string key, string message) => new($"Schedule setting '{PathOf(key)}' is invalid: {message}", PathOf(key));
+
+        var (cron, zone, interval) = (Text("Cron"), Text("TimeZone"), Text("Interval"));
+        if (cron is not null && interval is not null)
+        {
+            throw Problem("Interval", "give either Cron (with an optional TimeZone) or Interval, not both.");
+        }
+
+        try
+        {
+            if (interval is not null)
+            {
+                return TimeSpan.TryParse(interval, CultureInfo.InvariantCulture, out var every)
+                    ? Every(every)
+                    : throw Problem("Interval", $"must be a time span such as 00:05:00 (was '{interval}').");
+            }
+
+            return cron is not null
+                ? Cron(cron, zone ?? "UTC")
+                : throw Problem("Cron", "give Cron (with an optional TimeZone) or Interval.");
+        }
+        catch (ArgumentException ex) when (ex.ParamName is "cron" or "timeZone" or "interval")
+        {
+            var key = ex.ParamName switch { "cron" => "Cron", "timeZone" => "TimeZone", _ => "Interval" };
+            var message = ex.Message;
+            var suffix = $" (Parameter '{ex.ParamName}')";
+            message = message.EndsWith(suffix, StringComparison.Ordinal) ? message[..^suffix.Length] : message;
+            var actual = message.IndexOf("Actual value", StringComparison.Ordinal);
+            throw Problem(key, actual > 0 ? message[..actual].TrimEnd() : message);
+        }
+    }
+
     /// <summary>Makes a schedule from a cron expression read in a time zone.</summary>
     /// <param name="cron">Five fields, or six with seconds first, or a macro such as <c>@daily</c>.</param>
     /// <param name="timeZone">A time zone id known to the operating system (<c>Europe/Berlin</c>); <c>UTC</c> by default.</param>

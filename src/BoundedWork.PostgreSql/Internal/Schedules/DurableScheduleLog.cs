@@ -1,3 +1,5 @@
+using BoundedWork.Hosting;
+
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.PostgreSql.Internal;

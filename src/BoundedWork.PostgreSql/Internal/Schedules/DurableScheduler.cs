@@ -124,6 +124,7 @@ internal sealed class DurableScheduler : IAsyncDisposable
             await using (transaction.ConfigureAwait(false))
             {
                 var now = _clock.GetUtcNow();
+                var counted = new List<(string Name, int Enqueued, long Missed, List<TimeSpan> Lags)>();
                 var due = new List<(string Name, string? Cron, long? IntervalMs, string TimeZone, MissedTickPolicy Policy, int MaxCatchUp, long MisfireMs, DateTimeOffset NextTick)>();
                 var select = new NpgsqlCommand(_sql.Due, connection, transaction);
                 await using (select.ConfigureAwait(false))
@@ -159,6 +160,7 @@ internal sealed class DurableScheduler : IAsyncDisposable
                     var plan = TickPlanner.PlanTicks(schedule, row.NextTick, now, row.Policy, row.MaxCatchUp, TimeSpan.FromMilliseconds(row.MisfireMs));
                     long? lastId = null;
                     DateTimeOffset? lastTick = null;
+                    var lags = new List<TimeSpan>();
                     var enqueued = 0;
                     foreach (var tick in plan.Enqueue)
                     {
@@ -167,6 +169,10 @@ internal sealed class DurableScheduler : IAsyncDisposable
                         lastId = result.ItemId;
                         lastTick = tick;
                         enqueued += result.IsDuplicate ? 0 : 1;
+                        if (!result.IsDuplicate)
+                        {
+                            lags.Add(now - tick);
+                        }
                     }
 
                     if (plan.Missed > 0)
@@ -177,9 +183,20 @@ internal sealed class DurableScheduler : IAsyncDisposable
                     await ExecuteAsync(connection, transaction, _sql.Advance, cancellationToken,
                         row.Name, Utc(plan.NextTick), Utc(lastTick), (object?)lastId ?? DBNull.Value,
                         (long)enqueued, plan.Missed).ConfigureAwait(false);
+                    counted.Add((row.Name, enqueued, plan.Missed, lags));
                 }
 
                 await transaction.CommitAsync(cancellationToken).ConfigureAwait(false);
+                foreach (var (name, enqueuedTicks, missed, lags) in counted)
+                {
+                    ScheduleMetrics.Enqueued(Queue, name, enqueuedTicks);
+                    ScheduleMetrics.Missed(Queue, name, missed);
+                    foreach (var lag in lags)
+                    {
+                        ScheduleMetrics.Lag(Queue, name, lag);
+                    }
+                }
+
                 return due.Count;
             }
         }
@@ -281,6 +298,11 @@ internal sealed class DurableScheduler : IAsyncDisposable
             id = await _queue.EnqueueAsync(new ScheduledTick(name, _clock.GetUtcNow().ToUniversalTime(), Triggered: true), transaction, cancellationToken).ConfigureAwait(false);
             await ExecuteAsync(connection, transaction, _sql.Triggered, cancellationToken, Queue, name, id.Value).ConfigureAwait(false);
         }, cancellationToken).ConfigureAwait(false);
+        if (found)
+        {
+            ScheduleMetrics.Triggered(Queue, name);
+        }
+
         return found ? id : null;
     }
 

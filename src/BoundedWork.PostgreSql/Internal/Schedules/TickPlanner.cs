@@ -1,3 +1,5 @@
+using BoundedWork.Hosting;
+
 namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>

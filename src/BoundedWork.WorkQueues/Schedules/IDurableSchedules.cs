@@ -1,16 +1,22 @@
-using BoundedWork.Hosting;
-
-namespace BoundedWork.PostgreSql;
+namespace BoundedWork.Hosting;
 
 /// <summary>
-/// The durable schedules of every PostgreSQL queue that runs them in this process (<c>AddDurableSchedule</c>): stored
-/// in the database, shared by every node, each tick enqueued once across the fleet. Every change is stored at once,
-/// seen by every node on its next pass, and logged with who made it.
+/// The durable schedules of every queue that runs them in this process (<c>AddDurableSchedule</c>): stored by the
+/// queue's storage, shared by every node, each tick enqueued once across the fleet. Every change is stored at once,
+/// seen by every node on its next pass, and logged with who made it. The admin console, <c>bw</c> and the dashboard
+/// operate durable schedules through this interface, whatever the storage.
 /// </summary>
 /// <remarks>
-/// A schedule defined in code is stored when a node starts. A runtime change (timing, missed-tick policy, pause) holds
-/// until the definition in code itself changes: a node that starts with a different definition stores it, and the code
+/// <para>
+/// A schedule defined in code or configuration is stored when a node starts. A runtime change (timing, pause) holds
+/// until that definition itself changes: a node that starts with a different definition stores it, and the definition
 /// wins; a node that starts with the same definition keeps the runtime change. A pause is never undone by a start.
+/// </para>
+/// <para>
+/// A storage that runs durable schedules (<c>BoundedWork.PostgreSql</c>) registers one implementation as a singleton.
+/// Bad input throws <see cref="ArgumentException"/> whose parameter names the field, with nothing stored; an unknown
+/// name throws <see cref="KeyNotFoundException"/>.
+/// </para>
 /// </remarks>
 public interface IDurableSchedules
 {

@@ -1,6 +1,4 @@
-using BoundedWork.Hosting;
-
-namespace BoundedWork.PostgreSql;
+namespace BoundedWork.Hosting;
 
 /// <summary>A durable schedule as stored: its timing, state and the fate of its last enqueued item.</summary>
 public sealed record DurableScheduleStatus
