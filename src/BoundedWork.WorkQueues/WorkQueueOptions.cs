@@ -55,6 +55,19 @@ public sealed class WorkQueueOptions<T>
     public Func<T, object?>? OrderingKey { get; set; }
 
     /// <summary>
+    /// Gets or sets the function that gives an item's tenant for fair share (see
+    /// <see cref="BoundedExecutorSettings.FairShare"/> on the queue's executor): items of different tenants take their turn
+    /// by the tenants' weights and count against the tenants' bounds, retries included. Separate from
+    /// <see cref="OrderingKey"/>: a tenant's items still run in parallel unless they share a key.
+    /// </summary>
+    /// <value>
+    /// Defaults to <see langword="null"/>: no tenant. A <see langword="null"/> tenant for an item means none; a tenant that
+    /// is not a valid name (empty, over 100 characters, a control character) makes the enqueue throw an
+    /// <see cref="ArgumentException"/> naming this setting.
+    /// </value>
+    public Func<T, string?>? TenantSelector { get; set; }
+
+    /// <summary>
     /// Gets or sets a pipeline, built by the application, that replaces the default one. Its delays run on the
     /// pipeline's own <see cref="TimeProvider"/> and its telemetry does not carry the queue's name: prefer
     /// <see cref="ConfigurePipeline"/>.

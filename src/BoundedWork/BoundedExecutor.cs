@@ -70,6 +70,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     private readonly Watchdog _watchdog;
     private readonly PermitGate _permits;
     private readonly AdaptiveDriver _adaptive;
+    private readonly TenantBook _tenants;
     private readonly PauseSwitch _pause = new();
     private readonly TaskCompletionSource _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TimeProvider _timeProvider;
@@ -105,7 +106,8 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         _runner = new ItemRunner(_callbacks, _instruments, _outcomes) { Permits = _permits, CallerMayWaitForPermit = () => !_queue.IsAbandoned && !_completion.Task.IsCompleted };
         _producers = new WaitingProducers(_queue, this);
         _pool = new WorkerPool(Name, MaxWorkerCount, this, this);
-        _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext);
+        _tenants = new TenantBook(_itemClock, _settings.FairShare);
+        _submitter = new Submitter(this, _queue, _pool, _producers, _outcomes, _runner, _instruments, _timeProvider, _itemClock, options.FlowExecutionContext, _tenants);
         _adaptive = new AdaptiveDriver(this, _callbacks, options.AdaptiveParameters, _timeProvider);
         _watchdog = new Watchdog(this, _pool, _producers, _callbacks, _timeProvider, _itemClock, _completion.Task);
         _ = _completion.Task.ContinueWith(static (_, instruments) => ((ExecutorInstruments)instruments!).Dispose(), _instruments, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
@@ -311,6 +313,50 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         ArgumentNullException.ThrowIfNull(function);
         return _submitter.Run<TResult>(function, describedBy: null, cancellationToken);
     }
+
+    /// <summary>
+    /// Gets this executor as seen by one tenant: items submitted through it take their turn by the tenant's weight and
+    /// count against its bounds (<see cref="BoundedExecutorSettings.FairShare"/>), so one tenant's flood never starves
+    /// the others: <c>executor.ForTenant(merchantId).TryExecute(() =&gt; Notify(callback))</c>.
+    /// </summary>
+    /// <param name="tenant">The tenant (the fairness key): 1 to <see cref="FairShareSettings.MaxTenantLength"/> characters, no control characters; compared ordinally.</param>
+    /// <returns>A small value that submits for the tenant.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="tenant"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="tenant"/> is empty, too long or holds a control character.</exception>
+    public TenantExecutor ForTenant(string tenant)
+    {
+        FairShareSettings.ThrowIfInvalidTenant(tenant, nameof(tenant));
+        return new TenantExecutor(this, tenant);
+    }
+
+    /// <summary>
+    /// Gets the tenants' shares, busiest first (most queued and running, then most items seen): each tenant with items
+    /// queued or running now, and each with its own series (<see cref="FairShareSettings.TenantSeriesLimit"/>); the
+    /// others are counted together as <see cref="TenantStatistics.OtherTenants"/>. Empty while fair share was never on.
+    /// </summary>
+    /// <param name="top">The most tenants to return.</param>
+    /// <returns>A snapshot, taken under the fair-share lock.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="top"/> is below 1.</exception>
+    public IReadOnlyList<TenantStatistics> GetTenantStatistics(int top = 10)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(top, 1);
+        return _tenants.Read(top);
+    }
+
+    internal bool TryExecuteForTenant(string tenant, object action, object? state, Action<object, object?> invoker) =>
+        _submitter.TryExecute(tenant, _submitter.NewItem(action, state, invoker));
+
+    internal void ExecuteForTenant(string tenant, object action, object? state, Action<object, object?> invoker, CancellationToken cancellationToken) =>
+        _submitter.Execute(tenant, _submitter.NewItem(action, state, invoker), cancellationToken);
+
+    internal ValueTask ExecuteForTenantAsync(string tenant, object action, object? state, Action<object, object?> invoker, CancellationToken cancellationToken) =>
+        _submitter.ExecuteAsync(tenant, _submitter.NewItem(action, state, invoker), cancellationToken);
+
+    internal Task<TResult> RunForTenant<TResult>(string tenant, Delegate work, CancellationToken cancellationToken) =>
+        _submitter.Run<TResult>(tenant, work, cancellationToken);
+
+    /// <summary>Gets the fair-share book; for tests.</summary>
+    internal TenantBook Tenants => _tenants;
 
     /// <summary>
     /// Puts new runtime settings in force in one validated, atomic step: either all of them, or (when any is invalid)
@@ -806,9 +852,24 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         for (var i = 0; i < claimed; i++)
         {
             var item = _queue.ReadClaimed(firstTicket + i);
+            if (TenantEntry.IsPlaceholder(item, out _))
+            {
+                continue; // a tenant's slot: its item (whichever it is) is handed back with the lanes below
+            }
+
             if (_outcomes.Abandoned(item))
             {
                 abandoned.Add(item.ToWorkItem());
+            }
+        }
+
+        // Every item still in a tenant's lane, deferred ones included (TenantBook, F1): a worker that claimed a slot
+        // before the deadline and resolves it after finds nothing and counts nothing.
+        foreach (var entry in _tenants.TakeAll())
+        {
+            if (_outcomes.Abandoned(entry.Item))
+            {
+                abandoned.Add(entry.Item.ToWorkItem());
             }
         }
 
@@ -826,6 +887,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
         // A limiter the executor built and no longer uses: disposing it completes nothing (workers never queue on it).
         _permits.Apply(settings)?.Dispose();
+        _tenants.Apply(settings.FairShare);
         _settings = settings;
         return wakeWorkers;
     }
@@ -998,6 +1060,7 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
 
         long remaining;
         QueuedItem item;
+        TenantEntry? tenantEntry = null;
         while (true)
         {
             if (!_queue.TryClaim(ref worker.KnownAdmissions, out var ticket, out remaining))
@@ -1007,9 +1070,30 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             }
 
             item = _queue.ReadClaimed(ticket);
+            if (TenantEntry.IsPlaceholder(item, out var placeholder))
+            {
+                // A tenant's slot: run the scheduler's pick. None when every backlogged tenant is at its running bound
+                // (deferred: the worker that finishes one of their items runs it) or after a shutdown deadline.
+                tenantEntry = _tenants.Resolve();
+                if (tenantEntry is null)
+                {
+                    AfterClaim(remaining);
+                    _permits.Unused(permit);
+                    return true;
+                }
+
+                item = tenantEntry.Item;
+            }
+
             if (item.Awaited is not { } awaited || awaited.TryClaim())
             {
                 break;
+            }
+
+            if (tenantEntry is not null)
+            {
+                _ = RunDeferred(worker, _tenants.Finished(tenantEntry, ItemOutcome.Cancelled));
+                tenantEntry = null;
             }
 
             worker.CountSkipped(); // its caller cancelled it while it was queued
@@ -1037,13 +1121,48 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         if (permit is not null)
         {
             // The permit is spent on this item; its lease ends with the item (a concurrency limiter's permit comes back).
-            _runner.RunOnWorker(worker, item);
+            var permitted = _runner.RunOnWorker(worker, item);
             _permits.Release(permit);
+            if (tenantEntry is not null)
+            {
+                RunDeferred(worker, _tenants.Finished(tenantEntry, permitted));
+            }
+
             return true;
         }
 
-        _runner.RunOnWorker(worker, item);
+        var outcome = _runner.RunOnWorker(worker, item);
+        if (tenantEntry is not null)
+        {
+            RunDeferred(worker, _tenants.Finished(tenantEntry, outcome));
+        }
+
         return true;
+    }
+
+    /// <summary>
+    /// Runs, on the worker that just finished a tenant's item, the deferred tenant items the scheduler now lets start
+    /// (<see cref="TenantBook"/>: a deferred slot waits for exactly this), one after another.
+    /// </summary>
+    private bool RunDeferred(Worker worker, TenantEntry? next)
+    {
+        var ran = false;
+        while (next is not null)
+        {
+            var item = next.Item;
+            if (item.Awaited is { } awaited && !awaited.TryClaim())
+            {
+                worker.CountSkipped();
+                next = _tenants.Finished(next, ItemOutcome.Cancelled);
+                continue;
+            }
+
+            worker.BeginRun(item, _itemClock.Now());
+            next = _tenants.Finished(next, _runner.RunOnWorker(worker, item));
+            ran = true;
+        }
+
+        return ran;
     }
 
     /// <summary>A worker keeps waiting for a permit while items are queued, the queue is not abandoned, it need not retire and no pause is in force.</summary>
@@ -1117,13 +1236,40 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
     }
 
     // The waiting producers' view of the executor (IProducerHost).
-    int IProducerHost.QueueCapacity => _settings.QueueCapacity;
+    int IProducerHost.QueueCapacity => Math.Max(0, _settings.QueueCapacity - _tenants.Deferred); // deferred tenant items are held too (TenantBook)
 
     void IProducerHost.OnAdmitted() => _pool.WakeOneUnlessOneSpins();
 
-    RejectedExecutionException IProducerHost.Reject(in QueuedItem item, RejectionReason reason) => _outcomes.NotRun(item, reason);
+    void IProducerHost.Admitting(in QueuedItem item)
+    {
+        if (TenantEntry.IsPlaceholder(item, out var entry))
+        {
+            _tenants.Admit(entry); // before its slot is written (TenantBook, F1)
+        }
+    }
 
-    void IProducerHost.CancelledWhileWaiting(in QueuedItem item) => _outcomes.CancelledWhileWaiting(item);
+    RejectedExecutionException IProducerHost.Reject(in QueuedItem item, RejectionReason reason)
+    {
+        if (TenantEntry.IsPlaceholder(item, out var entry))
+        {
+            _tenants.Unreserve(entry.Tenant, refused: true);
+            return _outcomes.NotRun(entry.Item, reason);
+        }
+
+        return _outcomes.NotRun(item, reason);
+    }
+
+    void IProducerHost.CancelledWhileWaiting(in QueuedItem item)
+    {
+        if (TenantEntry.IsPlaceholder(item, out var entry))
+        {
+            _tenants.Unreserve(entry.Tenant, refused: false);
+            _outcomes.CancelledWhileWaiting(entry.Item);
+            return;
+        }
+
+        _outcomes.CancelledWhileWaiting(item);
+    }
 
     void IProducerHost.OnDeadlineAdded() => _watchdog.Signal();
 

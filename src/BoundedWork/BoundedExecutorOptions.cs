@@ -161,6 +161,10 @@ public sealed class BoundedExecutorOptions
     /// <value>Defaults to <see langword="null"/>: up to <see cref="MaxWorkerCount"/>.</value>
     public int? AdaptiveMaxWorkerCount { get; set; }
 
+    /// <summary>Gets or sets fair share across tenants (see <see cref="BoundedExecutorSettings.FairShare"/>).</summary>
+    /// <value>Defaults to <see langword="null"/>: off.</value>
+    public FairShareSettings? FairShare { get; set; }
+
     /// <summary>Gets or sets what a worker-count decision of the adaptive mode is reported to (every entry of its decision log).</summary>
     /// <value>Defaults to <see langword="null"/>. Called on the executor's watchdog thread; exceptions are counted and ignored.</value>
     public Action<WorkerCountDecision>? OnWorkerCountDecision { get; set; }
@@ -190,6 +194,7 @@ public sealed class BoundedExecutorOptions
         AdaptiveMode = AdaptiveMode,
         AdaptiveMinWorkerCount = AdaptiveMinWorkerCount,
         AdaptiveMaxWorkerCount = AdaptiveMaxWorkerCount,
+        FairShare = FairShare,
     };
 
     /// <summary>

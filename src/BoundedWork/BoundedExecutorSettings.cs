@@ -32,6 +32,7 @@ public sealed record BoundedExecutorSettings
         new(nameof(RateLimiter), static s => s.RateLimiter, static (s, from) => s with { RateLimiter = from.RateLimiter }, static (_, _) => null),
         new(nameof(AdaptiveMode), static s => s.AdaptiveMode, static (s, from) => s with { AdaptiveMode = from.AdaptiveMode }, static (s, _) => CheckAdaptiveMode(s.AdaptiveMode)),
         new(nameof(AdaptiveMinWorkerCount), static s => s.AdaptiveMinWorkerCount, static (s, from) => s with { AdaptiveMinWorkerCount = from.AdaptiveMinWorkerCount }, static (s, max) => CheckAdaptiveMinWorkerCount(s.AdaptiveMinWorkerCount, max)),
+        new(nameof(FairShare), static s => s.FairShare, static (s, from) => s with { FairShare = from.FairShare }, static (s, _) => s.FairShare?.GetValidationError()),
         new(nameof(AdaptiveMaxWorkerCount), static s => s.AdaptiveMaxWorkerCount ?? (object)"the hard maximum", static (s, from) => s with { AdaptiveMaxWorkerCount = from.AdaptiveMaxWorkerCount }, static (s, max) => CheckAdaptiveMaxWorkerCount(s.AdaptiveMinWorkerCount, s.AdaptiveMaxWorkerCount, max)),
     ];
 
@@ -106,6 +107,14 @@ public sealed record BoundedExecutorSettings
     /// </summary>
     /// <value>Defaults to <see langword="null"/>: up to <see cref="BoundedExecutor.MaxWorkerCount"/>.</value>
     public int? AdaptiveMaxWorkerCount { get; init; }
+
+    /// <summary>
+    /// Gets fair share across tenants: how items submitted for a tenant (<see cref="BoundedExecutor.ForTenant(string)"/>)
+    /// are weighted and bounded. Items submitted without a tenant are not held back by it: they take their turn in
+    /// arrival order, as they always do.
+    /// </summary>
+    /// <value><see langword="null"/>: off, and a tenant given with an item is ignored (no cost at all).</value>
+    public FairShareSettings? FairShare { get; init; }
 
     /// <summary>
     /// Checks every setting, for an executor whose hard maximum worker count is <paramref name="maxWorkerCount"/>.

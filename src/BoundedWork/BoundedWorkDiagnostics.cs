@@ -24,5 +24,11 @@ public static class BoundedWorkDiagnostics
     /// <summary>The tag that names an item's outcome on <c>boundedwork.items</c>.</summary>
     public const string OutcomeTag = "boundedwork.outcome";
 
+    /// <summary>
+    /// The tag that names the tenant on the per-tenant instruments (<c>boundedwork.tenant.*</c>): a tenant with its own
+    /// series, or <see cref="TenantStatistics.OtherTenants"/> for the rest (see <see cref="FairShareSettings.TenantSeriesLimit"/>).
+    /// </summary>
+    public const string TenantTag = "boundedwork.tenant";
+
     internal static readonly ActivitySource ActivitySource = new(ActivitySourceName, typeof(BoundedWorkDiagnostics).Assembly.GetName().Version?.ToString());
 }

@@ -52,6 +52,7 @@ public sealed class RejectedExecutionException : Exception
         RejectionReason.Discarded => $"Executor '{executorName}' discarded the work item: its queue is full.",
         RejectionReason.Evicted => $"Executor '{executorName}' evicted the queued work item to make room for a newer one.",
         RejectionReason.Abandoned => $"Executor '{executorName}' abandoned the queued work item at its shutdown deadline.",
+        RejectionReason.TenantLimit => $"Executor '{executorName}' rejected the work item: its tenant already holds as many queued items as FairShare.MaxQueuedPerTenant allows.",
         RejectionReason.CallerRunsTooDeep => $"Executor '{executorName}' rejected the work item: its queue is full and the submitting thread is already nested too deeply in items it runs itself.",
         _ => $"Executor '{executorName}' rejected the work item ({reason}).",
     };

@@ -27,4 +27,10 @@ public enum RejectionReason
     /// (counted as rejected).
     /// </summary>
     CallerRunsTooDeep = 6,
+
+    /// <summary>
+    /// The item's tenant already holds <see cref="FairShareSettings.MaxQueuedPerTenant"/> items, and the rejection policy
+    /// (Abort or Wait, or <c>TryExecute</c>) refuses it.
+    /// </summary>
+    TenantLimit = 7,
 }

@@ -86,6 +86,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
             SlowItemThreshold = TimeSpan.FromMilliseconds(1),
             OnSlowItem = _ => slow.TrySetResult(),
             AdaptiveMode = AdaptiveMode.Advisory, // a pin is a decision only with the adaptive mode on
+            FairShare = new FairShareSettings(), // the per-tenant instruments: one tenant's item below
         });
         await DriveExecutorAsync(executor, slow.Task);
 
@@ -194,6 +195,9 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
 
         var failure = executor.RunAsync(() => throw new InvalidOperationException("documented failure"));
         await Assert.ThrowsAsync<InvalidOperationException>(() => failure.WaitAsync(s_patience));
+
+        // A tenant's item: the per-tenant instruments have a point.
+        await executor.ForTenant("documented-tenant").RunAsync(() => { }).WaitAsync(s_patience);
 
         // A pin is a worker-count decision.
         executor.Resize(2, TimeSpan.FromMinutes(10));

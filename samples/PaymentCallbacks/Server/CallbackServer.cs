@@ -104,6 +104,10 @@ internal static partial class CallbackServer
             o.MaxWorkerCount = 64;
             o.QueueCapacity = 2_000;
             o.RejectionPolicy = RejectionPolicy.Abort; // the endpoint uses TryExecute: full means 503, never a wait
+
+            // A tenant per merchant (ForTenant below): one merchant's flood takes its turn with the others instead of
+            // filling the queue, and when the queue is full the merchant with the longest backlog is refused first.
+            o.FairShare = new FairShareSettings { ShedLongestBacklog = true };
         }).BindConfiguration("BoundedWork:Executors:" + IncidentReplay.ExecutorName);
 
         // The nightly reconciliation, on the same bounded executor as the side effects (see NightlyReconciliation).
@@ -167,7 +171,7 @@ internal static partial class CallbackServer
             [FromKeyedServices(IncidentReplay.ExecutorName)] BoundedExecutor executor) =>
         {
             counters.Bounded.OnReceived();
-            if (executor.TryExecute(SideEffectCall.Run, new SideEffectCall(dependency, callback, counters.Bounded)))
+            if (executor.ForTenant(callback.Tenant).TryExecute(SideEffectCall.Run, new SideEffectCall(dependency, callback, counters.Bounded)))
             {
                 return Results.Accepted();
             }

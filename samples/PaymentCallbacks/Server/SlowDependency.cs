@@ -1,4 +1,5 @@
 using System.Security.Cryptography;
+using BoundedWork;
 using Microsoft.Extensions.Options;
 
 namespace PaymentCallbacks.Server;
@@ -6,7 +7,12 @@ namespace PaymentCallbacks.Server;
 /// <summary>A payment callback as the payment provider posts it.</summary>
 /// <param name="OrderId">The order the payment is for.</param>
 /// <param name="Amount">The amount paid.</param>
-internal sealed record PaymentCallback(long OrderId, decimal Amount);
+/// <param name="MerchantId">The merchant the payment is for: the executor's tenant, so one merchant's flood never starves the others.</param>
+internal sealed record PaymentCallback(long OrderId, decimal Amount, string? MerchantId = null)
+{
+    /// <summary>The tenant for fair share: the merchant, or one shared tenant for callbacks that name none.</summary>
+    public string Tenant => string.IsNullOrEmpty(MerchantId) || FairShareSettings.GetTenantError(MerchantId) is not null ? "unknown-merchant" : MerchantId;
+}
 
 /// <summary>The legacy, synchronous side effect of a callback: it blocks the calling thread until done.</summary>
 internal interface IPaymentDependency

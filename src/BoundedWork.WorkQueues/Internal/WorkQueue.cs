@@ -44,6 +44,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
     private readonly IServiceScopeFactory _scopes;
     private readonly Action<IServiceProvider, T, CancellationToken> _handle;
     private readonly Func<T, object?>? _orderingKey;
+    private readonly Func<T, string?>? _tenantOf;
     private readonly ResiliencePipeline _pipeline;
     private readonly ILogger _logger;
     private readonly DeadLetters<T> _deadLetters;
@@ -67,6 +68,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
         _stoppedToken = _stopped.Token;
         _handle = handle;
         _orderingKey = options.OrderingKey;
+        _tenantOf = options.TenantSelector;
         _registry = services.GetRequiredService<IBoundedExecutorRegistry>();
         _scopes = services.GetRequiredService<IServiceScopeFactory>();
         _logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(WorkQueueLog.Category);
@@ -96,7 +98,7 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
         {
             KeyAdmission.HeldBack => true,
             KeyAdmission.Refused => false,
-            _ => Executor.TryExecute(s_runFirstAttempt, entry), // refused: the OnRejected hook dead-letters it
+            _ => entry.Tenant is { } tenant ? Executor.ForTenant(tenant).TryExecute(s_runFirstAttempt, entry) : Executor.TryExecute(s_runFirstAttempt, entry), // refused: the OnRejected hook dead-letters it
         };
     }
 
@@ -222,14 +224,22 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
 
     private WorkQueueEntry<T> Accept(T item)
     {
-        var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId));
+        var tenant = _tenantOf?.Invoke(item);
+        if (tenant is not null && FairShareSettings.GetTenantError(tenant) is { } error)
+        {
+            throw new ArgumentException($"Work queue '{Name}': TenantSelector returned an invalid tenant. {error}", nameof(item));
+        }
+
+        var entry = new WorkQueueEntry<T>(this, item, _orderingKey?.Invoke(item), Interlocked.Increment(ref _lastItemId)) { Tenant = tenant };
         _inFlight.Increment();
         return entry;
     }
 
     private ValueTask SubmitAsync(WorkQueueEntry<T> entry, CancellationToken cancellationToken)
     {
-        var queued = Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
+        var queued = entry.Tenant is { } tenant
+            ? Executor.ForTenant(tenant).ExecuteAsync(s_runFirstAttempt, entry, cancellationToken)
+            : Executor.ExecuteAsync(s_runFirstAttempt, entry, cancellationToken);
         return queued.IsCompletedSuccessfully ? ValueTask.CompletedTask : AwaitQueuedAsync(queued, entry);
     }
 
@@ -426,7 +436,14 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
         try
         {
             // On a worker the policy applies in full; Wait and CallerRuns run the entry right here when the queue is full.
-            Executor.Execute(s_runFirstAttempt, entry);
+            if (entry.Tenant is { } tenant)
+            {
+                Executor.ForTenant(tenant).Execute(s_runFirstAttempt, entry);
+            }
+            else
+            {
+                Executor.Execute(s_runFirstAttempt, entry);
+            }
         }
         catch (RejectedExecutionException)
         {
@@ -514,11 +531,11 @@ internal sealed class WorkQueue<T> : IWorkQueue<T>, IWorkQueueRuntime<T>, IDelay
         // new policy (CallerRuns would run it on this thread). A rare race, and never a lost item.
         if (Executor.RejectionPolicy != RejectionPolicy.Wait)
         {
-            Executor.TryExecute(run, entry);
+            _ = entry.Tenant is { } tenant ? Executor.ForTenant(tenant).TryExecute(run, entry) : Executor.TryExecute(run, entry);
             return;
         }
 
-        var queued = Executor.ExecuteAsync(run, entry);
+        var queued = entry.Tenant is { } owner ? Executor.ForTenant(owner).ExecuteAsync(run, entry) : Executor.ExecuteAsync(run, entry);
         if (!queued.IsCompletedSuccessfully)
         {
             // Its only failures are rejections, already dead-lettered: observe them, on the completing thread.

@@ -24,6 +24,9 @@ internal sealed class WorkQueueEntry<T>(WorkQueue<T> queue, T item, object? key,
     /// <summary>Gets the ordering key, or <see langword="null"/> when the item is not ordered.</summary>
     public object? Key { get; } = key;
 
+    /// <summary>Gets the item's tenant for fair share, or <see langword="null"/> when it has none.</summary>
+    public string? Tenant { get; init; }
+
     /// <summary>Gets or sets a value indicating whether this entry is the one running for its key (it releases the key when it ends).</summary>
     public bool OwnsKey { get; set; }
 

@@ -58,6 +58,9 @@ internal sealed class ExecutorInstruments : IDisposable
         _meter.CreateObservableUpDownCounter("boundedwork.workers.busy", () => new Measurement<int>(Snapshot(executor, 4).BusyWorkerCount, tag), "{thread}", "Workers running an item.");
         _meter.CreateObservableCounter("boundedwork.items.submitted", () => new Measurement<long>(Snapshot(executor, 5).Submitted, tag), "{item}", "Items submitted.");
         _meter.CreateObservableCounter("boundedwork.items", () => Outcomes(Snapshot(executor, 6), tag), "{item}", "Items by outcome.");
+        _meter.CreateObservableUpDownCounter("boundedwork.tenant.items.queued", () => Tenants(executor, tag, static t => t.Queued), "{item}", "Items of each tenant queued now (fair share; tenants past the series limit as \"(other)\").");
+        _meter.CreateObservableUpDownCounter("boundedwork.tenant.items.running", () => Tenants(executor, tag, static t => t.Running), "{item}", "Items of each tenant running now (fair share).");
+        _meter.CreateObservableCounter("boundedwork.tenant.items", () => TenantOutcomes(executor, tag), "{item}", "Items of each tenant by outcome: completed, failed, refused (fair share).");
         _meter.CreateObservableCounter("boundedwork.threadpool.blocking_waits", () => new Measurement<long>(Snapshot(executor, 7).ThreadPoolBlockingWaits, tag), "{wait}", "Times a ThreadPool thread blocked waiting for the executor.");
         _meter.CreateObservableUpDownCounter("boundedwork.workers.slow", () => new Measurement<int>(Snapshot(executor, 8).SlowWorkerCount, tag), "{thread}", "Workers running an item for longer than the slow-item threshold.");
         _meter.CreateObservableUpDownCounter("boundedwork.items.running", () => new Measurement<long>(Snapshot(executor, 9).Running, tag), "{item}", "Items running now, on busy workers or on submitting threads.");
@@ -122,6 +125,20 @@ internal sealed class ExecutorInstruments : IDisposable
             _meter.Dispose();
         }
     }
+
+    private static IEnumerable<Measurement<int>> Tenants(BoundedExecutor executor, KeyValuePair<string, object?> tag, Func<TenantStatistics, int> read) =>
+        executor.Tenants.ReadSeries().Select(t => new Measurement<int>(read(t), tag, new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, t.Tenant)));
+
+    private static IEnumerable<Measurement<long>> TenantOutcomes(BoundedExecutor executor, KeyValuePair<string, object?> tag) =>
+        executor.Tenants.ReadSeries().SelectMany(t => new[]
+        {
+            TenantOutcome(t.Completed, "completed", t.Tenant, tag),
+            TenantOutcome(t.Failed, "failed", t.Tenant, tag),
+            TenantOutcome(t.Refused, "refused", t.Tenant, tag),
+        });
+
+    private static Measurement<long> TenantOutcome(long value, string outcome, string tenant, KeyValuePair<string, object?> executor) =>
+        new(value, executor, new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, tenant), new KeyValuePair<string, object?>(BoundedWorkDiagnostics.OutcomeTag, outcome));
 
     private static Measurement<long>[] Outcomes(BoundedExecutorStatistics s, KeyValuePair<string, object?> executor) =>
     [

@@ -38,7 +38,7 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
     public Func<bool> CallerMayWaitForPermit { get; init; } = static () => true;
 
     /// <summary>Runs an item a worker claimed and published with <see cref="Worker.BeginRun"/>, and counts its outcome.</summary>
-    public void RunOnWorker(Worker worker, in QueuedItem item)
+    public ItemOutcome RunOnWorker(Worker worker, in QueuedItem item)
     {
         var measureWait = item.PreciseEnqueuedTimestamp != 0 && instruments.WaitDurationEnabled;
         var preciseStart = instruments.RunDurationEnabled || measureWait ? Stopwatch.GetTimestamp() : 0;
@@ -47,7 +47,8 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
             callbacks.RecordWait(Stopwatch.GetElapsedTime(item.PreciseEnqueuedTimestamp, preciseStart));
         }
 
-        worker.Count(Invoke(item));
+        var outcome = Invoke(item);
+        worker.Count(outcome);
         worker.EndRun();
         if (preciseStart != 0 && instruments.RunDurationEnabled)
         {
@@ -64,6 +65,8 @@ internal sealed class ItemRunner(ExecutorCallbacks callbacks, ExecutorInstrument
         {
             ExecutionContext.Restore(worker.CleanContext);
         }
+
+        return outcome;
     }
 
     /// <summary>

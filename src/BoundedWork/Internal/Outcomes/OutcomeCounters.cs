@@ -70,11 +70,22 @@ internal sealed class OutcomeCounters(string executorName, ExecutorCallbacks cal
     /// is awaited. An awaited item its caller cancelled meanwhile is counted as
     /// cancelled instead and not reported. Returns the exception for callers that throw it.
     /// </summary>
-    public RejectedExecutionException NotRun(in QueuedItem item, RejectionReason reason)
+    /// <param name="item">The item.</param>
+    /// <param name="reason">Why it does not run.</param>
+    /// <param name="claimed">
+    /// <see langword="false"/> for an item evicted from a tenant's lane without a claim from the queue (fair share
+    /// swaps it for the new item, whose slot it keeps): counted as a new item dropped, so the ledger stays exact.
+    /// </param>
+    public RejectedExecutionException NotRun(in QueuedItem item, RejectionReason reason, bool claimed = true)
     {
         Debug.Assert(reason != RejectionReason.Abandoned, "Abandoned items are handed back by Abandoned(), not rejected.");
         var exception = new RejectedExecutionException(executorName, reason);
-        var evicted = reason == RejectionReason.Evicted;
+        var evicted = reason == RejectionReason.Evicted && claimed;
+        if (reason == RejectionReason.Evicted && !claimed)
+        {
+            reason = RejectionReason.Discarded; // counted as a drop; reported below as the eviction it is
+        }
+
         if (item.Awaited is { } awaited && !awaited.TryClaim())
         {
             Interlocked.Increment(ref evicted ? ref _cancelledAfterClaim : ref _cancelledBeforeQueue);
@@ -84,7 +95,7 @@ internal sealed class OutcomeCounters(string executorName, ExecutorCallbacks cal
         Interlocked.Increment(ref evicted ? ref _evicted : ref reason == RejectionReason.Discarded ? ref _droppedNew : ref _rejected);
         // Reported before the task faults, as a fire-and-forget item is reported before its producer hears: whoever
         // awaits the task then finds OnRejected already told (RejectionPolicyTests.RunAsync_RejectedAfterWaitingForRoom_...).
-        callbacks.ItemRejected(item, reason);
+        callbacks.ItemRejected(item, exception.Reason);
         item.Awaited?.Reject(exception);
         return exception;
     }

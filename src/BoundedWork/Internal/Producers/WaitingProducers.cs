@@ -87,6 +87,7 @@ internal sealed class WaitingProducers(TicketQueue queue, IProducerHost host)
             var admission = queue.TryAdmit(capacity, out var ticket);
             if (admission == Admission.Admitted)
             {
+                host.Admitting(item);
                 queue.Write(ticket, item);
                 host.OnAdmitted();
                 return true;
@@ -187,6 +188,7 @@ internal sealed class WaitingProducers(TicketQueue queue, IProducerHost host)
                 else if (oldest is not null && queue.TryAdmit(capacity, out var ticket) == Admission.Admitted)
                 {
                     RemoveUnsynchronized(oldest);
+                    host.Admitting(oldest.Item);
                     queue.Write(ticket, oldest.Item);
                     admitted = oldest;
                 }
@@ -380,6 +382,11 @@ internal interface IProducerHost
 {
     /// <summary>Gets the queue capacity in force.</summary>
     int QueueCapacity { get; }
+
+    /// <summary>An item took a slot and is about to be written (a tenant's item joins its lane now, under this class's lock).</summary>
+    void Admitting(in QueuedItem item)
+    {
+    }
 
     /// <summary>An item was admitted and written: wake a worker for it.</summary>
     void OnAdmitted();

@@ -32,7 +32,8 @@ internal sealed class Submitter(
     ExecutorInstruments instruments,
     TimeProvider timeProvider,
     ItemClock itemClock,
-    bool flowExecutionContext)
+    bool flowExecutionContext,
+    TenantBook tenants)
 {
     private enum SubmitStatus
     {
@@ -157,6 +158,203 @@ internal sealed class Submitter(
         return new ValueTask<bool>(producers.WaitForRoomAsync(cancellationToken));
     }
 
+    /// <summary><c>TryExecute</c> for a tenant: queued if the tenant is below its bound and there is room now.</summary>
+    public bool TryExecute(string tenant, in QueuedItem item) =>
+        owner.Settings.FairShare is null ? TryExecute(item) : SubmitForTenant(tenant, item, blocking: false, tryOnly: true, default, out _, out _) == SubmitStatus.Done;
+
+    /// <summary><c>Execute</c> for a tenant (see <see cref="SubmitForTenant"/>).</summary>
+    public void Execute(string tenant, in QueuedItem item, CancellationToken cancellationToken)
+    {
+        if (owner.Settings.FairShare is null)
+        {
+            Execute(item, cancellationToken);
+            return;
+        }
+
+        if (cancellationToken.IsCancellationRequested)
+        {
+            outcomes.CancelledBeforeQueue();
+            cancellationToken.ThrowIfCancellationRequested();
+        }
+
+        switch (SubmitForTenant(tenant, item, blocking: true, tryOnly: false, cancellationToken, out var waiter, out var rejection))
+        {
+            case SubmitStatus.Rejected:
+                throw rejection!;
+            case SubmitStatus.Waiting:
+                producers.AwaitAdmission(waiter!, cancellationToken);
+                break;
+        }
+    }
+
+    /// <summary><c>ExecuteAsync</c> for a tenant (see <see cref="SubmitForTenant"/>).</summary>
+    public ValueTask ExecuteAsync(string tenant, in QueuedItem item, CancellationToken cancellationToken)
+    {
+        if (owner.Settings.FairShare is null)
+        {
+            return ExecuteAsync(item, cancellationToken);
+        }
+
+        if (cancellationToken.IsCancellationRequested)
+        {
+            outcomes.CancelledBeforeQueue();
+            return ValueTask.FromCanceled(cancellationToken);
+        }
+
+        return SubmitForTenant(tenant, item, blocking: false, tryOnly: false, cancellationToken, out var waiter, out var rejection) switch
+        {
+            SubmitStatus.Rejected => ValueTask.FromException(rejection!),
+            SubmitStatus.Waiting => new ValueTask(waiter!.Task!),
+            _ => ValueTask.CompletedTask,
+        };
+    }
+
+    /// <summary><c>RunAsync</c> for a tenant: the item is its own task.</summary>
+    public Task<TResult> Run<TResult>(string tenant, Delegate work, CancellationToken cancellationToken)
+    {
+        if (owner.Settings.FairShare is null)
+        {
+            return Run<TResult>(work, describedBy: null, cancellationToken);
+        }
+
+        if (cancellationToken.IsCancellationRequested)
+        {
+            outcomes.CancelledBeforeQueue();
+            return Task.FromCanceled<TResult>(cancellationToken);
+        }
+
+        var runItem = new RunItem<TResult>(work, flowExecutionContext ? ExecutionContext.Capture() : null, null);
+        runItem.RegisterCancellation(cancellationToken);
+        _ = SubmitForTenant(tenant, new QueuedItem(runItem, null, null, null, itemClock.Now(), PreciseStamp()), blocking: false, tryOnly: false, cancellationToken, out _, out _);
+        return runItem.Task;
+    }
+
+    /// <summary>
+    /// Admits a tenant's item under fair share: a reservation against the tenant's queue bound, then a slot of the queue
+    /// for its placeholder (<see cref="TenantEntry"/>), the item joining its tenant's lane just before the slot is
+    /// written. Past the tenant's bound the policy applies to that tenant alone (Abort and Wait refuse at once, Discard
+    /// drops, DiscardOldest evicts the tenant's own oldest, CallerRuns runs it here). When the queue is full, the
+    /// longest backlog gives way if <see cref="FairShareSettings.ShedLongestBacklog"/> says so, and otherwise the policy
+    /// applies as for any item. Every refusal is counted under the tenant as well.
+    /// </summary>
+    private SubmitStatus SubmitForTenant(string tenant, in QueuedItem item, bool blocking, bool tryOnly, CancellationToken cancellationToken, out ProducerWaiter? waiter, out RejectedExecutionException? rejection)
+    {
+        waiter = null;
+        rejection = null;
+        var policy = owner.Settings.RejectionPolicy;
+        var entry = new TenantEntry(tenant, item);
+        if (!tenants.TryReserve(tenant))
+        {
+            if (!tryOnly)
+            {
+                switch (policy)
+                {
+                    case RejectionPolicy.DiscardOldest when tenants.TrySwapOldest(entry, out var evicted):
+                        outcomes.NotRun(evicted.Item, RejectionReason.Evicted, claimed: false);
+                        return SubmitStatus.Done;
+                    case RejectionPolicy.Discard:
+                        tenants.Refused(tenant);
+                        outcomes.NotRun(item, RejectionReason.Discarded);
+                        return SubmitStatus.Done;
+                    case RejectionPolicy.CallerRuns:
+                        return RunTenantItemOnCaller(tenant, item, out rejection);
+                }
+            }
+
+            tenants.Refused(tenant);
+            rejection = outcomes.NotRun(item, RejectionReason.TenantLimit);
+            return SubmitStatus.Rejected;
+        }
+
+        var placeholder = entry.Placeholder;
+        if (!tryOnly && policy == RejectionPolicy.Wait && producers.Any && !pool.IsWorkerThread)
+        {
+            // Producers wait already: line up behind them (the item joins its lane when it is admitted).
+            waiter = producers.Wait(placeholder, blocking, WaitDeadline(), cancellationToken);
+            return SubmitStatus.Waiting;
+        }
+
+        while (true)
+        {
+            var admission = queue.TryAdmit(Math.Max(0, owner.Settings.QueueCapacity - tenants.Deferred), out var ticket);
+            if (admission == Admission.Admitted)
+            {
+                tenants.Admit(entry);
+                Publish(ticket, placeholder);
+                return SubmitStatus.Done;
+            }
+
+            if (admission == Admission.ShutDown)
+            {
+                tenants.Unreserve(tenant, refused: true);
+                rejection = outcomes.NotRun(item, RejectionReason.ShutDown);
+                return SubmitStatus.Rejected;
+            }
+
+            if (owner.Settings.FairShare?.ShedLongestBacklog == true)
+            {
+                if (tenants.TryShed(entry, out var shed))
+                {
+                    outcomes.NotRun(shed.Item, RejectionReason.Evicted, claimed: false);
+                    return SubmitStatus.Done;
+                }
+
+                tenants.Unreserve(tenant, refused: true);
+                rejection = outcomes.NotRun(item, RejectionReason.QueueFull);
+                return SubmitStatus.Rejected;
+            }
+
+            switch (tryOnly ? RejectionPolicy.Abort : policy)
+            {
+                case RejectionPolicy.Discard:
+                    tenants.Unreserve(tenant, refused: true);
+                    outcomes.NotRun(item, RejectionReason.Discarded);
+                    return SubmitStatus.Done;
+                case RejectionPolicy.DiscardOldest:
+                    if (EvictOldest())
+                    {
+                        admission = queue.TryAdmit(int.MaxValue, out ticket);
+                        if (admission == Admission.Admitted)
+                        {
+                            tenants.Admit(entry);
+                            Publish(ticket, placeholder);
+                            return SubmitStatus.Done;
+                        }
+                    }
+
+                    continue;
+                case RejectionPolicy.CallerRuns:
+                case RejectionPolicy.Wait when pool.IsWorkerThread:
+                    tenants.Unreserve(tenant, refused: false);
+                    return RunTenantItemOnCaller(tenant, item, out rejection);
+                case RejectionPolicy.Wait:
+                    if (producers.TrySpinForRoom(placeholder))
+                    {
+                        return SubmitStatus.Done;
+                    }
+
+                    waiter = producers.Wait(placeholder, blocking, WaitDeadline(), cancellationToken);
+                    return SubmitStatus.Waiting;
+                default:
+                    tenants.Unreserve(tenant, refused: true);
+                    rejection = outcomes.NotRun(item, RejectionReason.QueueFull);
+                    return SubmitStatus.Rejected;
+            }
+        }
+    }
+
+    /// <summary>CallerRuns for a tenant's item: it runs here, outside the tenant's running bound; a refusal is counted under the tenant.</summary>
+    private SubmitStatus RunTenantItemOnCaller(string tenant, in QueuedItem item, out RejectedExecutionException? rejection)
+    {
+        if (runner.RunOnCaller(item, out rejection))
+        {
+            return SubmitStatus.Done;
+        }
+
+        tenants.Refused(tenant);
+        return SubmitStatus.Rejected;
+    }
+
     /// <summary>Admits the item, or applies the rejection policy when the queue is full (see the remarks).</summary>
     private SubmitStatus Submit(in QueuedItem item, bool blocking, CancellationToken cancellationToken, out ProducerWaiter? waiter, out RejectedExecutionException? rejection)
     {
@@ -240,7 +438,19 @@ internal sealed class Submitter(
             return false;
         }
 
-        outcomes.NotRun(queue.ReadClaimed(ticket), RejectionReason.Evicted);
+        var evicted = queue.ReadClaimed(ticket);
+        if (TenantEntry.IsPlaceholder(evicted, out var placeholder))
+        {
+            // A tenant's slot: the item to evict is in the lanes (the oldest of that tenant, or of the longest backlog).
+            if (tenants.TakeForEviction(placeholder) is { } entry)
+            {
+                outcomes.NotRun(entry.Item, RejectionReason.Evicted);
+            }
+
+            return true;
+        }
+
+        outcomes.NotRun(evicted, RejectionReason.Evicted);
         return true;
     }
 

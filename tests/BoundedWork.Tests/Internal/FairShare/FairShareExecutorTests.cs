@@ -1,0 +1,370 @@
+using System.Collections.Concurrent;
+
+namespace BoundedWork.Tests.Internal.FairShare;
+
+/// <summary>
+/// Fair share on a real executor, gated (no sleeps): a quiet tenant is not stuck behind a flood, the per-tenant bounds
+/// hold and refuse as the policy says, every refusal is counted under its tenant, and the executor's ledger stays exact.
+/// </summary>
+public sealed class FairShareExecutorTests
+{
+    private static BoundedExecutor Create(int workers, int capacity, RejectionPolicy policy, FairShareSettings fairShare, List<WorkItemRejectedArguments>? rejected = null) =>
+        TestKit.Create(workers, capacity, policy, o =>
+        {
+            o.FairShare = fairShare;
+            if (rejected is not null)
+            {
+                o.OnRejected = r =>
+                {
+                    lock (rejected)
+                    {
+                        rejected.Add(r);
+                    }
+                };
+            }
+        });
+
+    [Fact]
+    public void ForTenant_QuietTenantBehindFlood_RunsWithinTheFirstTurns()
+    {
+        using var gate = new Gate();
+        using var executor = Create(1, 100, RejectionPolicy.Abort, new FairShareSettings());
+        Assert.True(executor.TryExecute(gate.Blocker)); // no tenant: occupies the only worker
+        gate.WaitEntered();
+        var order = new ConcurrentQueue<string>();
+        for (var i = 0; i < 20; i++)
+        {
+            Assert.True(executor.ForTenant("flood").TryExecute(() => order.Enqueue("flood")));
+        }
+
+        Assert.True(executor.ForTenant("quiet").TryExecute(() => order.Enqueue("quiet")));
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.Completed == 22);
+        Assert.InRange(order.ToList().IndexOf("quiet"), 0, 1); // FIFO would run it 21st
+        TestKit.AssertConserved(executor.GetStatistics());
+    }
+
+    [Fact]
+    public void ForTenant_FairShareOff_TenantIgnoredAndArrivalOrderKept()
+    {
+        using var gate = new Gate();
+        using var executor = TestKit.Create(1, 100);
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var log = new RunLog();
+        for (var i = 0; i < 5; i++)
+        {
+            Assert.True(executor.ForTenant("flood").TryExecute(log.Item(i)));
+        }
+
+        Assert.True(executor.ForTenant("quiet").TryExecute(log.Item(5)));
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.Completed == 7);
+        Assert.Equal([0, 1, 2, 3, 4, 5], log.Ran);
+        Assert.Empty(executor.GetTenantStatistics());
+    }
+
+    [Fact]
+    public void MaxQueuedPerTenant_Abort_RefusesThatTenantOnly_CountedUnderIt()
+    {
+        var rejected = new List<WorkItemRejectedArguments>();
+        using var gate = new Gate();
+        using var executor = Create(1, 100, RejectionPolicy.Abort, new FairShareSettings { MaxQueuedPerTenant = 2 }, rejected);
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var a = executor.ForTenant("a");
+        Assert.True(a.TryExecute(() => { }));
+        Assert.True(a.TryExecute(() => { }));
+        Assert.False(a.TryExecute(() => { }));
+        var thrown = Assert.Throws<RejectedExecutionException>(() => a.Execute(() => { }));
+        Assert.Equal(RejectionReason.TenantLimit, thrown.Reason);
+        Assert.True(executor.ForTenant("b").TryExecute(() => { }));
+
+        var tenants = executor.GetTenantStatistics().ToDictionary(t => t.Tenant);
+        Assert.Equal(2, tenants["a"].Queued);
+        Assert.Equal(2, tenants["a"].Refused);
+        Assert.Equal(1, tenants["b"].Queued);
+        Assert.Equal(0, tenants["b"].Refused);
+        Assert.Equal([RejectionReason.TenantLimit, RejectionReason.TenantLimit], rejected.Select(r => r.Reason));
+
+        gate.Open();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 4);
+        Assert.Equal(2, s.Rejected);
+        TestKit.AssertConserved(s);
+        Assert.Equal(2, executor.GetTenantStatistics().Single(t => t.Tenant == "a").Completed);
+    }
+
+    [Fact]
+    public void MaxQueuedPerTenant_DiscardOldest_EvictsThatTenantsOldest()
+    {
+        var rejected = new List<WorkItemRejectedArguments>();
+        using var gate = new Gate();
+        using var executor = Create(1, 100, RejectionPolicy.DiscardOldest, new FairShareSettings { MaxQueuedPerTenant = 2 }, rejected);
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var log = new RunLog();
+        var a = executor.ForTenant("a");
+        a.Execute(log.Item(1));
+        a.Execute(log.Item(2));
+        a.Execute(log.Item(3));
+        Assert.Equal(RejectionReason.Evicted, Assert.Single(rejected).Reason);
+        gate.Open();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+        Assert.Equal([2, 3], log.Ran);
+        Assert.Equal(1, s.Discarded);
+        TestKit.AssertConserved(s);
+        Assert.Equal(1, executor.GetTenantStatistics().Single(t => t.Tenant == "a").Refused);
+    }
+
+    [Fact]
+    public void MaxRunningPerTenant_TwoWorkers_OtherTenantRunsWhileTheBoundHoldsTheSecond()
+    {
+        using var executor = Create(2, 100, RejectionPolicy.Abort, new FairShareSettings { MaxRunningPerTenant = 1 });
+        using var firstStarted = new ManualResetEventSlim();
+        using var releaseFirst = new ManualResetEventSlim();
+        using var bDone = new ManualResetEventSlim();
+        var aRunning = 0;
+        var aMax = 0;
+        void A(bool first)
+        {
+            var now = Interlocked.Increment(ref aRunning);
+            InterlockedMax(ref aMax, now);
+            if (first)
+            {
+                firstStarted.Set();
+                releaseFirst.WaitOrFail("the first item's release");
+            }
+
+            Interlocked.Decrement(ref aRunning);
+        }
+
+        var a = executor.ForTenant("a");
+        Assert.True(a.TryExecute(() => A(first: true)));
+        firstStarted.WaitOrFail("the first item");
+        Assert.True(a.TryExecute(() => A(first: false)));
+        Assert.True(executor.ForTenant("b").TryExecute(bDone.Set));
+        bDone.WaitOrFail("the other tenant's item, on the second worker");
+
+        var held = executor.GetTenantStatistics().Single(t => t.Tenant == "a");
+        Assert.Equal(1, held.Running);
+        Assert.Equal(1, held.Queued); // the second waits for the bound, not for a worker
+
+        releaseFirst.Set();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+        Assert.Equal(1, aMax);
+        TestKit.AssertConserved(s);
+        Assert.Equal(0, executor.Tenants.Count);
+    }
+
+    [Fact]
+    public void ShedLongestBacklog_QueueFull_FloodGivesWayThenIsRefused()
+    {
+        var rejected = new List<WorkItemRejectedArguments>();
+        using var gate = new Gate();
+        using var executor = Create(1, 4, RejectionPolicy.Abort, new FairShareSettings { ShedLongestBacklog = true }, rejected);
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var log = new RunLog();
+        for (var i = 0; i < 4; i++)
+        {
+            Assert.True(executor.ForTenant("flood").TryExecute(log.Item(i)));
+        }
+
+        Assert.True(executor.ForTenant("quiet").TryExecute(log.Item(100))); // the flood's newest gives way
+        Assert.False(executor.ForTenant("flood").TryExecute(log.Item(4))); // the longest backlog is refused first
+        Assert.Equal([RejectionReason.Evicted, RejectionReason.QueueFull], rejected.Select(r => r.Reason));
+
+        gate.Open();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 5);
+        Assert.Equal([0, 100, 1, 2], log.Ran);
+        TestKit.AssertConserved(s);
+        var tenants = executor.GetTenantStatistics().ToDictionary(t => t.Tenant);
+        Assert.Equal(2, tenants["flood"].Refused);
+        Assert.Equal(0, tenants["quiet"].Refused);
+    }
+
+    [Fact]
+    public void DiscardOldest_QueueFullOfTenantSlots_EvictsAnItemFromTheLanes()
+    {
+        var rejected = new List<WorkItemRejectedArguments>();
+        using var gate = new Gate();
+        using var executor = Create(1, 2, RejectionPolicy.DiscardOldest, new FairShareSettings(), rejected);
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var log = new RunLog();
+        executor.ForTenant("a").Execute(log.Item(1));
+        executor.ForTenant("a").Execute(log.Item(2));
+        executor.ForTenant("b").Execute(log.Item(3));
+        Assert.Equal(RejectionReason.Evicted, Assert.Single(rejected).Reason);
+        gate.Open();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+        Assert.Equal(2, log.Ran.Count);
+        Assert.Contains(3, log.Ran);
+        TestKit.AssertConserved(s);
+    }
+
+    [Fact]
+    public async Task Wait_TenantItemWaitsForRoom_AdmittedIntoItsLaneWhenASlotFrees()
+    {
+        using var gate = new Gate();
+        using var executor = Create(1, 1, RejectionPolicy.Wait, new FairShareSettings());
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var log = new RunLog();
+        await executor.ForTenant("a").ExecuteAsync(log.Item(1));
+        var waiting = executor.ForTenant("b").ExecuteAsync(log.Item(2));
+        Assert.False(waiting.IsCompleted);
+        Assert.Equal(1, executor.GetTenantStatistics().Single(t => t.Tenant == "b").Queued); // reserved while it waits
+        gate.Open();
+        await waiting.AsTask().WaitAsync(TestKit.Safety);
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+        Assert.Equal([1, 2], log.Ran);
+        TestKit.AssertConserved(s);
+    }
+
+    [Fact]
+    public async Task RunAsync_ForTenant_ReturnsResult_AndFaultsWhenRefused()
+    {
+        using var gate = new Gate();
+        using var executor = Create(1, 100, RejectionPolicy.Abort, new FairShareSettings { MaxQueuedPerTenant = 1 });
+        Assert.Equal(42, await executor.ForTenant("a").RunAsync(() => 42));
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        var queued = executor.ForTenant("a").RunAsync(() => 1);
+        var refused = executor.ForTenant("a").RunAsync(() => 2);
+        var error = await Assert.ThrowsAsync<RejectedExecutionException>(() => refused);
+        Assert.Equal(RejectionReason.TenantLimit, error.Reason);
+        gate.Open();
+        Assert.Equal(1, await queued.WaitAsync(TestKit.Safety));
+        TestKit.AssertConserved(TestKit.WaitForStatistics(executor, s => s.Completed == 3));
+    }
+
+    [Fact]
+    public void Shutdown_DeadlineWithTenantItemsQueuedAndDeferred_HandsEveryOneBack()
+    {
+        using var gate = new Gate();
+        var executor = Create(2, 100, RejectionPolicy.Abort, new FairShareSettings { MaxRunningPerTenant = 1 });
+        var a = executor.ForTenant("a");
+        Assert.True(a.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        for (var i = 0; i < 5; i++)
+        {
+            Assert.True(a.TryExecute(() => { }));
+        }
+
+        // The second worker claims each slot, finds "a" at its bound, and defers it: the statistics show them as starting.
+        TestKit.WaitForStatistics(executor, s => s.Starting == 5);
+        var result = executor.Shutdown(TimeSpan.Zero);
+        Assert.Equal(5, result.AbandonedItems.Count);
+        gate.Open();
+        var s = TestKit.WaitForStatistics(executor, s => s.Completed == 1);
+        executor.Completion.WaitOrFail("the workers to exit");
+        Assert.Equal(5, s.Abandoned);
+        Assert.Equal(0, s.Starting);
+        TestKit.AssertConserved(s);
+    }
+
+    [Fact]
+    public void ForTenant_ManyProducersAndTenants_EveryItemRunsOnceAndTheLedgerIsExact()
+    {
+        var fairShare = new FairShareSettings { MaxRunningPerTenant = 2, MaxQueuedPerTenant = 50, TenantSeriesLimit = 3 }.WithWeight("t0", 5);
+        using var executor = Create(4, 64, RejectionPolicy.DiscardOldest, fairShare);
+        var ran = new ConcurrentDictionary<int, int>();
+        const int PerProducer = 2_000;
+        var producers = Enumerable.Range(0, 4).Select(p => new Thread(() =>
+        {
+            for (var i = 0; i < PerProducer; i++)
+            {
+                var id = (p * PerProducer) + i;
+                var tenant = "t" + (i % (p + 2));
+                if (i % 3 == 0)
+                {
+                    executor.ForTenant(tenant).TryExecute(() => ran.AddOrUpdate(id, 1, (_, n) => n + 1));
+                }
+                else if (i % 7 == 0)
+                {
+                    executor.TryExecute(() => ran.AddOrUpdate(id, 1, (_, n) => n + 1));
+                }
+                else
+                {
+                    executor.ForTenant(tenant).Execute(() => ran.AddOrUpdate(id, 1, (_, n) => n + 1));
+                }
+            }
+        })).ToList();
+        producers.ForEach(t => t.Start());
+        producers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0);
+        Assert.Equal(4 * PerProducer, s.Submitted);
+        TestKit.AssertConserved(s);
+        Assert.All(ran.Values, n => Assert.Equal(1, n));
+        Assert.Equal(s.Completed, ran.Count);
+        Assert.Equal(0, executor.Tenants.Count);
+        var tenants = executor.GetTenantStatistics(100);
+        Assert.Equal(4, tenants.Count); // three with their own series, the rest as "(other)"
+        Assert.Contains(tenants, t => t.Tenant == TenantStatistics.OtherTenants);
+        Assert.Equal(s.Completed - ran.Keys.Count(id => id % PerProducer % 7 == 0 && id % PerProducer % 3 != 0), tenants.Sum(t => t.Completed));
+    }
+
+    [Fact]
+    public void Reconfigure_FairShareWeights_ValidatedAndPutInForce()
+    {
+        using var executor = Create(1, 10, RejectionPolicy.Abort, new FairShareSettings());
+        var error = Assert.Throws<ArgumentException>(() => executor.Reconfigure(s => s with { FairShare = new FairShareSettings { DefaultWeight = 0 } }));
+        Assert.Contains("FairShare.DefaultWeight", error.Message, StringComparison.Ordinal);
+        executor.Reconfigure(s => s with { FairShare = s.FairShare!.WithWeight("acme", 7) });
+        Assert.Equal(7, executor.Settings.FairShare!.GetWeight("acme"));
+        Assert.Equal(1, executor.Settings.FairShare.GetWeight("other"));
+        Assert.Throws<ArgumentException>(() => executor.ForTenant(""));
+        Assert.Throws<ArgumentException>(() => executor.ForTenant("a\nb"));
+    }
+
+    [Fact]
+    public void TenantInstruments_MoreTenantsThanTheSeriesLimit_RestReportedAsOther()
+    {
+        var name = $"tenants-{Guid.NewGuid():N}";
+        using var executor = TestKit.Create(2, 100, name: name, configure: o => o.FairShare = new FairShareSettings { TenantSeriesLimit = 2 });
+        for (var t = 0; t < 5; t++)
+        {
+            executor.ForTenant("t" + t).Execute(() => { });
+        }
+
+        TestKit.WaitForStatistics(executor, s => s.Completed == 5);
+        var completed = new Dictionary<string, long>();
+        using var listener = new System.Diagnostics.Metrics.MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == BoundedWorkDiagnostics.MeterName && instrument.Name == "boundedwork.tenant.items")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        {
+            string? executorTag = null, tenant = null, outcome = null;
+            foreach (var tag in tags)
+            {
+                executorTag = tag.Key == BoundedWorkDiagnostics.ExecutorTag ? (string?)tag.Value : executorTag;
+                tenant = tag.Key == BoundedWorkDiagnostics.TenantTag ? (string?)tag.Value : tenant;
+                outcome = tag.Key == BoundedWorkDiagnostics.OutcomeTag ? (string?)tag.Value : outcome;
+            }
+
+            if (executorTag == name && outcome == "completed")
+            {
+                completed[tenant!] = value;
+            }
+        });
+        listener.Start();
+        listener.RecordObservableInstruments();
+        Assert.Equal(3, completed.Count); // two tenants of their own and "(other)"
+        Assert.Equal(3, completed[TenantStatistics.OtherTenants]);
+        Assert.Equal(5, completed.Values.Sum());
+    }
+
+    private static void InterlockedMax(ref int target, int value)
+    {
+        int seen;
+        while ((seen = Volatile.Read(ref target)) < value && Interlocked.CompareExchange(ref target, value, seen) != seen)
+        {
+        }
+    }
+}
