@@ -61,7 +61,8 @@ public static class BoundedWorkAdminServiceCollectionExtensions
         services.TryAddSingleton(static provider => new ClusterApi(
             provider.GetServices<BoundedWork.Hosting.IWorkQueueCluster>(),
             provider.GetRequiredService<AdminMetrics>(),
-            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category)));
+            provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),
+            provider.GetServices<BoundedWork.Hosting.IWorkQueuePauseControl>()));
         services.TryAddSingleton(static provider => new ScheduleApi(
             provider.GetService<BoundedWork.Hosting.IRecurringSchedules>(),
             provider.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger(AdminLog.Category),

@@ -92,6 +92,7 @@ public static class PostgreSqlWorkQueueBuilderExtensions
 
         // The queue seen and operated as a cluster (its nodes, its fleet-wide settings), like its dead letters.
         services.AddSingleton<IWorkQueueCluster>(provider => (IWorkQueueCluster)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
+        services.AddSingleton<IWorkQueuePauseControl>(provider => (IWorkQueuePauseControl)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
         services.AddSingleton<IStoredItemSearch>(provider => (IStoredItemSearch)provider.GetRequiredKeyedService<IWorkQueue<T>>(name));
 
         return builder;

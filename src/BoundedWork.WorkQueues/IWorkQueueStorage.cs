@@ -53,6 +53,12 @@ public sealed record WorkQueueStorageStatistics
     /// </summary>
     public string? Warning { get; init; }
 
+    /// <summary>
+    /// Gets the queue's fleet-wide pause as this node last read it (<see cref="IWorkQueuePauseControl"/>), or
+    /// <see langword="null"/> when the queue is not paused: no node claims its items, and the health check reports Degraded with the reason.
+    /// </summary>
+    public WorkQueuePause? Pause { get; init; }
+
     /// <summary>Gets when the statistics were read; <see cref="DateTimeOffset.MinValue"/> before the first read.</summary>
     public DateTimeOffset ReadAt { get; init; }
 }

@@ -48,12 +48,14 @@ public sealed class WorkItemContext
     /// handler then returns (without throwing), the item is neither handled nor retried now; it waits, holding no worker
     /// and no queue slot (and still holding its ordering key), and runs again with the same attempt number. The shape
     /// for a downstream that answers "try again in 30 seconds". Snoozes are counted
-    /// (<c>boundedwork.workqueue.items.snoozed</c>). An item still snoozing when the host stops becomes a dead letter
-    /// (reason ShutDown). In-memory queues only for now.
+    /// (<c>boundedwork.workqueue.items.snoozed</c>; for a durable item, <c>boundedwork.storage.snoozed</c>). An
+    /// in-memory item still snoozing when the host stops becomes a dead letter (reason ShutDown). A durable item is
+    /// stored scheduled: its run time moves by the delay, its attempts are unchanged, and any node runs it then; a
+    /// cancellation asked while it ran cancels it instead.
     /// </summary>
     /// <param name="delay">How long to wait: positive, at most <see cref="MaxSnooze"/>. Calling again replaces it.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="delay"/> is not positive or above <see cref="MaxSnooze"/>.</exception>
-    /// <exception cref="InvalidOperationException">Outside a handler's attempt, or for a durable item (not supported yet).</exception>
+    /// <exception cref="InvalidOperationException">Outside a handler's attempt.</exception>
     public void Snooze(TimeSpan delay)
     {
         if (delay <= TimeSpan.Zero || delay > MaxSnooze)
@@ -64,11 +66,6 @@ public sealed class WorkItemContext
         if (Attempt == 0)
         {
             throw new InvalidOperationException("Snooze is called from a work-queue handler, during its attempt.");
-        }
-
-        if (IsDurable)
-        {
-            throw new InvalidOperationException($"Work queue '{QueueName}' stores its items durably; snoozing a durable item is not supported yet.");
         }
 
         SnoozedFor = delay;

@@ -41,8 +41,8 @@ public sealed class AdminRouteTableTests : IAsyncLifetime
     public async Task EveryRouteOfBothTransports_AnswersTheSameOnKestrelAndTheSocket()
     {
         var shared = _table.For(AdminTransports.Http).Intersect(_table.For(AdminTransports.LocalSocket)).ToList();
-        Assert.Equal(22, _table.Routes.Count);
-        Assert.Equal(21, shared.Count); // all but /process, which only the socket serves
+        Assert.Equal(24, _table.Routes.Count);
+        Assert.Equal(23, shared.Count); // all but /process, which only the socket serves
         foreach (var route in shared)
         {
             foreach (var operation in route.Operations)
@@ -104,7 +104,7 @@ public sealed class AdminRouteTableTests : IAsyncLifetime
         Assert.StartsWith($"No console endpoint at '{target}'; the socket serves ", detail, StringComparison.Ordinal);
         Assert.All(_table.For(AdminTransports.LocalSocket), route => Assert.Contains(route.Pattern, detail, StringComparison.Ordinal));
         Assert.Equal(
-            $"No console endpoint at '{target}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /executors/{{name}}/pause, /executors/{{name}}/resume, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge, /queues/{{name}}/cluster, /schedules, /schedules/{{name}}, /schedules/{{name}}/trigger, /durable-schedules, /durable-schedules/{{name}}, /durable-schedules/{{name}}/trigger, /queues/{{name}}/items, /queues/{{name}}/items/preview and /queues/{{name}}/items/apply.",
+            $"No console endpoint at '{target}'; the socket serves /executors, /executors/{{name}}, /executors/{{name}}/workers, /executors/{{name}}/pause, /executors/{{name}}/resume, /threadpool, /process, /queues/{{name}}/dead-letters, /queues/{{name}}/dead-letters/{{id}}, /queues/{{name}}/dead-letters/{{id}}/requeue, /queues/{{name}}/dead-letters/requeue, /queues/{{name}}/dead-letters/purge, /queues/{{name}}/cluster, /queues/{{name}}/pause, /queues/{{name}}/resume, /schedules, /schedules/{{name}}, /schedules/{{name}}/trigger, /durable-schedules, /durable-schedules/{{name}}, /durable-schedules/{{name}}/trigger, /queues/{{name}}/items, /queues/{{name}}/items/preview and /queues/{{name}}/items/apply.",
             detail);
     }
 

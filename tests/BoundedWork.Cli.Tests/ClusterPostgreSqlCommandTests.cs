@@ -67,6 +67,50 @@ public sealed class ClusterPostgreSqlCommandTests(DeadLetterCommandTests.Databas
         }
     }
 
+    [Fact]
+    public async Task PauseFleetAndKey_ThroughTheSocket_StoredAndShown_ResumeEndsThem_BadInputRefused()
+    {
+        var schema = await SocketApp.CreateSchemaAsync(database.Server.ConnectionString);
+        var (built, socketPath, logs) = SocketApp.Build("cp", services => AddQueue(services, database.Server.ConnectionString, schema, "node-a"));
+        await using var app = built;
+        await app.StartAsync();
+        try
+        {
+            string[] Tool(params string[] args) => [.. args, "--socket", socketPath];
+
+            var pause = await Bw.RunAsync(Tool("pause", "notices", "--fleet", "--reason", "provider outage", "--for", "10m"));
+            Assert.True(pause.ExitCode == 0, pause.ToString());
+            Assert.Contains("paused fleet-wide", Plain(pause.Out), StringComparison.Ordinal);
+            var key = await Bw.RunAsync(Tool("pause", "notices", "--key", "customer-42", "--reason", "under review", "--json"));
+            Assert.True(key.ExitCode == 0, key.ToString());
+            Assert.Equal("customer-42", JsonDocument.Parse(key.Out).RootElement.GetProperty("pause").GetProperty("key").GetString());
+
+            var shown = Plain((await Bw.RunAsync(Tool("cluster", "notices"))).Out);
+            Assert.Contains("paused fleet-wide by local socket peer", shown, StringComparison.Ordinal);
+            Assert.Contains("key 'customer-42' paused", shown, StringComparison.Ordinal);
+            await Bw.UntilAsync("the node honours the pause", _ => app.Services.GetServices<IWorkQueueStorage>().Single().Statistics.Pause is not null, Tool("cluster", "notices"));
+
+            var badFor = await Bw.RunAsync(Tool("pause", "notices", "--fleet", "--reason", "x", "--for", "40d"));
+            Assert.Equal(1, badFor.ExitCode);
+            Assert.Contains("for", badFor.Out + badFor.Error, StringComparison.Ordinal);
+            var unknown = await Bw.RunAsync(Tool("pause", "nobody", "--fleet", "--reason", "x"));
+            Assert.Equal(1, unknown.ExitCode);
+
+            var resumeKey = await Bw.RunAsync(Tool("resume", "notices", "--key", "customer-42"));
+            Assert.Contains("resumed fleet-wide", Plain(resumeKey.Out), StringComparison.Ordinal);
+            var resume = await Bw.RunAsync(Tool("resume", "notices", "--fleet", "--json"));
+            Assert.True(JsonDocument.Parse(resume.Out).RootElement.GetProperty("changed").GetBoolean());
+            var again = await Bw.RunAsync(Tool("resume", "notices", "--fleet"));
+            Assert.Contains("not paused fleet-wide (unchanged)", Plain(again.Out), StringComparison.Ordinal);
+            Assert.Contains("not paused", Plain((await Bw.RunAsync(Tool("cluster", "notices"))).Out), StringComparison.Ordinal);
+            Assert.Equal(2, logs.GetSnapshot().Count(e => e.Id.Name == "QueuePaused"));
+        }
+        finally
+        {
+            await app.StopAsync();
+        }
+    }
+
     private static void AddQueue(IServiceCollection services, string connectionString, string schema, string node) =>
         services
             .AddWorkQueue<Notice, NothingHandler>("notices")

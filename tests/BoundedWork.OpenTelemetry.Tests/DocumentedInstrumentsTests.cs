@@ -108,7 +108,8 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
         var durable = app.Services.GetRequiredService<IPostgreSqlWorkQueue<DurableJob>>();
         await durable.EnqueueWithIdAsync(new DurableJob(Fail: false));
         var failing = await durable.EnqueueWithIdAsync(new DurableJob(Fail: true));
-        await Task.WhenAll(gates["boundedwork.storage.completed"].Task, gates["boundedwork.storage.dead_lettered"].Task).WaitAsync(s_patience);
+        await durable.EnqueueWithIdAsync(new DurableJob(Fail: false, Snooze: true)); // snoozed once, then completes
+        await Task.WhenAll(gates["boundedwork.storage.completed"].Task, gates["boundedwork.storage.dead_lettered"].Task, gates["boundedwork.storage.snoozed"].Task).WaitAsync(s_patience);
 
         // The console: a change applied, a change refused, a dead letter requeued.
         await SendAsync(client, HttpMethod.Patch, "/bounded-work/executors/documented-admin", """{"workers": 2}""", expectSuccess: true);
@@ -316,7 +317,7 @@ public sealed partial class DocumentedInstrumentsTests(PostgresFixture postgres)
 
 public sealed record ScopedJob(int Id);
 
-public sealed record DurableJob(bool Fail);
+public sealed record DurableJob(bool Fail, bool Snooze = false);
 
 public sealed record UnconstructableJob(int Id);
 
@@ -368,8 +369,17 @@ internal sealed class ScopedJobHandler(FailingDisposable scoped) : IWorkHandler<
     }
 }
 
-internal sealed class DurableJobHandler : IWorkHandler<DurableJob>
+internal sealed class DurableJobHandler(WorkItemContext context) : IWorkHandler<DurableJob>
 {
-    public ValueTask HandleAsync(DurableJob item, CancellationToken cancellationToken) =>
-        item.Fail ? throw new InvalidOperationException("documented durable failure") : ValueTask.CompletedTask;
+    private static readonly ConcurrentDictionary<long, bool> s_snoozed = new();
+
+    public ValueTask HandleAsync(DurableJob item, CancellationToken cancellationToken)
+    {
+        if (item.Snooze && s_snoozed.TryAdd(context.ItemId, true))
+        {
+            context.Snooze(TimeSpan.FromMilliseconds(1)); // its first delivery only
+        }
+
+        return item.Fail ? throw new InvalidOperationException("documented durable failure") : ValueTask.CompletedTask;
+    }
 }

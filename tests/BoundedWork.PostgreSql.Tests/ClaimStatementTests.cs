@@ -46,7 +46,7 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
 
         var claimed = new List<StoredItem>();
         ClaimSummary summary;
-        await using (var command = statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2)))
+        await using (var command = statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2, Version: 0)))
         await using (var reader = await command.ExecuteReaderAsync())
         {
             summary = ClaimReader.Read<KeyedClaimRow>(reader, new Owner(), claimed);
@@ -56,8 +56,32 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         Assert.All(claimed, item => Assert.Equal("a", item.OrderingKey));
         Assert.Equal(3, summary.HeldByKey); // wanted 5, took 2
         Assert.True(summary.OldestHeldByKeySeconds >= 0);
-        Assert.Null(summary.Version); // the keyed claim does not read the settings version
+        Assert.Equal(0L, summary.Version); // the settings version it saw (no settings row: 0), checked as the plain claim does
         Assert.Null(summary.NextDue);
+    }
+
+    [Fact]
+    public async Task KeyedClaim_UnderAnotherSettingsVersion_ClaimsNothing_AndReportsTheVersionItSaw()
+    {
+        // M = 2 read under version 2; the settings moved on to version 3 (M lowered) before the statement ran.
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync([.. Enumerable.Repeat(((string?)"a", 0, 0), 3)]);
+        await postgres.ExecuteAsync($"INSERT INTO {claim.Sql.QueueSettings} (queue, max_running_per_key, version) VALUES ('{KeyedClaim.Queue}', 1, 3)");
+        var statements = new ClaimStatements(claim.Sql);
+        await using var connection = await claim.OpenAsync();
+
+        var claimed = new List<StoredItem>();
+        ClaimSummary summary;
+        await using (var command = statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2, Version: 2)))
+        await using (var reader = await command.ExecuteReaderAsync())
+        {
+            summary = ClaimReader.Read<KeyedClaimRow>(reader, new Owner(), claimed);
+        }
+
+        Assert.Empty(claimed);
+        Assert.Equal(3L, summary.Version);
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {claim.Items} WHERE state <> 0"));
+        Assert.Equal(3, ids.Length);
     }
 
     [Theory]
@@ -70,7 +94,7 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         var statements = new ClaimStatements(claim.Sql);
         await using var connection = await claim.OpenAsync();
         await using var command = keyed
-            ? statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2))
+            ? statements.Keyed.Command(connection, new KeyedClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), PerKey: 2, Version: 0))
             : statements.Plain.Command(connection, new PlainClaimParameters(KeyedClaim.Queue, 5, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 5));
         await using var reader = await command.ExecuteReaderAsync();
 

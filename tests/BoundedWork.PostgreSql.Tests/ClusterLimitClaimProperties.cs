@@ -99,6 +99,7 @@ public sealed class ClusterLimitClaimProperties(PostgresFixture postgres)
         if (perKey > 1)
         {
             command.Parameters.Add(new() { Value = perKey });
+            command.Parameters.Add(new() { Value = 1L }); // the version SetLimitsAsync wrote
         }
         else
         {

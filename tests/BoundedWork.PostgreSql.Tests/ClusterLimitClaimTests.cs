@@ -206,6 +206,7 @@ public sealed class ClusterLimitClaimTests(PostgresFixture postgres)
         if (perKey > 1)
         {
             command.Parameters.Add(new() { Value = perKey });
+            command.Parameters.Add(new() { Value = version });
         }
         else
         {

@@ -157,6 +157,61 @@ public sealed class KeyReserveTests(PostgresFixture postgres, ITestOutputHelper 
         Assert.Equal(1L, queue.PrefetchesReleasedCount); // released back to ready when the node applied the change
     }
 
+    [Fact]
+    public async Task LoweredPerKeyLimit_AClaimThatReadTheOldLimit_RunsAfterTheChange_TakesNothingBeyondTheNewLimit()
+    {
+        await using var run = await GatedRun.StartAsync(postgres, items: 5);
+        var queue = await run.StartConsumerAsync("consumer0");
+        await run.ReserveHeldAsync(queue); // items 1 and 2 execute, 3 is reserved (claimed under M = 2)
+
+        // The next claim is held after it read M = 2 (and its settings version), before its statement runs.
+        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var next = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        using var release = new ManualResetEventSlim();
+        var claims = 0;
+        queue.ClaimLoop.BeforeClaimStatement = () =>
+        {
+            if (Interlocked.Increment(ref claims) == 1)
+            {
+                held.SetResult();
+                release.Wait();
+            }
+            else
+            {
+                next.TrySetResult();
+            }
+        };
+        queue.ClaimLoop.Wake();
+        await held.Task.WaitAsync(TimeSpan.FromSeconds(30));
+
+        // Meanwhile the limit is lowered and applied (the reserve goes back to ready), and item 1's outcome commits:
+        // under the old M, item 3 (one older item unfinished, item 2) would be eligible; under M = 1 it is not.
+        await queue.UpdateSettingsAsync(s => s with { MaxRunningPerKey = 1 }, "test");
+        await DurableQueueTests.WaitAsync(() => queue.ClusterPerKey == 1, "the node applied the lowered limit");
+        await DurableQueueTests.WaitAsync(() => queue.PrefetchesReleasedCount == 1, "the reserve was released");
+        var applied = run.Starts.Count;
+        run.Finish(1);
+        await DurableQueueTests.WaitAsync(() => run.StateAsync(1).Result == StorageSql.Completed, "item 1's outcome is written");
+        Assert.Equal(StorageSql.Ready, await run.StateAsync(3));
+
+        // The held claim runs its statement, then the loop claims again (woken): the held claim is over.
+        queue.ClaimLoop.Wake();
+        release.Set();
+        await next.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        queue.ClaimLoop.BeforeClaimStatement = null;
+
+        // The witness: item 2 still executes, so item 3 must not have been claimed.
+        Assert.Equal(StorageSql.Ready, await run.StateAsync(3));
+        Assert.Equal(StorageSql.Running, await run.StateAsync(2));
+        run.Finish(2);
+        run.CompleteAll();
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == 5, "every item ran");
+        var after = run.Starts.Skip(applied).ToArray();
+        Assert.Contains(after, s => s.Number == 3);
+        Assert.All(after, s => Assert.True(s.Executing <= 1, $"item {s.Number} started with {s.Executing} handlers of its key executing; the limit is 1."));
+        Assert.Equal(5, run.Behavior.Deliveries.Select(d => d.Id).Distinct().Count());
+    }
+
     /// <summary>
     /// Items 0, 1, ... of one key <c>k</c> stored before any consumer starts, under a per-key limit of two (no other
     /// limit); consumers of four workers that never poll and hold long leases. Each handler waits for its gate

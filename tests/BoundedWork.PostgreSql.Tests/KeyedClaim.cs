@@ -45,6 +45,12 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
         connection ??= await OpenAsync();
         try
         {
+            long version;
+            await using (var read = new NpgsqlCommand($"SELECT coalesce((SELECT version FROM {Sql.QueueSettings} WHERE queue = '{Queue}'), 0)", connection, transaction))
+            {
+                version = (long)(await read.ExecuteScalarAsync())!; // the settings version a node would have read M under
+            }
+
             await using var command = new NpgsqlCommand(new KeyedClaimSql(Sql).ClaimPerKey, connection, transaction)
             {
                 Parameters =
@@ -54,6 +60,7 @@ internal sealed class KeyedClaim(PostgresFixture postgres, string schema)
                     new NpgsqlParameter<string> { TypedValue = node },
                     new NpgsqlParameter<TimeSpan> { TypedValue = TimeSpan.FromHours(1) },
                     new NpgsqlParameter<int> { TypedValue = perKey },
+                    new NpgsqlParameter<long> { TypedValue = version },
                 },
             };
             var ids = new List<long>();

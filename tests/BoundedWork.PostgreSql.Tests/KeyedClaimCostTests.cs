@@ -97,13 +97,13 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         var claim = await KeyedClaim.CreateAsync(postgres);
         await using var connection = await claim.OpenAsync();
         await ExecuteAsync(connection, $"ANALYZE {claim.Items}; SET plan_cache_mode = force_generic_plan; "
-            + $"PREPARE measured (text, int, text, interval, int) AS {new KeyedClaimSql(claim.Sql).ClaimPerKey}");
-        await ExecuteAsync(connection, $"EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})");
+            + $"PREPARE measured (text, int, text, interval, int, bigint) AS {new KeyedClaimSql(claim.Sql).ClaimPerKey}");
+        await ExecuteAsync(connection, $"EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey}, 0)");
         await FillAsync(claim, keys, itemsPerKey, runningPerKey, analyze: false);
 
         await using var transaction = await connection.BeginTransactionAsync();
         await using var explain = new NpgsqlCommand(
-            $"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey})", connection, transaction);
+            $"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ('{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {PerKey}, 0)", connection, transaction);
         using var document = JsonDocument.Parse((string)(await explain.ExecuteScalarAsync())!);
         await transaction.RollbackAsync();
         var plan = document.RootElement[0].GetProperty("Plan");
@@ -131,8 +131,8 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
     {
         await using var connection = await claim.OpenAsync();
         await using var transaction = await connection.BeginTransactionAsync();
-        const string types = "text, int, text, interval, int";
-        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {perKey}";
+        const string types = "text, int, text, interval, int, bigint";
+        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {perKey}, 0";
         await using (var prepare = new NpgsqlCommand(
             $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; PREPARE measured ({types}) AS {statement}", connection, transaction))
         {

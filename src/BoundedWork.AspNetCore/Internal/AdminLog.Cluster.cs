@@ -33,3 +33,19 @@ internal static partial class AdminLog
         Message = "The admin console could not {What} of work queue '{QueueName}': its storage failed.")]
     public static partial void ClusterStorageFailed(this ILogger logger, string queueName, string what, Exception exception);
 }
+
+// A durable queue's fleet-wide pauses: event ids 225-227.
+internal static partial class AdminLog
+{
+    [LoggerMessage(EventId = 225, EventName = "QueuePaused", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': {Target} paused fleet-wide {For} by {User} ({RemoteAddress}) through the admin console: {Reason}")]
+    public static partial void QueuePaused(this ILogger logger, string queueName, string target, string @for, string user, string remoteAddress, string reason);
+
+    [LoggerMessage(EventId = 226, EventName = "QueueResumed", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': {Target} resumed fleet-wide by {User} ({RemoteAddress}) through the admin console (it was paused: {Reason}).")]
+    public static partial void QueueResumed(this ILogger logger, string queueName, string target, string user, string remoteAddress, string reason);
+
+    [LoggerMessage(EventId = 227, EventName = "QueuePauseRefused", Level = LogLevel.Warning,
+        Message = "Refused a fleet-wide pause or resume of work queue '{QueueName}' by {User} ({RemoteAddress}) through the admin console: {StatusCode} {Reason}")]
+    public static partial void QueuePauseRefused(this ILogger logger, string queueName, string user, string remoteAddress, int statusCode, string reason);
+}

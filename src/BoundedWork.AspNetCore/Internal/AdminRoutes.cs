@@ -196,6 +196,11 @@ internal sealed class AdminRouteTable
             new("/queues/{name}/cluster", AdminTransports.Both, ClusterSettingsRequest.MaxBodyBytes,
                 new AdminOperation("GET", (call, cancel) => new(cluster.GetAsync(call.Name, cancel)), AwaitsStorage: true),
                 new AdminOperation("PATCH", (call, cancel) => new(cluster.ChangeAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the change")),
+            new("/queues/{name}/pause", AdminTransports.Both, PauseRequest.MaxBodyBytes,
+                new AdminOperation("GET", (call, cancel) => new(cluster.GetPausesAsync(call.Name, cancel)), AwaitsStorage: true),
+                new AdminOperation("POST", (call, cancel) => new(cluster.PauseAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the pause")),
+            new("/queues/{name}/resume", AdminTransports.Both, PauseRequest.MaxBodyBytes,
+                new AdminOperation("POST", (call, cancel) => new(cluster.ResumeAsync(call.Change, cancel)), ReadsChange: true, AwaitsStorage: true, MayHaveApplied: "the resume")),
         ];
         if (schedules is not null)
         {

@@ -12,17 +12,22 @@ namespace BoundedWork.AspNetCore.Internal;
 /// refusals 212; storage failures 213) and counted (<c>boundedwork.admin.changes</c>, <c>boundedwork.admin.refused</c>).
 /// Like the dead-letter endpoints these wait for the database, asynchronously.
 /// </summary>
-internal sealed class ClusterApi
+internal sealed partial class ClusterApi
 {
     private readonly Dictionary<string, IWorkQueueCluster> _clusters = new(StringComparer.Ordinal);
     private readonly AdminMetrics _metrics;
     private readonly ILogger _logger;
 
-    public ClusterApi(IEnumerable<IWorkQueueCluster> clusters, AdminMetrics metrics, ILogger logger)
+    public ClusterApi(IEnumerable<IWorkQueueCluster> clusters, AdminMetrics metrics, ILogger logger, IEnumerable<IWorkQueuePauseControl>? pauses = null)
     {
         foreach (var cluster in clusters)
         {
             _clusters.TryAdd(cluster.QueueName, cluster); // the first registered for a name serves it
+        }
+
+        foreach (var pause in pauses ?? [])
+        {
+            _pauses.TryAdd(pause.QueueName, pause);
         }
 
         _metrics = metrics;
@@ -69,7 +74,8 @@ internal sealed class ClusterApi
                     Math.Round(use.OldestPermitWait.TotalMilliseconds, 3)),
                 [.. read.Nodes.Select(static n => new ClusterNodeView(
                     n.Name, n.Host, n.ProcessId, n.Version, n.StartedAt, n.LastSeen, n.WorkerCount, n.InFlight, n.HandlersRunning, n.Completed, n.Failed, n.SettingsVersion, n.PinnedLocally))],
-                new ClusterStorageView(s.Ready, s.Scheduled, s.Running, s.DeadLettered, s.Completed, s.Cancelled, Math.Round(s.OldestReadyAge.TotalMilliseconds, 3))),
+                new ClusterStorageView(s.Ready, s.Scheduled, s.Running, s.DeadLettered, s.Completed, s.Cancelled, Math.Round(s.OldestReadyAge.TotalMilliseconds, 3)),
+                View(read.Pauses)),
             ClusterJsonContext.Readable.ClusterResponse);
     }
 

@@ -17,7 +17,17 @@ internal sealed record ClusterResponse(
     ClusterSettingsView Settings,
     ClusterLimitsView Limits,
     IReadOnlyList<ClusterNodeView> Nodes,
-    ClusterStorageView Storage);
+    ClusterStorageView Storage,
+    QueuePausesView? Pauses = null);
+
+/// <summary>A durable queue's fleet-wide pauses in force: the queue's (null: not paused) and its paused ordering keys.</summary>
+internal sealed record QueuePausesView(QueuePauseView? Queue, IReadOnlyList<QueuePauseView> Keys);
+
+/// <summary>One fleet-wide pause: the key (null: the whole queue), why, since and until when (null: until resumed), by whom.</summary>
+internal sealed record QueuePauseView(string? Key, string Reason, DateTimeOffset Since, DateTimeOffset? Until, string? By);
+
+/// <summary>POST {prefix}/queues/{name}/pause and /resume: what the request did, and the pauses in force after it.</summary>
+internal sealed record QueuePauseResponse(string Queue, bool Changed, QueuePauseView? Pause, QueuePausesView Pauses);
 
 /// <summary>The fleet-wide settings, under the names PATCH takes, with their version and who changed them last.</summary>
 internal sealed record ClusterSettingsView(
@@ -81,6 +91,8 @@ internal sealed record ClusterChangeResponse(string Queue, ClusterSettingsView P
 [JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
 [JsonSerializable(typeof(ClusterResponse))]
 [JsonSerializable(typeof(ClusterChangeResponse))]
+[JsonSerializable(typeof(QueuePauseResponse))]
+[JsonSerializable(typeof(QueuePausesView))]
 internal sealed partial class ClusterJsonContext : JsonSerializerContext
 {
     /// <summary>The console's writing options (<see cref="AdminJsonContext.Readable"/>) for the cluster documents.</summary>

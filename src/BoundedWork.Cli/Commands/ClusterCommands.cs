@@ -118,6 +118,8 @@ internal static class ClusterCommands
         }
     }
 
+    private static string PauseEnd(JsonElement pause) => pause.Text("until") is { Length: > 0 } until ? "until " + until : "until resumed";
+
     private static string Path(string queue) => $"/queues/{Uri.EscapeDataString(queue)}/{Name}";
 
     /// <summary>A setting as the tool prints it: its value, or <c>none</c> for a limit that is not set.</summary>
@@ -157,10 +159,25 @@ internal static class ClusterCommands
             $"stored: {storage.Long("ready")} ready{(storage.Long("ready") > 0 ? $" (oldest {Doc.Duration(storage.Number("oldestReadyAgeMs"))})" : "")}, " +
             $"{storage.Long("scheduled")} scheduled, {storage.Long("running")} running, {storage.Long("deadLettered")} dead, {storage.Long("completed")} completed, {storage.Long("cancelled")} cancelled"));
 
+        // The fleet-wide pauses in force (an older app's document has none).
+        var pauses = cluster.Get("pauses");
+        var pauseLines = new List<string>();
+        if (pauses.Get("queue", "reason") is { ValueKind: JsonValueKind.String })
+        {
+            pauseLines.Add($"[yellow]paused fleet-wide[/] by {Markup.Escape(Safe(pauses.Text("queue", "by")))} {Markup.Escape(PauseEnd(pauses.Get("queue")))}: {Markup.Escape(Safe(pauses.Text("queue", "reason")))}");
+        }
+
+        foreach (var key in pauses.Items("keys"))
+        {
+            pauseLines.Add($"[yellow]key '{Markup.Escape(Safe(key.Text("key")))}' paused[/] by {Markup.Escape(Safe(key.Text("by")))} {Markup.Escape(PauseEnd(key))}: {Markup.Escape(Safe(key.Text("reason")))}");
+        }
+
+        var paused = new Markup(pauseLines.Count == 0 ? "[grey]not paused[/]" : string.Join("\n", pauseLines));
+
         var nodes = cluster.Items("nodes").ToList();
         if (nodes.Count == 0)
         {
-            return new Rows(header, grid, stored, new Markup("[grey]No live node consumes the queue.[/]"));
+            return new Rows(header, paused, grid, stored, new Markup("[grey]No live node consumes the queue.[/]"));
         }
 
         var table = new Table().Border(TableBorder.Simple);
@@ -197,7 +214,7 @@ internal static class ClusterCommands
                 node.Flag("pinnedLocally") ? "[yellow]pinned locally[/]" : "-");
         }
 
-        return new Rows(header, grid, stored, table);
+        return new Rows(header, paused, grid, stored, table);
     }
 
     private static string Number(double value) => value.ToString("0.###", CultureInfo.InvariantCulture);

@@ -89,8 +89,15 @@ internal sealed class ClusterNode(string queueName, string name, BoundedExecutor
         };
         using var reader = command.ExecuteReader();
         reader.Read();
+        (Pause, PauseLeft) = ClusterSql.ReadPause(reader);
         return ClusterSettingsRules.Read(reader);
     }
+
+    /// <summary>Gets the queue's fleet-wide pause in force as the last <see cref="Beat"/> read it, or <see langword="null"/>.</summary>
+    public WorkQueuePause? Pause { get; private set; }
+
+    /// <summary>Gets the time left until <see cref="Pause"/> ends, on the database's clock at the last beat (<see langword="null"/>: no end).</summary>
+    public TimeSpan? PauseLeft { get; private set; }
 
     /// <summary>Removes the node's row: it left cleanly.</summary>
     public void Leave(NpgsqlConnection connection)

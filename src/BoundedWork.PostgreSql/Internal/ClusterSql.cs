@@ -1,3 +1,6 @@
+using BoundedWork.Hosting;
+using Npgsql;
+
 namespace BoundedWork.PostgreSql.Internal;
 
 /// <summary>
@@ -16,7 +19,14 @@ namespace BoundedWork.PostgreSql.Internal;
 internal sealed class ClusterSql
 {
     /// <summary>The settings columns, in the order <c>ReadSettings</c> reads them.</summary>
-    private const string SettingsColumns = "s.workers_per_node, s.max_running, s.max_running_per_key, s.starts_per_second, s.start_burst, s.version, s.updated_at, s.updated_by";
+    private const string SettingsColumns = "s.workers_per_node, s.max_running, s.max_running_per_key, s.starts_per_second, s.start_burst, s.version, s.updated_at, s.updated_by, "
+        + PauseColumns;
+
+    /// <summary>
+    /// The queue's pause, after the settings (ordinals 8 to 12, see <see cref="ReadPause"/>): its reason, since, until
+    /// and by, and the seconds left until its end on the database's clock (null: no end).
+    /// </summary>
+    private const string PauseColumns = "s.paused_reason, s.paused_at, s.paused_until, s.paused_by, extract(epoch FROM s.paused_until - now())::double precision";
 
     public ClusterSql(StorageSql sql)
     {
@@ -66,6 +76,73 @@ internal sealed class ClusterSql
             FROM (SELECT 1) AS one LEFT JOIN {settings} s ON s.queue = $1
             """;
 
+        // A fleet-wide pause of the queue, written like a settings change (after EnsureSettings, in its transaction):
+        // the version bumped and the nodes notified on commit. $2 reason, $3 duration in ms (null: until resumed), $4 by,
+        // $5 the settings channel. Returns since, until and the new version.
+        PauseQueue = $"""
+            WITH written AS (
+                UPDATE {settings} SET paused_reason = $2, paused_at = now(),
+                    paused_until = now() + $3::double precision * interval '1 millisecond', paused_by = $4,
+                    version = version + 1, updated_at = now(), updated_by = $4
+                WHERE queue = $1
+                RETURNING paused_at, paused_until, version),
+            notified AS (SELECT pg_notify($5, $1) FROM written)
+            SELECT paused_at, paused_until, version, (SELECT count(*) FROM notified) FROM written
+            """;
+
+        // Ends the queue's pause (a row without one is left as it is): the version bumped, the nodes notified on both
+        // channels ($3 settings, $4 wake-up). $2 by. Returns the pause that was there (reason, since, until, by) and
+        // whether it was still in force.
+        ResumeQueue = $"""
+            WITH old AS (
+                SELECT queue, paused_reason, paused_at, paused_until, paused_by FROM {settings}
+                WHERE queue = $1 AND paused_reason IS NOT NULL FOR UPDATE),
+            written AS (
+                UPDATE {settings} s SET paused_reason = NULL, paused_at = NULL, paused_until = NULL, paused_by = NULL,
+                    version = s.version + 1, updated_at = now(), updated_by = $2
+                FROM old WHERE s.queue = old.queue
+                RETURNING old.paused_reason, old.paused_at, old.paused_until, old.paused_by, (old.paused_until IS NULL OR old.paused_until > now()) AS in_force),
+            notified AS (SELECT pg_notify($3, $1), pg_notify($4, $1) FROM written)
+            SELECT paused_reason, paused_at, paused_until, paused_by, in_force, (SELECT count(*) FROM notified) FROM written
+            """;
+
+        // A key's pause: the queue's ended key pauses deleted, then the key's row written (replaced if it was paused)
+        // unless $6 keys are already paused ($6: the most a queue may have). $2 key, $3 reason, $4 duration in ms (null:
+        // until resumed), $5 by. Returns since and until, or no row when the limit was reached.
+        PauseKey = $"""
+            WITH expired AS (DELETE FROM {sql.PausedKeys} WHERE queue = $1 AND paused_until <= now() RETURNING 1),
+            written AS (
+                INSERT INTO {sql.PausedKeys} AS p (queue, ordering_key, reason, paused_at, paused_until, paused_by)
+                SELECT $1, $2, $3, now(), now() + $4::double precision * interval '1 millisecond', $5
+                WHERE EXISTS (SELECT 1 FROM {sql.PausedKeys} WHERE queue = $1 AND ordering_key = $2)
+                   OR (SELECT count(*) FROM {sql.PausedKeys} WHERE queue = $1 AND (paused_until IS NULL OR paused_until > now())) < $6
+                ON CONFLICT (queue, ordering_key) DO UPDATE SET reason = excluded.reason, paused_at = excluded.paused_at,
+                    paused_until = excluded.paused_until, paused_by = excluded.paused_by
+                RETURNING paused_at, paused_until)
+            SELECT paused_at, paused_until, (SELECT count(*) FROM expired) FROM written
+            """;
+
+        // Ends a key's pause and wakes the nodes ($3 the wake-up channel). Returns the pause that was there and whether
+        // it was still in force.
+        ResumeKey = $"""
+            WITH deleted AS (
+                DELETE FROM {sql.PausedKeys} WHERE queue = $1 AND ordering_key = $2
+                RETURNING reason, paused_at, paused_until, paused_by, (paused_until IS NULL OR paused_until > now()) AS in_force),
+            notified AS (SELECT pg_notify($3, $1) FROM deleted)
+            SELECT reason, paused_at, paused_until, paused_by, in_force, (SELECT count(*) FROM notified) FROM deleted
+            """;
+
+        // The pauses in force: the queue's (one row or none), then its paused keys by key (at most $2), each with the
+        // database's clock.
+        ReadPauses = $"""
+            SELECT NULL::text AS ordering_key, paused_reason, paused_at, paused_until, paused_by, now() FROM {settings}
+            WHERE queue = $1 AND paused_reason IS NOT NULL AND (paused_until IS NULL OR paused_until > now())
+            UNION ALL
+            (SELECT ordering_key, reason, paused_at, paused_until, paused_by, now() FROM {sql.PausedKeys}
+             WHERE queue = $1 AND (paused_until IS NULL OR paused_until > now())
+             ORDER BY ordering_key COLLATE "C" LIMIT $2)
+            """;
+
         // A node that stops cleanly leaves at once.
         Leave = $"DELETE FROM {nodes} WHERE queue = $1 AND node = $2";
 
@@ -95,6 +172,42 @@ internal sealed class ClusterSql
     public string Beat { get; }
 
     public string Leave { get; }
+
+    public string PauseQueue { get; }
+
+    public string ResumeQueue { get; }
+
+    public string PauseKey { get; }
+
+    public string ResumeKey { get; }
+
+    public string ReadPauses { get; }
+
+    /// <summary>
+    /// Reads the queue's pause from the columns <see cref="PauseColumns"/> at <paramref name="first"/>: the pause in
+    /// force (none once its end has passed on the database's clock) and the time left until its end.
+    /// </summary>
+    public static (WorkQueuePause? Pause, TimeSpan? Left) ReadPause(NpgsqlDataReader reader, int first = 8)
+    {
+        if (reader.IsDBNull(first))
+        {
+            return (null, null);
+        }
+
+        TimeSpan? left = reader.IsDBNull(first + 4) ? null : TimeSpan.FromSeconds(reader.GetDouble(first + 4));
+        if (left is { } l && l <= TimeSpan.Zero)
+        {
+            return (null, null); // ended by itself
+        }
+
+        return (new WorkQueuePause
+        {
+            Reason = reader.GetString(first),
+            Since = reader.IsDBNull(first + 1) ? default : reader.GetFieldValue<DateTimeOffset>(first + 1),
+            Until = reader.IsDBNull(first + 2) ? null : reader.GetFieldValue<DateTimeOffset>(first + 2),
+            By = reader.IsDBNull(first + 3) ? null : reader.GetString(first + 3),
+        }, left);
+    }
 
     public string DeleteExpiredNodes { get; }
 

@@ -167,6 +167,7 @@ internal static class DurableTracing
         OutcomeKind.Dead => "dead_letter",
         OutcomeKind.Cancelled => "cancelled",
         OutcomeKind.Released => "released",
+        OutcomeKind.Snoozed => "snoozed",
         _ => "unknown",
     };
 }

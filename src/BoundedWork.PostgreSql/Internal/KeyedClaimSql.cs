@@ -14,17 +14,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// (count M, admitted by M + 1 for the keys the node may prefetch) never make more than M handlers execute: I3.
 /// </para>
 /// <para>
-/// <b>Cost.</b> The statement first looks at the head of the claim order (the first <c>2 * $2 + 16</c> ready items, by
-/// the ready index) and walks the keys found there: each key's M oldest unfinished items (<c>items_ordered</c>) up to
-/// its newest item in the head (a later item of the key is ready and not in the head, so it comes after every head item
-/// in the claim order: it cannot give an older item a turn in the head, and leaving it out changes no answer), and for
-/// each eligible one a probe of its key's newer running items (at most M rows). If that yields <c>$2</c> items whose turn
-/// is in the head, or the head is all the ready items, those are the answer: rows examined about
-/// <c>(2 * $2 + 16) * (1 + 2M)</c>, whatever the backlog. Otherwise (the per-key rule binds in the head: a deep backlog
-/// on few keys) it walks every key with ready items instead (a skip scan of <c>items_ready_keyed</c>, one probe per key)
-/// and each key's M oldest unfinished items, and the first <c>$2</c> unkeyed ready items (<c>items_ready_unkeyed</c>):
-/// rows examined about (keys with ready items) * (1 + 2M) + <c>$2</c>, never the backlog of a key. Both give the same
-/// answer: the first <c>$2</c> eligible items by turn.
+/// <b>Cost.</b> It reads the head of the claim order (the first <c>2 * $2 + 16</c> ready items) and the keys found there,
+/// or, when the per-key rule binds there, every key with ready items: never the backlog of a key. The argument:
+/// docs/durable-invariants.md, I1 (the per-key claim's cost); the bounds: <c>KeyedClaimCostTests</c>.
 /// </para>
 /// </remarks>
 internal sealed class KeyedClaimSql
@@ -32,6 +24,11 @@ internal sealed class KeyedClaimSql
     public KeyedClaimSql(StorageSql sql)
     {
         var items = sql.Items;
+
+        // Paused items (see StorageSql.QueuePausedNow and KeyPausedNow): none while the queue is paused; none of a
+        // paused key, left out before the turns are counted, so a paused key's items never take the other keys' room.
+        var notPaused = $"NOT {sql.QueuePausedNow("$1")}";
+        string KeyNotPaused(string key) => $"({key} IS NULL OR NOT {sql.KeyPausedNow("$1", key)})";
         const string Head = "($2::bigint * 2 + 16)";
 
         // The eligible items of one key (the expression keyExpression): of its oldest unfinished items, those ready and
@@ -86,7 +83,9 @@ internal sealed class KeyedClaimSql
                           i.traceparent, i.tracestate, i.ordering_key, i.delivery)
             """;
 
-        // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M. Promotions first, as Claim makes them (claimed by
+        // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M, $6 the settings version the node read M under
+        // (and its permits were granted under): nothing is claimed unless the queue's settings version is still $6, as in
+        // Claim, so a changed M binds every claim whose statement starts after the change committed. Promotions first, as Claim makes them (claimed by
         // the next claim: this statement's snapshot predates them). Then the head of the claim order and the keys found
         // there (the first branch), or, when the per-key rule binds there, every key with ready items and the first
         // unkeyed ones (the second branch, run only then: a one-time filter). The chosen rows are locked by id alone
@@ -95,7 +94,7 @@ internal sealed class KeyedClaimSql
         // updated since is still ready); a keyed row is taken only when every older row of its key that was chosen was
         // locked too. Returns two row types (see ClaimRows): the claimed rows (summary false), and one summary row
         // (summary true, the item's columns null): promotions, the seconds until the next scheduled item (null: none),
-        // the ready items this claim left behind that the node wanted (held_back: the per-key rule held them, or another
+        // the settings version it saw, the ready items this claim left behind that the node wanted (held_back: the per-key rule held them, or another
         // node was taking them; at most $2 minus the claimed), and how long the oldest of those in the head has waited
         // since it became due (oldest_wait, seconds).
         ClaimPerKey = $"""
@@ -104,6 +103,7 @@ internal sealed class KeyedClaimSql
                     SELECT id FROM {items} WHERE queue = $1 AND state = 5 AND run_at <= now()
                     ORDER BY run_at LIMIT {StorageSql.MaxPromotions} FOR UPDATE SKIP LOCKED))
                 RETURNING 1),
+            settings AS (SELECT coalesce((SELECT s.version FROM {sql.QueueSettings} s WHERE s.queue = $1), 0) AS version),
             head AS (
                 SELECT id, ordering_key, priority, run_at, xmin AS version FROM {items}
                 WHERE queue = $1 AND state = 0 AND run_at <= now()
@@ -117,7 +117,7 @@ internal sealed class KeyedClaimSql
                 CROSS JOIN LATERAL ({EligibleOf("k.ordering_key", "k.last_id")}) f),
             head_turns AS ({Turns("head_eligible")}),
             verdict AS (
-                SELECT (SELECT count(*) FROM head) < {Head} OR (SELECT count(*) FROM head_turns WHERE head_turn) >= $2 AS in_head),
+                SELECT (SELECT count(*) FROM head) < {Head} OR (SELECT count(*) FROM head_turns h WHERE h.head_turn AND {KeyNotPaused("h.ordering_key")}) >= $2 AS in_head),
             ready_keys (ordering_key) AS (
                 (SELECT ordering_key FROM {items} WHERE queue = $1 AND state = 0 AND ordering_key IS NOT NULL ORDER BY ordering_key LIMIT 1)
                 UNION ALL
@@ -135,15 +135,19 @@ internal sealed class KeyedClaimSql
                 FROM ready_keys k CROSS JOIN LATERAL ({EligibleOf("k.ordering_key")}) f
                 WHERE k.ordering_key IS NOT NULL),
             chosen AS (
-                (SELECT id, ordering_key, version FROM head_turns WHERE head_turn AND (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)
+                (SELECT h.id, h.ordering_key, h.version FROM head_turns h
+                 WHERE h.head_turn AND (SELECT in_head FROM verdict) AND (SELECT version FROM settings) = $6::bigint
+                   AND {notPaused} AND {KeyNotPaused("h.ordering_key")} ORDER BY h.turn, h.id LIMIT $2)
                 UNION ALL
-                (SELECT id, ordering_key, version FROM ({Turns("all_eligible")}) t WHERE NOT (SELECT in_head FROM verdict) ORDER BY turn, id LIMIT $2)),
+                (SELECT t.id, t.ordering_key, t.version FROM ({Turns("all_eligible")}) t
+                 WHERE NOT (SELECT in_head FROM verdict) AND (SELECT version FROM settings) = $6::bigint
+                   AND {notPaused} AND {KeyNotPaused("t.ordering_key")} ORDER BY t.turn, t.id LIMIT $2)),
             {lockTakeClaim},
             left_behind AS (
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key, delivery,
                    false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS held_back,
-                   NULL::double precision AS oldest_wait
+                   NULL::double precision AS oldest_wait, NULL::bigint AS version
             FROM claimed
             UNION ALL
             SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -152,7 +156,8 @@ internal sealed class KeyedClaimSql
                    extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
-                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision
+                       SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
+                   (SELECT version FROM settings)
             """;
 
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
@@ -170,7 +175,7 @@ internal sealed class KeyedClaimSql
                 FROM handed_keys hk CROSS JOIN LATERAL ({EligibleOf("hk.k")}) f
                 WHERE f.load < $7 OR f.ordering_key = ANY($8::text[])),
             chosen AS (
-                SELECT id, ordering_key, version FROM ({Turns("eligible")}) t ORDER BY turn, id LIMIT $2),
+                SELECT t.id, t.ordering_key, t.version FROM ({Turns("eligible")}) t WHERE {notPaused} AND {KeyNotPaused("t.ordering_key")} ORDER BY t.turn, t.id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
                    (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery
@@ -190,10 +195,11 @@ internal sealed class KeyedClaimSql
 
     /// <summary>
     /// Gets the claim of a queue with <c>max_running_per_key</c> above one: $1 queue, $2 how many the node wants, $3 node
-    /// (the lease owner), $4 lease, $5 M. One statement in its own (implicit) transaction, no settings lock. Returns the
+    /// (the lease owner), $4 lease, $5 M, $6 the settings version M was read under (bigint: nothing is claimed unless the
+    /// queue's version is still that one). One statement in its own (implicit) transaction, no settings lock. Returns the
     /// claimed rows (<see cref="KeyedClaimRow"/>: the item's columns, the ordering key and the delivery token), and one
     /// summary row of its own columns: promotions, seconds until the next scheduled item (null: none), ready items left
-    /// behind and how long the oldest of them has waited since due (seconds).
+    /// behind and how long the oldest of them has waited since due (seconds), and the settings version it saw.
     /// </summary>
     public string ClaimPerKey { get; }
 

@@ -251,7 +251,8 @@ internal sealed class OutcomeWriter : IDisposable
         Rows(outcomes, OutcomeKind.Released),
         Rows(outcomes, OutcomeKind.Retry),
         Rows(outcomes, OutcomeKind.Dead),
-        Rows(outcomes, OutcomeKind.Cancelled));
+        Rows(outcomes, OutcomeKind.Cancelled),
+        Rows(outcomes, OutcomeKind.Snoozed));
 
     private static OutcomeRows? Rows(List<Outcome> outcomes, OutcomeKind kind)
     {
@@ -264,7 +265,7 @@ internal sealed class OutcomeWriter : IDisposable
         return new OutcomeRows(
             [.. selected.Select(outcome => outcome.Id)],
             [.. selected.Select(outcome => outcome.Delivery)],
-            kind == OutcomeKind.Retry ? [.. selected.Select(outcome => outcome.DelayMilliseconds)] : null,
+            kind is OutcomeKind.Retry or OutcomeKind.Snoozed ? [.. selected.Select(outcome => outcome.DelayMilliseconds)] : null,
             kind is OutcomeKind.Retry or OutcomeKind.Dead or OutcomeKind.Cancelled ? [.. selected.Select(outcome => outcome.Error)] : null);
     }
 

@@ -29,6 +29,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var permits = new List<ClusterPermitUse>();
         long granted = 0, inUse = 0, handlersRunning = 0;
         WorkQueueStorageStatistics storage;
+        WorkQueuePauses pauses;
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
@@ -40,6 +41,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     new NpgsqlBatchCommand(statements.ReadSettings) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } },
                     new NpgsqlBatchCommand(statements.LiveNodes) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } },
                     new NpgsqlBatchCommand(_sql.Statistics) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } },
+                    new NpgsqlBatchCommand(statements.ReadPauses) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name }, new NpgsqlParameter<int> { TypedValue = MaxPausedKeys } } },
                 },
             };
             await using (batch.ConfigureAwait(false))
@@ -65,6 +67,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
                     storage = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+                    await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
+                    pauses = await ReadPausesAsync(reader, cancellationToken).ConfigureAwait(false);
                 }
             }
         }
@@ -85,6 +89,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                 PermitsGranted = settings.MaxRunning is null ? 0 : granted,
                 PermitsInUse = settings.MaxRunning is null ? 0 : inUse,
             },
+            Pauses = pauses,
             ReadAt = storage.ReadAt,
         };
     }
@@ -232,6 +237,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
         var settings = node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
+        ApplyFleetPause(node.Pause, node.PauseLeft); // before the beat that reports the version applied
         if (node.Apply(settings))
         {
             node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());

@@ -7,14 +7,9 @@ using Npgsql;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The consumer side: claiming, listening, running a delivery, and deciding its outcome.</summary>
+/// <summary>The consumer side: claiming, listening (<see cref="NotificationListener"/>), running a delivery, and deciding its outcome.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
-    private const string ListenLoop = "listening";
-
-    /// <summary>How often the listening thread looks at its token while no notification arrives.</summary>
-    private static readonly TimeSpan ListenCheckInterval = TimeSpan.FromMilliseconds(250);
-
     public void Run(StoredItem item)
     {
         if (!item.TryStart())
@@ -25,6 +20,14 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         if (item.IsCancellationRequested)
         {
             Cancelled(item, "cancelled before it ran");
+            return;
+        }
+
+        if (FleetPause is not null)
+        {
+            // The queue is paused fleet-wide: an item claimed before this node heard of it does not start; handed back
+            // unrun (its attempt not counted), it is ready again for the first claim after the pause.
+            Release(item);
             return;
         }
 
@@ -148,6 +151,23 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     TimeSpan IClaimLoopHost.Failed(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken) =>
         ReportFailure(loop, error, delay, cancellationToken);
 
+    void INotificationListenerHost.Listening()
+    {
+        _claimLoop.Wake();
+        _settingsChanged.Set();
+    }
+
+    void INotificationListenerHost.Wake() => _claimLoop.Wake();
+
+    void INotificationListenerHost.CancellationRequested(long id) => OnCancellationRequested(id);
+
+    void INotificationListenerHost.SettingsChanged(string payload) => OnSettingsNotification(payload);
+
+    void INotificationListenerHost.Succeeded(string loop) => ((IClaimLoopHost)this).Succeeded(loop);
+
+    TimeSpan INotificationListenerHost.Failed(string loop, Exception error, TimeSpan delay, CancellationToken cancellationToken) =>
+        ReportFailure(loop, error, delay, cancellationToken);
+
     /// <summary>Returns to ready the rows whose node stopped renewing its lease; dead-letters those at their last delivery.</summary>
     private void ReapExpiredLeases()
     {
@@ -185,69 +205,6 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         {
             StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
             Deliver(letter);
-        }
-    }
-
-    private void RunListener(CancellationToken cancellationToken)
-    {
-        var failureDelay = TimeSpan.FromMilliseconds(100);
-        while (!cancellationToken.IsCancellationRequested)
-        {
-            try
-            {
-                using var connection = _listenerSource.OpenConnection();
-                InlineSocketCompletions.TryEnable(connection); // it waits synchronously, on this thread
-                connection.Notification += (_, notification) => OnNotification(notification.Channel, notification.Payload);
-                foreach (var channel in (string[])[_sql.NotifyChannel, _sql.CancelChannel, _sql.SettingsChannel])
-                {
-                    using var listen = new NpgsqlCommand(StorageSql.Listen(channel), connection);
-                    listen.ExecuteNonQuery();
-                }
-
-                if (_health.Succeeded(ListenLoop))
-                {
-                    _logger.StorageRecovered(Name, ListenLoop);
-                }
-
-                failureDelay = TimeSpan.FromMilliseconds(100);
-
-                // Notifications sent while this node was not listening are lost: look once (for items, and for a
-                // settings change).
-                _claimLoop.Wake();
-                _settingsChanged.Set();
-                while (!cancellationToken.IsCancellationRequested)
-                {
-                    // Raises Notification on this thread; returns false at the timeout, to look at the token.
-                    connection.Wait(ListenCheckInterval);
-                }
-            }
-            catch (Exception ex)
-            {
-                failureDelay = ReportFailure(ListenLoop, ex, failureDelay, cancellationToken);
-            }
-        }
-    }
-
-    /// <summary>Handles a notification of this schema's channels on the listening thread: a wake-up for this queue, a cancellation request for an item of it (<c>id:queue</c>), or a settings change.</summary>
-    private void OnNotification(string channel, string payload)
-    {
-        if (string.Equals(channel, _sql.NotifyChannel, StringComparison.Ordinal))
-        {
-            if (string.Equals(payload, Name, StringComparison.Ordinal))
-            {
-                _claimLoop.Wake();
-            }
-        }
-        else if (string.Equals(channel, _sql.CancelChannel, StringComparison.Ordinal)
-            && payload.IndexOf(':', StringComparison.Ordinal) is var colon and > 0
-            && payload.AsSpan(colon + 1).SequenceEqual(Name)
-            && long.TryParse(payload.AsSpan(0, colon), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
-        {
-            OnCancellationRequested(id);
-        }
-        else if (string.Equals(channel, _sql.SettingsChannel, StringComparison.Ordinal))
-        {
-            OnSettingsNotification(payload);
         }
     }
 
@@ -309,6 +266,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             case StoredOutcomeKind.Cancelled:
                 // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
                 Cancelled(item, "cancelled while running: " + Describe(outcome.Exception));
+                break;
+            case StoredOutcomeKind.Snoozed:
+                // The handler asked to run again later: stored scheduled, the delivery not counted.
+                Post(item, OutcomeKind.Snoozed, outcome.RetryDelay);
+                StorageMetrics.Snoozed.Add(1, StorageMetrics.QueueTag(Name));
+                _logger.DurableItemSnoozed(Name, item.Id, item.Attempts, outcome.RetryDelay);
                 break;
             case StoredOutcomeKind.Retry:
                 Post(item, OutcomeKind.Retry, outcome.RetryDelay, Describe(outcome.Exception));

@@ -35,6 +35,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
     /// <summary>Gets how many items this node's claim loop claimed and started.</summary>
     internal long ClaimedByLoopCount => _claimLoop.ClaimedCount;
 
+    /// <summary>Gets the node's claim loop (for tests: its hook and its wake-up).</summary>
+    internal ClaimLoop ClaimLoop => _claimLoop;
+
     /// <summary>Gets a value indicating whether the node has begun to stop: it claims nothing more (nor hands off).</summary>
     internal bool IsClaimingStopped => _claiming.IsCancellationRequested;
 

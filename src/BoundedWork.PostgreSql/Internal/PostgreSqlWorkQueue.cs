@@ -21,7 +21,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
 /// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, INotificationListenerHost, IDisposable
 {
     // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
     //
@@ -99,6 +99,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
     /// <summary>The claim loop: the claim cadence, its wake-ups, and the claims themselves (I4, I5).</summary>
     private readonly ClaimLoop _claimLoop;
+    private readonly NotificationListener _listener;
     private readonly CancellationTokenSource _claiming = new();
     private readonly CancellationTokenSource _background = new();
     private readonly CancellationTokenSource _abandonOutcomes = new();
@@ -154,6 +155,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _claimLoop = new ClaimLoop(this, new ClaimLoopSettings(Name, NodeId, options.PollInterval, options.LeaseDuration, options.NodeHeartbeatInterval, options.TimeProvider),
             _room, _permits, _claims, _dataSource, _logger);
+        _listener = new NotificationListener(this, _listenerSource, _sql, Name);
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
@@ -184,7 +186,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             var statistics = Volatile.Read(ref _statistics);
             var available = _health.IsAvailable && statistics.ReadAt != DateTimeOffset.MinValue;
-            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Warning = ClusterPermitProblem() };
+            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Pause = FleetPause, Warning = FleetPauseProblem() ?? ClusterPermitProblem() };
         }
     }
 
@@ -267,7 +269,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             StartCluster(); // the fleet-wide settings are read and applied before the first claim
             _claimThreads.Add(StartThread("claims", () => _claimLoop.Run(_claiming.Token)));
-            _claimThreads.Add(StartThread("listener", () => RunListener(_claiming.Token)));
+            _claimThreads.Add(StartThread("listener", () => _listener.Run(_claiming.Token)));
             _backgroundThreads.Add(StartThread("leases", () => _leaseKeeper.Run(_background.Token)));
         }
 

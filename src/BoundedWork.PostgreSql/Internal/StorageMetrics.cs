@@ -20,6 +20,7 @@ internal static class StorageMetrics
     public static readonly Counter<long> Retried = s_meter.CreateCounter<long>("boundedwork.storage.retried", "{item}", "Failed deliveries this node stored a retry for.");
     public static readonly Counter<long> DeadLettered = s_meter.CreateCounter<long>("boundedwork.storage.dead_lettered", "{item}", "Items this node made dead letters.");
     public static readonly Counter<long> Released = s_meter.CreateCounter<long>("boundedwork.storage.released", "{item}", "Claimed deliveries this node handed back unrun (stopping).");
+    public static readonly Counter<long> Snoozed = s_meter.CreateCounter<long>("boundedwork.storage.snoozed", "{item}", "Deliveries whose handler snoozed its item on this node: stored to run again later, the delivery not counted.");
     public static readonly Counter<long> Cancelled = s_meter.CreateCounter<long>("boundedwork.storage.cancelled", "{item}", "Items this node cancelled: waiting items cancelled through it, and deliveries that ended cancelled on it.");
     public static readonly Counter<long> ClusterLimitedClaims = s_meter.CreateCounter<long>("boundedwork.storage.cluster.limited_claims", "{claim}",
         "Claims of this node that a cluster limit cut short (tag boundedwork.storage.cluster.limit: max_running or starts_per_second).");
@@ -33,6 +34,8 @@ internal static class StorageMetrics
             "How long the oldest ready item has waited, as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.available", ObserveAvailable, "{boolean}",
             "1 while this node reaches the database on every loop, else 0.");
+        s_meter.CreateObservableGauge("boundedwork.storage.paused", ObservePaused, "{boolean}",
+            "1 while the queue is paused fleet-wide, as this node last read it, else 0.");
         s_meter.CreateObservableGauge("boundedwork.storage.cluster.waiting", ObserveClusterWaiting, "{item}",
             "Ready items this node had idle workers for that its last claim left waiting for a cluster permit.");
         s_meter.CreateObservableGauge("boundedwork.storage.cluster.oldest_wait", ObserveClusterOldestWait, "s",
@@ -65,6 +68,9 @@ internal static class StorageMetrics
 
     private static IEnumerable<Measurement<int>> ObserveAvailable() =>
         s_queues.Keys.Select(queue => new Measurement<int>(queue.Statistics.IsAvailable ? 1 : 0, QueueTag(queue.QueueName)));
+
+    private static IEnumerable<Measurement<int>> ObservePaused() =>
+        s_queues.Keys.Select(queue => new Measurement<int>(queue.Statistics.Pause is null ? 0 : 1, QueueTag(queue.QueueName)));
 
     private static IEnumerable<Measurement<long>> ObserveClusterWaiting() =>
         s_queues.Keys.OfType<IClusterPermitSource>().Select(queue => new Measurement<long>(queue.ClusterPermitWaiting, QueueTag(queue.QueueName)));

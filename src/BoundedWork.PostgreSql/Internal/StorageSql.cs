@@ -70,6 +70,7 @@ internal sealed class StorageSql
         SchemaVersion = s + ".schema_version";
         QueueSettings = s + ".queue_settings";
         Nodes = s + ".nodes";
+        PausedKeys = s + ".paused_keys";
         NotifyChannel = ChannelName("boundedwork", schema);
         CancelChannel = ChannelName("boundedwork_cancel", schema);
         SettingsChannel = ChannelName("boundedwork_settings", schema);
@@ -232,6 +233,26 @@ internal sealed class StorageSql
             );
             CREATE INDEX schedules_due ON {s}.schedules (queue, next_tick) WHERE NOT paused;
             """,
+
+            // Version 10: fleet-wide pauses. A queue's pause is four columns of its settings row (changed like its
+            // limits: versioned, announced, audited); a key's pause is a row of paused_keys. The claims read both, so
+            // a pause binds every claim that starts after it committed, on every node. Nullable columns: no rewrite.
+            $"""
+            ALTER TABLE {QueueSettings}
+                ADD COLUMN paused_reason text,
+                ADD COLUMN paused_at timestamptz,
+                ADD COLUMN paused_until timestamptz,
+                ADD COLUMN paused_by text;
+            CREATE TABLE {PausedKeys} (
+                queue text NOT NULL,
+                ordering_key text NOT NULL,
+                reason text NOT NULL,
+                paused_at timestamptz NOT NULL DEFAULT now(),
+                paused_until timestamptz,
+                paused_by text,
+                PRIMARY KEY (queue, ordering_key)
+            );
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
@@ -307,6 +328,8 @@ internal sealed class StorageSql
         // The settings version the claim checks: the node claims only under the settings its permits were granted for.
         var settingsVersion = $"coalesce((SELECT s.version FROM {QueueSettings} s WHERE s.queue = $1), 0)";
 
+        // Nothing is claimed while the queue is paused fleet-wide (one probe of the settings' primary key), and no item
+        // of a paused key (one probe of paused_keys per keyed candidate): see QueuePausedNow and KeyPausedNow.
         // First, scheduled items whose time has come become ready (at most MaxPromotions; they are claimed by the next
         // claim, as this statement's snapshot predates them). Then the ready items of the queue, highest priority
         // first, then by due time and enqueue order, skipping rows another node is claiming right now, and, for
@@ -342,6 +365,8 @@ internal sealed class StorageSql
                           WHERE r.queue = c.queue AND r.ordering_key = c.ordering_key AND r.state = 1
                           OFFSET 0)))
                   AND {settingsVersion} = $5::bigint
+                  AND NOT {QueuePausedNow("$1")}
+                  AND (c.ordering_key IS NULL OR NOT {KeyPausedNow("$1", "c.ordering_key")})
                 ORDER BY c.priority DESC, c.run_at, c.id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
@@ -569,6 +594,21 @@ internal sealed class StorageSql
     /// <summary>Gets the schema's versions in order: element <c>i</c> migrates version <c>i</c> to <c>i + 1</c>.</summary>
     public IReadOnlyList<string> Migrations { get; }
 
+    /// <summary>Gets the table of paused ordering keys (schema version 10): one row per paused key of a queue.</summary>
+    public string PausedKeys { get; }
+
+    /// <summary>
+    /// A condition true while the queue <paramref name="queue"/> is paused fleet-wide: its settings row has a pause
+    /// reason and no end, or an end still to come on the database's clock. One probe of the settings' primary key.
+    /// </summary>
+    public string QueuePausedNow(string queue) =>
+        $"EXISTS (SELECT 1 FROM {QueueSettings} ps WHERE ps.queue = {queue} AND ps.paused_reason IS NOT NULL AND (ps.paused_until IS NULL OR ps.paused_until > now()))";
+
+    /// <summary>A condition true while the ordering key <paramref name="key"/> of <paramref name="queue"/> is paused: one probe of <see cref="PausedKeys"/>' primary key (<c>OFFSET 0</c> keeps it a probe).</summary>
+    public string KeyPausedNow(string queue, string key) =>
+        $"EXISTS (SELECT 1 FROM {PausedKeys} pk WHERE pk.queue = {queue} AND pk.ordering_key = {key} AND (pk.paused_until IS NULL OR pk.paused_until > now()) OFFSET 0)";
+
+
     public string Enqueue { get; }
 
     public string EnqueueNotifying { get; }
@@ -609,4 +649,5 @@ internal enum OutcomeKind
     Retry,
     Dead,
     Cancelled,
+    Snoozed,
 }

@@ -18,6 +18,9 @@ public sealed record WorkQueueCluster
     /// <summary>Gets how much of each cluster limit is in use.</summary>
     public required WorkQueueClusterLimitUse LimitUse { get; init; }
 
+    /// <summary>Gets the fleet-wide pauses in force: the queue's and its paused ordering keys (<see cref="IWorkQueuePauseControl"/>).</summary>
+    public WorkQueuePauses Pauses { get; init; } = new();
+
     /// <summary>Gets when the cluster was read.</summary>
     public DateTimeOffset ReadAt { get; init; }
 }

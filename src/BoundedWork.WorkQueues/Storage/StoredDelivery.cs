@@ -30,10 +30,16 @@ public enum StoredOutcomeKind
 
     /// <summary>The handler stopped (or failed) after the item was cancelled: record the item cancelled; it is not retried.</summary>
     Cancelled = 3,
+
+    /// <summary>
+    /// The handler succeeded after asking to run again later (<see cref="WorkItemContext.Snooze"/>): store the item to
+    /// run again after <see cref="StoredOutcome.RetryDelay"/>, without counting this delivery as an attempt.
+    /// </summary>
+    Snoozed = 4,
 }
 
 /// <summary>The outcome of one delivery, as <see cref="WorkQueueStorageContext{T}.Run"/> decided it.</summary>
 /// <param name="Kind">What to record.</param>
-/// <param name="RetryDelay">For <see cref="StoredOutcomeKind.Retry"/>, how long the item waits before its next delivery (the queue's exponential backoff with jitter); zero otherwise.</param>
-/// <param name="Exception">The handler's exception, for every kind but <see cref="StoredOutcomeKind.Completed"/>.</param>
+/// <param name="RetryDelay">For <see cref="StoredOutcomeKind.Retry"/>, how long the item waits before its next delivery (the queue's exponential backoff with jitter); for <see cref="StoredOutcomeKind.Snoozed"/>, the delay the handler asked for; zero otherwise.</param>
+/// <param name="Exception">The handler's exception, for every kind but <see cref="StoredOutcomeKind.Completed"/> and <see cref="StoredOutcomeKind.Snoozed"/>.</param>
 public readonly record struct StoredOutcome(StoredOutcomeKind Kind, TimeSpan RetryDelay, Exception? Exception);

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using BoundedWork.Hosting.Internal;
 using Microsoft.Extensions.DependencyInjection;
@@ -68,23 +69,32 @@ public sealed class WorkQueueStorageContext<T>
     {
         var attempt = new WorkItemAttempt(QueueName, delivery.ItemId, delivery.Attempt, delivery.EnqueuedAt, IsDurable: true, delivery.TraceParent, delivery.TraceState);
         Exception? failure = null;
+        var snooze = new StrongBox<TimeSpan?>();
         try
         {
             _pipeline.Execute(
                 static (state, token) =>
                 {
-                    var (context, value, attempt) = state;
-                    if (WorkItemAttempt.Run(context._scopes, context._registration.Handle, value, attempt, token) is { } exception)
+                    var (context, value, attempt, snooze) = state;
+                    if (WorkItemAttempt.Run(context._scopes, context._registration.Handle, value, attempt, token, out var snoozedFor) is { } exception)
                     {
                         ExceptionDispatchInfo.Throw(exception);
                     }
+
+                    snooze.Value = snoozedFor;
                 },
-                (this, item, attempt),
+                (this, item, attempt, snooze),
                 cancellationToken);
         }
         catch (Exception ex)
         {
             failure = ex;
+        }
+
+        if (failure is null && snooze.Value is { } delay)
+        {
+            // The handler asked to run again later: not an attempt (the storage takes the delivery back).
+            return new StoredOutcome(StoredOutcomeKind.Snoozed, delay, null);
         }
 
         if (failure is null)

@@ -61,6 +61,12 @@ internal sealed class ClaimLoop : IDisposable
         _logger = logger;
     }
 
+    /// <summary>
+    /// Gets or sets a test hook: runs on the claim thread after a claim took its permits and read the per-key limit and
+    /// the settings version, before its statement runs (null: none).
+    /// </summary>
+    internal Action? BeforeClaimStatement { get; set; }
+
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
 
@@ -162,8 +168,8 @@ internal sealed class ClaimLoop : IDisposable
     /// Claims up to <paramref name="wanted"/> items (what the node may hold now) under its cluster permits: takes the
     /// free local permits and whole tokens, then runs the plain claim (or, for a queue with <c>max_running_per_key</c>
     /// above one, the keyed claim) for that many, with no lock. With nothing to take, the plain claim runs for none, to
-    /// count what waits and to see the settings version. Finds a version other than its grant's: claims nothing, and
-    /// the cluster loop renews the grant now.
+    /// count what waits and to see the settings version. Either claim runs under the version its permits and M were
+    /// read under (<see cref="PermitTake"/>); finds another: claims nothing, and the cluster loop renews the grant now.
     /// </summary>
     private ClaimSummary ClaimUnderPermits(int wanted)
     {
@@ -177,23 +183,24 @@ internal sealed class ClaimLoop : IDisposable
 
         // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
         // plain claim only: the keyed claim's per-key count is the statement's own).
-        var room = _permits.PerKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
+        var perKey = take.PerKey;
+        var room = perKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         var summary = default(ClaimSummary);
-        var perKey = _permits.PerKey;
         var keyed = take.Count > 0 && perKey > 1;
         var read = false;
         try
         {
+            BeforeClaimStatement?.Invoke();
             using var connection = _dataSource.OpenConnection();
             using var command = keyed
-                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey))
+                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey, take.Version))
                 : _claims.Plain.Command(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
             using var reader = command.ExecuteReader();
 
             // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
-            // and the summary: promotions, the next wake-up and, from the plain claim, the version and what waits.
+            // and the summary: promotions, the next wake-up, the version and what waits (or what the per-key rule held).
             summary = keyed
                 ? ClaimReader.Read<KeyedClaimRow>(reader, _host, claimed)
                 : ClaimReader.Read<PlainClaimRow>(reader, _host, claimed);

@@ -49,8 +49,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// version is still that one, and returns the version it saw; a newer one stops this node's claims
 /// (<see cref="Stale"/>) until the cluster loop has renewed the grant under it. So a changed limit binds every claim
 /// whose statement starts after the change committed, on every node, heard of or not. The keyed claim (a queue
-/// with <c>max_running_per_key</c> above one) does not check it: there a change binds once the node has heard of it
-/// (the notification, or its next heartbeat at the latest), and the per-key limit it passes is the one it last read.
+/// with <c>max_running_per_key</c> above one) checks it too: the per-key limit it passes is read with the version
+/// (<see cref="PermitTake.PerKey"/>), so a claim never runs under a limit older than the settings it sees.
 /// </para>
 /// <para>
 /// <b>The reserve.</b> Under a binding running limit: items claimed (rows in state running, so every limit's accounting
@@ -282,7 +282,7 @@ internal sealed class ClusterPermits(TimeProvider time)
         {
             if (_version < 0 || _stale)
             {
-                return new PermitTake(0, _version, Bound: false, LapsedNow: false);
+                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey };
             }
 
             var lapsedNow = false;
@@ -296,7 +296,7 @@ internal sealed class ClusterPermits(TimeProvider time)
                     SetShareLocked(0, 0);
                 }
 
-                return new PermitTake(0, _version, Bound: true, lapsedNow);
+                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey };
             }
 
             var count = Math.Max(wanted, 0);
@@ -315,7 +315,7 @@ internal sealed class ClusterPermits(TimeProvider time)
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey };
         }
     }
 
@@ -713,4 +713,7 @@ internal readonly record struct PermitTake(int Count, long Version, bool Bound, 
 
     /// <summary>Gets a value indicating whether the tokens (not the permits) cut the take short: the next token is worth waking for.</summary>
     public bool RateBound { get; init; }
+
+    /// <summary>Gets the per-key limit M of the settings <see cref="Version"/> (read with it, under the permits' lock).</summary>
+    public int PerKey { get; init; }
 }

@@ -79,7 +79,8 @@ internal sealed class PlainClaimRow : IClaimRows
 
 /// <summary>
 /// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): its summary carries the promotions, the next
-/// due time, and the ready items the per-key rule held back that the node wanted, with the oldest one's wait.
+/// due time, the ready items the per-key rule held back that the node wanted, with the oldest one's wait, and the
+/// settings version the claim saw.
 /// </summary>
 internal sealed class KeyedClaimRow : IClaimRows
 {
@@ -90,6 +91,7 @@ internal sealed class KeyedClaimRow : IClaimRows
     private const int NextDue = 12;
     private const int HeldBack = 13;
     private const int OldestHeldBack = 14;
+    private const int Version = 15;
 
     private KeyedClaimRow()
     {
@@ -106,6 +108,7 @@ internal sealed class KeyedClaimRow : IClaimRows
     {
         HeldByKey = reader.GetInt64(HeldBack),
         OldestHeldByKeySeconds = reader.GetDouble(OldestHeldBack),
+        Version = reader.GetInt64(Version),
     };
 }
 
@@ -127,7 +130,7 @@ internal static class HandOffRow
 
 /// <summary>
 /// What one claim did and saw: what its statement's summary row says (scheduled items it made ready, the time until the
-/// next scheduled item is due, and (the plain claim) the settings version it saw and the items it left waiting, or (the
+/// next scheduled item is due, the settings version it saw, and (the plain claim) the items it left waiting, or (the
 /// per-key claim) the items the per-key rule held back), and, once the claim loop has handed its rows to the node, how
 /// many items it claimed of how many its permits let it ask for.
 /// </summary>
@@ -139,7 +142,7 @@ internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
     /// <summary>Gets how many items the claim asked for under the node's permits (zero: it claimed under a stale grant, or none; set by the claim loop).</summary>
     public int Requested { get; init; }
 
-    /// <summary>Gets the settings version the plain claim saw (null: the per-key claim, which does not check it).</summary>
+    /// <summary>Gets the settings version the claim saw (null: no summary was read).</summary>
     public long? Version { get; init; }
 
     /// <summary>Gets the ready items the plain claim left that the node wanted.</summary>

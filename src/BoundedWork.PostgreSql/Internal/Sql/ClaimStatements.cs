@@ -118,8 +118,8 @@ internal sealed class PlainClaimStatement(string text)
     }
 }
 
-/// <summary>The per-key claim's parameters (<see cref="KeyedClaimSql.ClaimPerKey"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> M (<c>max_running_per_key</c>).</summary>
-internal readonly record struct KeyedClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, int PerKey);
+/// <summary>The per-key claim's parameters (<see cref="KeyedClaimSql.ClaimPerKey"/>): <c>$1</c>..<c>$4</c>, then <c>$5</c> M (<c>max_running_per_key</c>) and <c>$6</c> the settings version M was read under.</summary>
+internal readonly record struct KeyedClaimParameters(string Queue, int Count, string Node, TimeSpan Lease, int PerKey, long Version);
 
 /// <summary>The per-key claim (<see cref="KeyedClaimSql.ClaimPerKey"/>): rows <see cref="KeyedClaimRow"/> and its summary.</summary>
 internal sealed class KeyedClaimStatement(string text)
@@ -133,6 +133,7 @@ internal sealed class KeyedClaimStatement(string text)
         var command = new NpgsqlCommand(Text, connection);
         ClaimParameters.AddLeading(command.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.PerKey });
+        command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
         return command;
     }
 }

@@ -16,14 +16,14 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// Parameters by name (<see cref="OutcomeParameters"/>), bound in the text's <c>$n</c> order: <c>$1</c> the node's
 /// lease owner, then each present kind's arrays in the order of <see cref="OutcomeKind"/> (ids and delivery tokens,
-/// then delays in milliseconds and errors for retries, errors for dead letters and cancellations). Its row: one count
+/// then delays in milliseconds and errors for retries, errors for dead letters and cancellations, delays for snoozes). Its row: one count
 /// (<see cref="ExecuteRecorded"/>). One statement, not a batch: Npgsql runs synchronous batches with a ThreadPool task,
 /// and these writes must go on while the pool is starved. A text is made once per combination of kinds and kept.
 /// </remarks>
 internal sealed class OutcomeStatement(string items, bool deleteCompleted)
 {
     /// <summary>The texts made so far, by combination of kinds.</summary>
-    private readonly string?[] _texts = new string?[1 << 5];
+    private readonly string?[] _texts = new string?[1 << 6];
     private readonly bool _deleteCompleted = deleteCompleted;
 
     /// <summary>Gets the text for the kinds in <paramref name="kinds"/> (bit <c>1 &lt;&lt; (int)kind</c>).</summary>
@@ -34,7 +34,7 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
     {
         var command = new NpgsqlCommand(Text(parameters.Kinds), connection, transaction);
         command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Node });
-        foreach (var rows in (OutcomeRows?[])[parameters.Completed, parameters.Released, parameters.Retried, parameters.Dead, parameters.Cancelled])
+        foreach (var rows in (OutcomeRows?[])[parameters.Completed, parameters.Released, parameters.Retried, parameters.Dead, parameters.Cancelled, parameters.Snoozed])
         {
             if (rows is not { } present)
             {
@@ -127,6 +127,24 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
             }
         }
 
+        if (Has(OutcomeKind.Snoozed))
+        {
+            // A snooze: scheduled after the handler's delay, the delivery not counted (attempts taken back, as a release
+            // does), its last error kept; cancelled instead if a cancellation was asked meanwhile. Written again, it
+            // matches its row no more (scheduled, not running): it changes nothing another delivery holds.
+            var (ids, deliveries, delays) = (P("bigint[]"), P("bigint[]"), P("double precision[]"));
+            parts.Add(("snoozed", $"""
+                UPDATE {items} i SET
+                    state = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 4 ELSE 5 END,
+                    run_at = now() + {At(delays, ids)} * interval '1 millisecond', attempts = i.attempts - 1,
+                    finished_at = CASE WHEN i.cancel_requested_at IS NOT NULL THEN now() END,
+                    last_error = CASE WHEN i.cancel_requested_at IS NOT NULL THEN 'cancelled while snoozing' ELSE i.last_error END,
+                    lease_owner = NULL, lease_until = NULL
+                WHERE {Mine(ids, deliveries, reaped: false)}
+                RETURNING 1
+                """));
+        }
+
         if (parts.Count == 0)
         {
             throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
@@ -141,7 +159,7 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
 /// The outcome write's parameters: the node (the lease owner), and the rows of each kind the batch has (null: none of
 /// that kind). The kinds present choose the statement's text.
 /// </summary>
-internal readonly record struct OutcomeParameters(string Node, OutcomeRows? Completed, OutcomeRows? Released, OutcomeRows? Retried, OutcomeRows? Dead, OutcomeRows? Cancelled)
+internal readonly record struct OutcomeParameters(string Node, OutcomeRows? Completed, OutcomeRows? Released, OutcomeRows? Retried, OutcomeRows? Dead, OutcomeRows? Cancelled, OutcomeRows? Snoozed = null)
 {
     /// <summary>Gets the kinds present, bit <c>1 &lt;&lt; (int)kind</c>.</summary>
     public int Kinds =>
@@ -149,11 +167,12 @@ internal readonly record struct OutcomeParameters(string Node, OutcomeRows? Comp
         | (Released is null ? 0 : 1 << (int)OutcomeKind.Released)
         | (Retried is null ? 0 : 1 << (int)OutcomeKind.Retry)
         | (Dead is null ? 0 : 1 << (int)OutcomeKind.Dead)
-        | (Cancelled is null ? 0 : 1 << (int)OutcomeKind.Cancelled);
+        | (Cancelled is null ? 0 : 1 << (int)OutcomeKind.Cancelled)
+        | (Snoozed is null ? 0 : 1 << (int)OutcomeKind.Snoozed);
 }
 
 /// <summary>
 /// The outcomes of one kind in a batch, one element per delivery in each array: ids and delivery tokens; delays in
-/// milliseconds (retries only); errors (retries, dead letters and cancellations only).
+/// milliseconds (retries and snoozes only); errors (retries, dead letters and cancellations only).
 /// </summary>
 internal readonly record struct OutcomeRows(long[] Ids, long[] Deliveries, double[]? DelayMilliseconds, string?[]? Errors);
