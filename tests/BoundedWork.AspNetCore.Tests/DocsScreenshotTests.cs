@@ -43,7 +43,7 @@ public sealed class DocsScreenshotTests
                     o.AdaptiveMinWorkerCount = 2;
                     o.AdaptiveMaxWorkerCount = 8;
                 });
-                services.AddBoundedExecutor("mail", o => { o.WorkerCount = 2; o.MaxWorkerCount = 8; o.QueueCapacity = 100; o.RejectionPolicy = RejectionPolicy.DiscardOldest; });
+                services.AddBoundedExecutor("mail", o => { o.WorkerCount = 2; o.MaxWorkerCount = 8; o.QueueCapacity = 100; o.RejectionPolicy = RejectionPolicy.DiscardOldest; o.FairShare = new FairShareSettings().WithWeight("merchant-a", 3); });
                 services.AddBoundedExecutor("legacy-crm", o => { o.WorkerCount = 8; o.MaxWorkerCount = 16; o.QueueCapacity = 200; o.RejectionPolicy = RejectionPolicy.Abort; });
                 services.AddBoundedExecutor("audit", o => { o.WorkerCount = 1; o.MaxWorkerCount = 4; o.QueueCapacity = 1_000; o.RejectionPolicy = RejectionPolicy.CallerRuns; });
                 services.AddBoundedExecutor("reports", o => { o.WorkerCount = 2; o.MaxWorkerCount = 4; o.QueueCapacity = 50; o.RejectionPolicy = RejectionPolicy.Discard; });
@@ -80,6 +80,9 @@ public sealed class DocsScreenshotTests
             new() { Timeout = s_patience });
         await page.Locator("tr[data-executor='mail'] button.more-toggle").ClickAsync();
 
+        // An operator's pause in force (shown on its row and in the health), after the executor has done some work.
+        server.Executor("reports").Pause("provider outage", TimeSpan.FromMinutes(30));
+
         // Load, not a wait for anything: docs/dashboard-screenshot.sh asks for a minute of it, so the charts have a history.
         if (int.TryParse(Environment.GetEnvironmentVariable("BOUNDEDWORK_SCREENSHOT_LOAD_SECONDS"), out var seconds) && seconds > 0)
         {
@@ -112,7 +115,10 @@ public sealed class DocsScreenshotTests
         {
             // Load: items that take a while; a submitter faster than the workers keeps queues standing and refusals coming.
             Run(server.Payments, static () => Thread.Sleep(20), pause: 2);
-            Run(server.Executor("mail"), static () => Thread.Sleep(60), pause: 5);
+            // Three merchants share the mail executor by weight (fair share): a's weight is 3, b and c send more often.
+            Run(server.Executor("mail").ForTenant("merchant-a"), static () => Thread.Sleep(60), pause: 15);
+            Run(server.Executor("mail").ForTenant("merchant-b"), static () => Thread.Sleep(60), pause: 5);
+            Run(server.Executor("mail").ForTenant("merchant-c"), static () => Thread.Sleep(60), pause: 5);
             Run(server.Executor("legacy-crm"), static () => Thread.Sleep(5), pause: 30);
             Run(server.Executor("audit"), static () => Thread.Sleep(1), pause: 40);
             Run(server.Executor("reports"), static () => Thread.Sleep(80), pause: 10);
@@ -129,7 +135,13 @@ public sealed class DocsScreenshotTests
             _stop.Dispose();
         }
 
-        private void Run(BoundedExecutor executor, Action item, int pause)
+        private void Run(BoundedExecutor executor, Action item, int pause) =>
+            Run(executor.Name, () => executor.Execute(item, _stop.Token), pause);
+
+        private void Run(TenantExecutor tenant, Action item, int pause) =>
+            Run("mail tenant", () => tenant.Execute(item, _stop.Token), pause);
+
+        private void Run(string name, Action submit, int pause)
         {
             var thread = new Thread(() =>
             {
@@ -137,7 +149,7 @@ public sealed class DocsScreenshotTests
                 {
                     try
                     {
-                        executor.Execute(item, _stop.Token); // each policy as it is: waits, discards, runs here, refuses
+                        submit(); // each policy as it is: waits, discards, runs here, refuses
                     }
                     catch (OperationCanceledException)
                     {
@@ -151,7 +163,7 @@ public sealed class DocsScreenshotTests
                     Thread.Sleep(pause); // load: the submitter's pace
                 }
             })
-            { IsBackground = true, Name = "docs screenshot load: " + executor.Name };
+            { IsBackground = true, Name = "docs screenshot load: " + name };
             _threads.Add(thread);
             thread.Start();
         }
