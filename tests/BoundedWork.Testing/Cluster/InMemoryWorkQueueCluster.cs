@@ -13,7 +13,7 @@ namespace BoundedWork.Testing.Cluster;
 /// <see cref="Failure"/> makes every call fail as an unreachable storage would; <see cref="Hold"/> makes a change wait
 /// (after it is validated and before it is written) until the test releases it or the caller cancels.
 /// </remarks>
-public sealed class InMemoryWorkQueueCluster(string queueName, TimeProvider? time = null) : IWorkQueueCluster
+public sealed class InMemoryWorkQueueCluster(string queueName, TimeProvider? time = null) : IWorkQueueCluster, IWorkQueuePauseControl
 {
     private readonly Lock _sync = new();
     private readonly TimeProvider _time = time ?? TimeProvider.System;
@@ -22,6 +22,8 @@ public sealed class InMemoryWorkQueueCluster(string queueName, TimeProvider? tim
     private IReadOnlyList<WorkQueueClusterNode> _nodes = [];
     private WorkQueueStorageStatistics _storage = new() { IsAvailable = true };
     private WorkQueueClusterLimitUse _limitUse = new();
+    private WorkQueuePause? _queuePause;
+    private readonly Dictionary<string, WorkQueuePause> _keyPauses = new(StringComparer.Ordinal);
     private int _reads;
     private volatile Exception? _failure;
     private volatile Task? _hold;
@@ -149,9 +151,94 @@ public sealed class InMemoryWorkQueueCluster(string queueName, TimeProvider? tim
                 Nodes = _nodes,
                 Storage = _storage,
                 LimitUse = _limitUse,
+                Pauses = ReadPauses(),
                 ReadAt = _time.GetUtcNow(),
             });
         }
+    }
+
+    /// <summary>
+    /// Gets the pauses in force (a pause whose end has passed is gone), as a storage keeps them: the queue's, and each
+    /// key's. Pausing again replaces the reason and the end; resuming answers the pause it ended.
+    /// </summary>
+    public Task<WorkQueuePauses> GetPausesAsync(CancellationToken cancellationToken = default)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        if (Failure is { } failure)
+        {
+            return Task.FromException<WorkQueuePauses>(failure);
+        }
+
+        lock (_sync)
+        {
+            return Task.FromResult(ReadPauses());
+        }
+    }
+
+    /// <inheritdoc/>
+    public Task<WorkQueuePause> PauseAsync(string reason, TimeSpan duration, string changedBy, string? key = null, CancellationToken cancellationToken = default)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        if (Failure is { } failure)
+        {
+            return Task.FromException<WorkQueuePause>(failure);
+        }
+
+        var now = _time.GetUtcNow();
+        var pause = new WorkQueuePause { Key = key, Reason = reason, Since = now, Until = duration == Timeout.InfiniteTimeSpan ? null : now + duration, By = changedBy };
+        lock (_sync)
+        {
+            if (key is null)
+            {
+                _queuePause = pause;
+            }
+            else
+            {
+                _keyPauses[key] = pause;
+            }
+        }
+
+        return Task.FromResult(pause);
+    }
+
+    /// <inheritdoc/>
+    public Task<WorkQueuePause?> ResumeAsync(string changedBy, string? key = null, CancellationToken cancellationToken = default)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        if (Failure is { } failure)
+        {
+            return Task.FromException<WorkQueuePause?>(failure);
+        }
+
+        lock (_sync)
+        {
+            var pauses = ReadPauses();
+            WorkQueuePause? ended;
+            if (key is null)
+            {
+                ended = pauses.Queue;
+                _queuePause = null;
+            }
+            else
+            {
+                ended = pauses.Keys.FirstOrDefault(p => p.Key == key);
+                _keyPauses.Remove(key);
+            }
+
+            return Task.FromResult(ended);
+        }
+    }
+
+    private WorkQueuePauses ReadPauses()
+    {
+        var now = _time.GetUtcNow();
+        bool InForce(WorkQueuePause p) => p.Until is not { } until || until > now;
+        return new WorkQueuePauses
+        {
+            Queue = _queuePause is { } queue && InForce(queue) ? queue : null,
+            Keys = [.. _keyPauses.Values.Where(InForce).OrderBy(p => p.Key, StringComparer.Ordinal)],
+            ReadAt = now,
+        };
     }
 
     /// <inheritdoc/>
