@@ -98,6 +98,13 @@ internal sealed partial class Driver : IAsyncDisposable
             + $"latency {s.LatencyRate}/s for {s.LatencySeconds} s, bloat {(s.BloatSeconds > 0 ? s.BloatSeconds + " s at " + s.BloatRate + "/s" : "off")}, fsync {(s.Fsync ? "on" : "off")}");
         Progress("starting PostgreSQL (initdb in a temporary folder)");
         string[] serverSettings = [.. s.Fsync ? ["fsync=on"] : Array.Empty<string>(), "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on"];
+        // BOUNDEDWORK_PG_SETTINGS: more server settings for profiling (space-separated name=value, e.g. auto_explain's),
+        // the last shared_preload_libraries given winning.
+        if (Environment.GetEnvironmentVariable("BOUNDEDWORK_PG_SETTINGS") is { Length: > 0 } extra)
+        {
+            serverSettings = [.. serverSettings, .. extra.Split(' ', StringSplitOptions.RemoveEmptyEntries)];
+        }
+
         _server = await PostgresServer.StartAsync(serverSettings).WaitAsync(TimeSpan.FromMinutes(3), _cancellation);
         if (s.ServerDirectoryFile is { } file)
         {
