@@ -233,10 +233,15 @@ internal sealed class ClaimLoop : IDisposable
             _host.Apply(_permits.Reserve(reserved));
         }
 
-        if (summary.Version is long seen && _permits.Stale(seen))
+        if (summary.Version is long seen && _permits.Stale(take.Version, seen, out var renew))
         {
-            // The settings changed (or were never read): no claim starts under the old grant; renew it now.
-            _host.RenewGrantNow();
+            // The settings changed since the permits were taken (or were never read): the claim took nothing, and what it
+            // counted as waiting was under other limits (not reported). Unless a renewal meanwhile caught up, renew now.
+            if (renew)
+            {
+                _host.RenewGrantNow();
+            }
+
             Submit(claimed);
             return summary with { Claimed = claimed.Count, Requested = 0 };
         }

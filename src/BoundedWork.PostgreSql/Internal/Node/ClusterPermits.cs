@@ -48,7 +48,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <b>Changes.</b> Each grant is for one settings version. The claim statement claims nothing unless the row's
 /// version is still that one, and returns the version it saw; a newer one stops this node's claims
 /// (<see cref="Stale"/>) until the cluster loop has renewed the grant under it. So a changed limit binds every claim
-/// whose statement starts after the change committed, on every node, heard of or not. The keyed claim (a queue
+/// whose statement starts after the change committed, on every node, heard of or not. (A claim that saw the version its
+/// permits were taken under is not stale, even if a renewal moved the grant on meanwhile; one that saw another version
+/// does not stop the node when a renewal during the claim already caught up with it.) The keyed claim (a queue
 /// with <c>max_running_per_key</c> above one) checks it too: the per-key limit it passes is read with the version
 /// (<see cref="PermitTake.PerKey"/>), so a claim never runs under a limit older than the settings it sees.
 /// </para>
@@ -369,18 +371,30 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>A claim saw settings version <paramref name="version"/>: if it is not the grant's, nothing starts until the next renewal.</summary>
-    /// <returns><see langword="true"/> if the version is new to this node.</returns>
-    public bool Stale(long version)
+    /// <summary>
+    /// A claim whose permits were taken under settings version <paramref name="taken"/> (<see cref="PermitTake.Version"/>)
+    /// saw version <paramref name="seen"/>. If they differ, the claim ran under another version than its permits and
+    /// claimed nothing: it is stale, and what it counted is not reported. The node's grant is stale only if it is not
+    /// for <paramref name="seen"/> either (a renewal during the claim may already have caught up with it): then
+    /// nothing starts until the next renewal, and <paramref name="renew"/> says to renew now.
+    /// </summary>
+    /// <returns><see langword="true"/> if the claim ran under another settings version than its permits.</returns>
+    public bool Stale(long taken, long seen, out bool renew)
     {
         lock (SyncObj)
         {
-            if (version == _version)
+            renew = false;
+            if (seen == taken)
             {
-                return false;
+                return false; // the claim ran under its permits' version (a renewal since then changes nothing of it)
             }
 
-            _stale = true;
+            if (seen != _version)
+            {
+                _stale = true;
+                renew = true;
+            }
+
             return true;
         }
     }
