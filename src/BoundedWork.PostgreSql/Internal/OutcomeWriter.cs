@@ -47,6 +47,9 @@ internal sealed class OutcomeWriter : IDisposable
         _settled = settled;
     }
 
+    /// <summary>Gets or sets a test's fault after a hand-off's commit: what it throws is taken for a lost answer (the write is retried).</summary>
+    internal Action? AfterHandOffCommit { get; set; }
+
     public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         try
@@ -129,11 +132,12 @@ internal sealed class OutcomeWriter : IDisposable
     private Written WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
     {
         var delay = TimeSpan.FromMilliseconds(100);
+        var again = false; // a write failed: it may have committed, and its answer been lost
         while (true)
         {
             try
             {
-                var written = Write(batch);
+                var written = Write(batch, again);
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
@@ -143,6 +147,7 @@ internal sealed class OutcomeWriter : IDisposable
             }
             catch (Exception ex) when (ex is not OperationCanceledException)
             {
+                again = true;
                 if (_health.Failed("writing outcomes", ex))
                 {
                     _logger.StorageUnavailable(_queueName, "writing outcomes", delay, ex);
@@ -158,7 +163,7 @@ internal sealed class OutcomeWriter : IDisposable
         }
     }
 
-    private Written Write(List<Outcome> outcomes)
+    private Written Write(List<Outcome> outcomes, bool again)
     {
         var finished = 0;
         foreach (var outcome in outcomes)
@@ -171,7 +176,7 @@ internal sealed class OutcomeWriter : IDisposable
             : _handOff.Begin([.. outcomes.Where(outcome => outcome.Key is not null).Select(outcome => outcome.Key!).Distinct(StringComparer.Ordinal)], finished, outcomes.Count);
         if (plan is not null)
         {
-            return WriteHandingOff(outcomes, plan);
+            return WriteHandingOff(outcomes, plan, again);
         }
 
         long recorded;
@@ -181,7 +186,7 @@ internal sealed class OutcomeWriter : IDisposable
             recorded = OutcomeStatement.ExecuteRecorded(command);
         }
 
-        Recorded(outcomes, recorded);
+        Recorded(outcomes, recorded, again);
         return new Written(outcomes.Exists(outcome => outcome.WakesOthers), []);
     }
 
@@ -191,7 +196,7 @@ internal sealed class OutcomeWriter : IDisposable
     /// items are handed to the node only once the transaction has committed; on any failure the plan's room and permits
     /// go back.
     /// </summary>
-    private Written WriteHandingOff(List<Outcome> outcomes, HandOffPlan plan)
+    private Written WriteHandingOff(List<Outcome> outcomes, HandOffPlan plan, bool again)
     {
         long recorded;
         var claimed = new List<StoredItem>();
@@ -217,6 +222,7 @@ internal sealed class OutcomeWriter : IDisposable
 
             // An error at the commit (a deferred check) is thrown here, and nothing was claimed.
             transaction.Commit();
+            AfterHandOffCommit?.Invoke();
         }
         catch
         {
@@ -225,7 +231,7 @@ internal sealed class OutcomeWriter : IDisposable
         }
 
         var notStarted = _handOff.Committed(plan, claimed);
-        Recorded(outcomes, recorded);
+        Recorded(outcomes, recorded, again);
 
         // Other nodes are woken only for a release, or a key whose finished items the hand-off did not all replace.
         var wake = outcomes.Exists(outcome => outcome.Kind == OutcomeKind.Released)
@@ -235,10 +241,19 @@ internal sealed class OutcomeWriter : IDisposable
         return new Written(wake, notStarted);
     }
 
-    private void Recorded(List<Outcome> outcomes, long recorded)
+    /// <summary>
+    /// Logs the outcomes that changed nothing. Written <paramref name="again"/> after a failed write, they may be the
+    /// ones that write recorded (it committed, and its answer was lost): the statement cannot tell them apart from
+    /// outcomes of deliveries that were no longer this node's claims, so the log says either.
+    /// </summary>
+    private void Recorded(List<Outcome> outcomes, long recorded, bool again)
     {
         var notRecorded = outcomes.Count - recorded;
-        if (notRecorded > 0)
+        if (notRecorded > 0 && again)
+        {
+            _logger.OutcomesWrittenAgain(_queueName, (int)notRecorded);
+        }
+        else if (notRecorded > 0)
         {
             _logger.OutcomesNotRecorded(_queueName, (int)notRecorded);
         }
