@@ -125,6 +125,15 @@ public sealed class DurableScheduleTests(PostgresFixture postgres)
         Assert.Equal(id, resumed.LastItemId);
         Assert.Equal(1L, resumed.Enqueued);
 
+        // The missed-tick policy, changed on one node, is stored for every node; its timing and pause stay.
+        var policy = await b.Schedules.SetMissedTicksAsync("report", MissedTickPolicy.Each, "ops@b");
+        Assert.Equal((MissedTickPolicy.Each, "every 00:15:00", false, "ops@b"), (policy.MissedTicks, policy.Definition, policy.IsPaused, policy.ChangedBy));
+        Assert.Equal(MissedTickPolicy.Each, (await a.Schedules.GetAsync("report"))!.MissedTicks);
+        Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT missed_policy::bigint FROM {schema}.schedules WHERE name = 'report'"));
+        Assert.Equal("missedTicks", (await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => a.Schedules.SetMissedTicksAsync("report", (MissedTickPolicy)42))).ParamName);
+        await Assert.ThrowsAsync<KeyNotFoundException>(() => a.Schedules.SetMissedTicksAsync("nope", MissedTickPolicy.Skip));
+        Assert.Equal(MissedTickPolicy.Each, (await a.Schedules.GetAsync("report"))!.MissedTicks);
+
         await Assert.ThrowsAsync<KeyNotFoundException>(() => a.Schedules.TriggerNowAsync("nope"));
         Assert.True(await b.Schedules.RemoveAsync("report", "ops@b"));
         Assert.False(await b.Schedules.RemoveAsync("report", "ops@b"));
