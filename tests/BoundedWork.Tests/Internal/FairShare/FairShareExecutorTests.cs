@@ -326,6 +326,43 @@ public sealed class FairShareExecutorTests
     }
 
     [Fact]
+    public async Task DiscardOldest_TenantAtItsBoundWithItsItemStillOnItsWayIn_KeepsTheNewItemInsteadOfRefusingIt()
+    {
+        // The bound check and the swap of the tenant's oldest item were two decisions: when the tenant's only item was
+        // still a reservation (here a producer waiting for room), the swap found nothing queued and the new item was
+        // refused with TenantLimit, which DiscardOldest never does (a producer thread of the stress test below crashed
+        // on it). Now the decision is one, and a tenant whose items are all on their way in waits for them to land.
+        using var gate = new Gate();
+        using var executor = Create(1, 1, RejectionPolicy.Wait, new FairShareSettings { MaxQueuedPerTenant = 1 });
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        Assert.True(executor.TryExecute(() => { })); // the queue (capacity 1) is full
+        var log = new RunLog();
+        var waiting = executor.ForTenant("a").ExecuteAsync(log.Item(1));
+        Assert.False(waiting.IsCompleted);
+        Assert.Equal(1, executor.GetTenantStatistics().Single(t => t.Tenant == "a").Queued); // reserved while it waits
+        executor.Reconfigure(s => s with { RejectionPolicy = RejectionPolicy.DiscardOldest });
+        using var calling = new ManualResetEventSlim();
+        var newest = Task.Factory.StartNew(
+            () =>
+            {
+                calling.Set();
+                executor.ForTenant("a").Execute(log.Item(2));
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        Assert.True(calling.Wait(TestKit.Safety));
+        gate.Open();
+        await newest.WaitAsync(TestKit.Safety); // threw RejectedExecutionException (TenantLimit) before
+        await waiting.AsTask().WaitAsync(TestKit.Safety);
+        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0 && s.Submitted == 4);
+        Assert.Contains(2, log.Ran); // DiscardOldest keeps the newest
+        Assert.Equal(0, s.Rejected);
+        TestKit.AssertConserved(s);
+    }
+
+    [Fact]
     public void ForTenant_ManyProducersAndTenants_EveryItemRunsOnceAndTheLedgerIsExact()
     {
         var fairShare = new FairShareSettings { MaxRunningPerTenant = 2, MaxQueuedPerTenant = 50, TenantSeriesLimit = 3 }.WithWeight("t0", 5);
