@@ -369,7 +369,33 @@ public sealed class FairShareExecutorTests
         using var executor = Create(4, 64, RejectionPolicy.DiscardOldest, fairShare);
         var ran = new ConcurrentDictionary<int, int>();
         const int PerProducer = 2_000;
+        var errors = new ConcurrentQueue<Exception>(); // a throw on a thread of its own would end the test host
         var producers = Enumerable.Range(0, 4).Select(p => new Thread(() =>
+        {
+            try
+            {
+                Produce(p);
+            }
+            catch (Exception e)
+            {
+                errors.Enqueue(e);
+            }
+        })).ToList();
+        producers.ForEach(t => t.Start());
+        producers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+        Assert.Empty(errors);
+        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0);
+        Assert.Equal(4 * PerProducer, s.Submitted);
+        TestKit.AssertConserved(s);
+        Assert.All(ran.Values, n => Assert.Equal(1, n));
+        Assert.Equal(s.Completed, ran.Count);
+        Assert.Equal(0, executor.Tenants.Count);
+        var tenants = executor.GetTenantStatistics(100);
+        Assert.Equal(4, tenants.Count); // three with their own series, the rest as "(other)"
+        Assert.Contains(tenants, t => t.Tenant == TenantStatistics.OtherTenants);
+        Assert.Equal(s.Completed - ran.Keys.Count(id => id % PerProducer % 7 == 0 && id % PerProducer % 3 != 0), tenants.Sum(t => t.Completed));
+
+        void Produce(int p)
         {
             for (var i = 0; i < PerProducer; i++)
             {
@@ -388,19 +414,7 @@ public sealed class FairShareExecutorTests
                     executor.ForTenant(tenant).Execute(() => ran.AddOrUpdate(id, 1, (_, n) => n + 1));
                 }
             }
-        })).ToList();
-        producers.ForEach(t => t.Start());
-        producers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
-        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0);
-        Assert.Equal(4 * PerProducer, s.Submitted);
-        TestKit.AssertConserved(s);
-        Assert.All(ran.Values, n => Assert.Equal(1, n));
-        Assert.Equal(s.Completed, ran.Count);
-        Assert.Equal(0, executor.Tenants.Count);
-        var tenants = executor.GetTenantStatistics(100);
-        Assert.Equal(4, tenants.Count); // three with their own series, the rest as "(other)"
-        Assert.Contains(tenants, t => t.Tenant == TenantStatistics.OtherTenants);
-        Assert.Equal(s.Completed - ran.Keys.Count(id => id % PerProducer % 7 == 0 && id % PerProducer % 3 != 0), tenants.Sum(t => t.Completed));
+        }
     }
 
     [Fact]
