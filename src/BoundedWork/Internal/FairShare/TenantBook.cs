@@ -419,6 +419,7 @@ internal sealed class TenantBook
     {
         var counters = CountersOf(entry.Tenant);
         counters.Started++;
+        entry.Series = counters.Tenant;
         var wait = _clock.Elapsed(entry.Item.EnqueuedTimestamp, _clock.Now());
         counters.WaitTicks += Math.Max(0, wait.Ticks);
     }

@@ -431,6 +431,54 @@ public sealed class FairShareExecutorTests
     }
 
     [Fact]
+    public void TenantWaitHistogram_RecordsEachTenantsWaitOnItsSeries_TheRestAsOther()
+    {
+        var name = $"tenant-wait-{Guid.NewGuid():N}";
+        var clock = new Microsoft.Extensions.Time.Testing.FakeTimeProvider();
+        var waits = new ConcurrentQueue<(string Tenant, double Seconds)>();
+        using var listener = new System.Diagnostics.Metrics.MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == BoundedWorkDiagnostics.MeterName && instrument.Name == "boundedwork.tenant.wait.duration")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<double>((_, value, tags, _) =>
+        {
+            string? executorTag = null, tenant = null;
+            foreach (var tag in tags)
+            {
+                executorTag = tag.Key == BoundedWorkDiagnostics.ExecutorTag ? (string?)tag.Value : executorTag;
+                tenant = tag.Key == BoundedWorkDiagnostics.TenantTag ? (string?)tag.Value : tenant;
+            }
+
+            if (executorTag == name)
+            {
+                waits.Enqueue((tenant!, value));
+            }
+        });
+        listener.Start();
+        using var gate = new Gate();
+        using var executor = TestKit.Create(1, 100, name: name, configure: o =>
+        {
+            o.TimeProvider = clock;
+            o.FairShare = new FairShareSettings { TenantSeriesLimit = 1 };
+        });
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        executor.ForTenant("a").Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(2));
+        executor.ForTenant("b").Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(3));
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+
+        // Recorded as each item starts: both started after the clock stood still, 5 s and 3 s after their submission.
+        Assert.Equal([("a", 5.0), (TenantStatistics.OtherTenants, 3.0)], waits.OrderBy(w => w.Seconds).Reverse().ToArray());
+    }
+
+    [Fact]
     public void TenantInstruments_MoreTenantsThanTheSeriesLimit_RestReportedAsOther()
     {
         var name = $"tenants-{Guid.NewGuid():N}";
