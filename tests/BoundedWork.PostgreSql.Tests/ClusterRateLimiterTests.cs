@@ -203,6 +203,41 @@ public sealed class ClusterRateLimiterTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task Limiter_RenewalsFail_ItFailsClosedOnItsOwnClock_AndGrantsAgainOnceTheDatabaseAnswers()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, new Behavior(),
+            storage: o => (o.Consume, o.NodeHeartbeatInterval) = (false, TimeSpan.FromMilliseconds(100)));
+        await ClusterLimitSql.SetLimitsAsync(postgres, schema, startsPerSecond: 1000, burst: 5);
+        using var limiter = node.Queue.CreateClusterRateLimiter(new PostgreSqlClusterRateLimiterOptions { PermitLimit = 5, QueueLimit = 1 });
+        await DurableQueueTests.WaitAsync(() => limiter.GetStatistics()!.CurrentAvailablePermits > 0, "the limiter holds its share of the rate");
+
+        // Every statement of the renewal fails (the table it writes is gone), as when the database does not answer.
+        await postgres.ExecuteAsync($"ALTER TABLE {schema}.nodes RENAME TO nodes_away");
+        Task<RateLimitLease> waiting;
+        try
+        {
+            await DurableQueueTests.WaitAsync(() => limiter.GetStatistics()!.CurrentAvailablePermits == 0, "the grant lapsed");
+            using (var refused = limiter.AttemptAcquire(1))
+            {
+                Assert.False(refused.IsAcquired);
+                Assert.True(refused.TryGetMetadata(MetadataName.ReasonPhrase, out var reason));
+                Assert.Contains("is the database reachable?", reason, StringComparison.Ordinal);
+            }
+
+            waiting = limiter.AcquireAsync(1).AsTask();
+            Assert.False(waiting.IsCompleted);
+        }
+        finally
+        {
+            await postgres.ExecuteAsync($"ALTER TABLE {schema}.nodes_away RENAME TO nodes");
+        }
+
+        using var renewed = await waiting.WaitAsync(QueueNode.Patience);
+        Assert.True(renewed.IsAcquired);
+    }
+
+    [Fact]
     public async Task PollyPipeline_WithTheLimiter_RejectsBeyondTheFleetsBudget_AndRunsOnceAPermitIsBack()
     {
         var schema = await postgres.NewSchemaAsync();
