@@ -18,7 +18,7 @@ internal sealed record ClusterRateLimiterContext(
 /// </summary>
 /// <remarks>
 /// <para>
-/// <b>A member of the allocation.</b> The limiter writes its own row in <c>nodes</c>, as a node does, with
+/// <b>A member of the allocation</b> (I4 in docs/durable-invariants.md). The limiter writes its own row in <c>nodes</c>, as a node does, with
 /// <see cref="PostgreSqlClusterRateLimiterOptions.PermitLimit"/> as its workers and its demand, and renews its grant with
 /// the nodes' own statements (<see cref="PermitGrantSql"/>) and allocation (<see cref="PermitAllocation"/>) at every
 /// heartbeat on its own thread. So the nodes count its grant as they count each other's, and it counts theirs and the
