@@ -1,6 +1,7 @@
 using System.Text.Json;
 using BoundedWork.PostgreSql.Internal;
 using Npgsql;
+using Xunit.Abstractions;
 
 namespace BoundedWork.PostgreSql.Tests;
 
@@ -13,7 +14,7 @@ namespace BoundedWork.PostgreSql.Tests;
 /// Custom and generic plans alike.
 /// </summary>
 [Collection(PostgresCollection.Name)]
-public sealed class FairClaimCostTests(PostgresFixture postgres)
+public sealed class FairClaimCostTests(PostgresFixture postgres, ITestOutputHelper output)
 {
     private const string Queue = "fair";
     private const int Tenants = 1000;
@@ -49,6 +50,7 @@ public sealed class FairClaimCostTests(PostgresFixture postgres)
         foreach (var generic in new[] { false, true })
         {
             var (examined, claimed) = await ExplainAsync(sql, generic);
+            output.WriteLine($"{(generic ? "generic" : "custom")} plan: {examined} rows examined, {claimed} claimed");
             Assert.Equal(Count, claimed);
             Assert.True(examined <= Bound, $"{examined} rows examined ({(generic ? "generic" : "custom")} plan), more than {Bound}.");
         }

@@ -26,11 +26,14 @@ namespace BoundedWork.PostgreSql.Internal;
 /// (the first 2 * count + 16 ready items), so they cost no index of their own.
 /// </para>
 /// <para>
-/// <b>Cost.</b> Each lane offers at most its quota, ceil(count * w(t) / W) (W the lanes' total weight), bounded by its
-/// room: a claim reads the tenants with ready items by a skip scan (one index descent per tenant), each tenant's
-/// running items (an index-only count, bounded by what the fleet holds), and at most count + lanes candidate items,
+/// <b>Cost.</b> Each lane offers at most its quota: its share of the claim by weight, counting what the lanes run,
+/// ceil((count + R) * w(t) / W - r(t)) (W the lanes' total weight, R their running items), at least 1, and never more
+/// than its room (count, and the bound less r(t)); the quotas add up to at least count (or the room there is). A claim
+/// reads the tenants with ready items by a skip scan (one index descent per tenant), each tenant's
+/// running items (an index-only count, bounded by what the fleet holds), and at most 2 * count + lanes candidates,
 /// never a tenant's backlog. When some lanes offered fewer than their quota, the claim can return fewer items than it
-/// asked for while others wait; its summary says so (<c>more</c>) and the node claims again at once.
+/// asked for while a lane cut short by its share has more; its summary says so (<c>more</c>) and the node claims again
+/// at once (while a claim takes anything).
 /// </para>
 /// </remarks>
 internal sealed class FairClaimSql
@@ -103,8 +106,9 @@ internal sealed class FairClaimSql
                        (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant IS NULL)
                 FROM settings st WHERE EXISTS (SELECT 1 FROM loose)),
             shares AS (
-                SELECT tenant, weight, running, ceil($2::numeric * weight / sum(weight) OVER ())::bigint AS share,
-                       CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE greatest(bound - running, 0) END AS room
+                SELECT tenant, weight, running,
+                       greatest(ceil(($2 + sum(running) OVER ())::numeric * weight / sum(weight) OVER () - running), 1)::bigint AS share,
+                       CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END AS room
                 FROM lanes),
             quotas AS (
                 SELECT tenant, weight, running, least(share, room) AS quota, share < room AS share_bound FROM shares),
@@ -157,7 +161,7 @@ internal sealed class FairClaimSql
                    coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
                    (SELECT count(*) FROM claimed) < $2 AND EXISTS (
                        SELECT 1 FROM quotas q
-                       WHERE q.share_bound AND q.quota > 0
+                       WHERE q.share_bound
                          AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
             """;
     }
