@@ -136,7 +136,7 @@ public sealed class FairShareTests(PostgresFixture postgres)
 
         var quiet = (await producer.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { Tenant = "quiet" })).ItemId;
         gate.Release(1);
-        await DurableQueueTests.WaitAsync(() => witness.Count("start") == 3, "a third item started");
+        await DurableQueueTests.WaitAsync(() => witness.Count("start") >= 3, "a third item started"); // (the quiet one ends at once: a fourth may follow)
         var third = await witness.StartsAsync();
 
         if (fair)
