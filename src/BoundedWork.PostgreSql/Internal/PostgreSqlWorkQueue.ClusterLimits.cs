@@ -9,6 +9,9 @@ namespace BoundedWork.PostgreSql.Internal;
 internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 {
     private int _permitWaitReported;
+
+    /// <summary>The cluster rate limiters created on this queue and not yet disposed: disposed with it (they use its data source).</summary>
+    private readonly List<ClusterRateLimiter> _rateLimiters = [];
     private PermitGrantSql? _grantSql;
 
     /// <summary>Gets the ready items this node had idle workers for that its last claim left waiting for a cluster permit.</summary>
@@ -161,6 +164,36 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         ReportLimits(wasLimited);
         _claimLoop.Wake();
+    }
+
+    public System.Threading.RateLimiting.RateLimiter CreateClusterRateLimiter(PostgreSqlClusterRateLimiterOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        var context = new ClusterRateLimiterContext(Name, _dataSource, ClusterStatements, new PermitGrantSql(_sql), _options.NodeHeartbeatInterval, _options.TimeProvider, _logger);
+        lock (_rateLimiters)
+        {
+            ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+            var limiter = new ClusterRateLimiter(context, new PostgreSqlClusterRateLimiterOptions { PermitLimit = options.PermitLimit, QueueLimit = options.QueueLimit, Name = options.Name },
+                disposed => { lock (_rateLimiters) { _rateLimiters.Remove(disposed); } });
+            _rateLimiters.Add(limiter);
+            return limiter;
+        }
+    }
+
+    private void DisposeClusterRateLimiters()
+    {
+        ClusterRateLimiter[] limiters;
+        lock (_rateLimiters)
+        {
+            limiters = [.. _rateLimiters];
+        }
+
+        foreach (var limiter in limiters)
+        {
+            limiter.Dispose();
+        }
     }
 
     /// <summary>Writes this node's grant into its row; returns whether the row was live.</summary>
