@@ -79,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 WriteGrant(connection, null, new PermitGrant(null, _permits.InUse, 0, 0, 0));
             }
 
-            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
+            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version, settings.FairShare is not null);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
             ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
@@ -92,6 +92,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         GrantLimits limits;
         int perKey;
         long version;
+        bool fairShare;
         using (var lockSettings = new NpgsqlCommand(statements.LockSettings, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } })
         using (var reader = lockSettings.ExecuteReader())
         {
@@ -103,6 +104,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             limits = new GrantLimits(reader.IsDBNull(0) ? null : reader.GetInt32(0), reader.IsDBNull(1) ? null : reader.GetDouble(1), reader.IsDBNull(2) ? 0 : reader.GetInt32(2));
             perKey = reader.GetInt32(3);
             version = reader.GetInt64(4);
+            fairShare = reader.GetBoolean(5);
         }
 
         var others = new List<NodeGrant>();
@@ -142,7 +144,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         transaction.Commit();
         var lifetime = _options.NodeHeartbeatInterval * 3;
-        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime))
+        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime, fairShare))
         {
             _logger.PermitGrantRestored(Name);
         }

@@ -117,7 +117,7 @@ internal sealed class ClaimLoop : IDisposable
             Unbook(wanted);
 
             var requested = claim.Requested;
-            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
+            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0 || (claim.More && claim.Claimed > 0)))
             {
                 continue; // There may be more, or scheduled items just became ready: claim again at once.
             }
@@ -189,22 +189,35 @@ internal sealed class ClaimLoop : IDisposable
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         var summary = default(ClaimSummary);
         var keyed = take.Count > 0 && perKey > 1;
+        var fair = take.Count > 0 && !keyed && take.FairShare;
         var read = false;
         try
         {
             BeforeClaimStatement?.Invoke();
             using var connection = _dataSource.OpenConnection();
-            using var command = keyed
-                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey, take.Version))
-                : _claims.Plain.Command(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
-            using var reader = command.ExecuteReader();
+            if (fair)
+            {
+                // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
+                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var fairReader = batch.ExecuteReader();
+                fairReader.NextResult(); // past the lock's row
+                summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
+                read = true;
+            }
+            else
+            {
+                using var command = keyed
+                    ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey, take.Version))
+                    : _claims.Plain.Command(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var reader = command.ExecuteReader();
 
-            // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
-            // and the summary: promotions, the next wake-up, the version and what waits (or what the per-key rule held).
-            summary = keyed
-                ? ClaimReader.Read<KeyedClaimRow>(reader, _host, claimed)
-                : ClaimReader.Read<PlainClaimRow>(reader, _host, claimed);
-            read = true;
+                // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
+                // and the summary: promotions, the next wake-up, the version and what waits (or what the per-key rule held).
+                summary = keyed
+                    ? ClaimReader.Read<KeyedClaimRow>(reader, _host, claimed)
+                    : ClaimReader.Read<PlainClaimRow>(reader, _host, claimed);
+                read = true;
+            }
         }
         finally
         {

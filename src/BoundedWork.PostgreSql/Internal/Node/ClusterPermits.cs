@@ -87,6 +87,7 @@ internal sealed class ClusterPermits(TimeProvider time)
     private int? _allowed;
     private bool _rated;
     private int _perKey = 1;
+    private bool _fairShare;
     private long _version = -1;
     private bool _stale;
     private long _expiresAt;
@@ -284,7 +285,7 @@ internal sealed class ClusterPermits(TimeProvider time)
         {
             if (_version < 0 || _stale)
             {
-                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey };
+                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey, FairShare = _fairShare };
             }
 
             var lapsedNow = false;
@@ -298,7 +299,7 @@ internal sealed class ClusterPermits(TimeProvider time)
                     SetShareLocked(0, 0);
                 }
 
-                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey };
+                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey, FairShare = _fairShare };
             }
 
             var count = Math.Max(wanted, 0);
@@ -317,7 +318,7 @@ internal sealed class ClusterPermits(TimeProvider time)
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey, FairShare = _fairShare };
         }
     }
 
@@ -428,10 +429,11 @@ internal sealed class ClusterPermits(TimeProvider time)
 
     /// <summary>A renewal committed: the grant holds until <paramref name="startedAt"/> plus <paramref name="lifetime"/> (the node's own clock).</summary>
     /// <returns><see langword="true"/> if the grant had lapsed.</returns>
-    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime)
+    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime, bool fairShare = false)
     {
         lock (SyncObj)
         {
+            _fairShare = fairShare;
             _allowed = grant.Allowed;
             _rated = limits.StartsPerSecond is not null;
             SetShareLocked(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
@@ -450,10 +452,11 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>The queue has no running or rate limit under settings <paramref name="version"/> (<paramref name="perKey"/> may be above one).</summary>
-    public void NoGrant(int perKey, long version)
+    public void NoGrant(int perKey, long version, bool fairShare = false)
     {
         lock (SyncObj)
         {
+            _fairShare = fairShare;
             _allowed = null;
             _rated = false;
             SetShareLocked(0, 0);
@@ -730,4 +733,7 @@ internal readonly record struct PermitTake(int Count, long Version, bool Bound, 
 
     /// <summary>Gets the per-key limit M of the settings <see cref="Version"/> (read with it, under the permits' lock).</summary>
     public int PerKey { get; init; }
+
+    /// <summary>Gets a value indicating whether the settings <see cref="Version"/> turn fair share on (the claim is the fair claim).</summary>
+    public bool FairShare { get; init; }
 }
