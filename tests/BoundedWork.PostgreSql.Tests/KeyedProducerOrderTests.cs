@@ -513,6 +513,7 @@ public sealed class KeyedProducerOrderTests(PostgresFixture postgres)
                     new NpgsqlParameter<TimeSpan> { NpgsqlDbType = NpgsqlDbType.Interval, TypedValue = TimeSpan.Zero },
                     new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.Text, Value = DBNull.Value },
                     new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.Text, Value = DBNull.Value },
+                    new NpgsqlParameter { NpgsqlDbType = NpgsqlDbType.Text, Value = DBNull.Value }, // no tenant
                 },
             };
             return (long)(await command.ExecuteScalarAsync())!;
