@@ -1119,6 +1119,11 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         var started = _itemClock.Now();
         worker.BeginRun(item, started);
         AfterClaim(remaining);
+        if (tenantEntry is not null)
+        {
+            RecordTenantWait(tenantEntry, started);
+        }
+
         var queueWaitThreshold = _settings.QueueWaitThreshold;
         if (queueWaitThreshold != Timeout.InfiniteTimeSpan)
         {
@@ -1162,7 +1167,9 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
             return;
         }
 
-        worker.BeginRun(item, _itemClock.Now());
+        var started = _itemClock.Now();
+        worker.BeginRun(item, started);
+        RecordTenantWait(entry, started);
         var outcome = _runner.RunOnWorker(worker, item);
         if (permit is not null)
         {
@@ -1170,6 +1177,15 @@ public sealed class BoundedExecutor : IAsyncDisposable, IDisposable, IWorkSource
         }
 
         TenantFinished(entry, outcome);
+    }
+
+    /// <summary>Records a starting tenant item's wait on its tenant's series, when someone listens.</summary>
+    private void RecordTenantWait(TenantEntry entry, long started)
+    {
+        if (_instruments.TenantWaitEnabled && entry.Series is { } series)
+        {
+            _callbacks.RecordTenantWait(_itemClock.Elapsed(entry.Item.EnqueuedTimestamp, started), series);
+        }
     }
 
     /// <summary>A tenant item finished or will not run; if a deferred item may now start, a worker is woken for it.</summary>

@@ -68,7 +68,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
                     storage = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
                     await reader.NextResultAsync(cancellationToken).ConfigureAwait(false);
-                    pauses = await ReadPausesAsync(reader, cancellationToken).ConfigureAwait(false);
+                    pauses = await FleetPauses.ReadAsync(reader, cancellationToken).ConfigureAwait(false);
                 }
             }
         }
@@ -237,7 +237,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
         var startedAt = _options.TimeProvider.GetTimestamp(); // a grant renewed below holds from here, on this node's clock
         using var connection = _dataSource.OpenConnection();
         var settings = node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());
-        ApplyFleetPause(node.Pause, node.PauseLeft); // before the beat that reports the version applied
+        _pauses.Apply(node.Pause, node.PauseLeft, NodeName); // before the beat that reports the version applied
         if (node.Apply(settings))
         {
             node.Beat(connection, _room.Held, Volatile.Read(ref _handlersRunning), ClusterPermitSnapshot());

@@ -1,143 +1,19 @@
-using System.Globalization;
 using BoundedWork.Hosting;
 
 namespace BoundedWork.PostgreSql.Internal;
 
-/// <summary>The dead letters kept in the table (<see cref="IDeadLetterStore"/>): list, read, requeue and purge.</summary>
+/// <summary>The dead letters kept in the table (<see cref="IDeadLetterStore"/>), served by <see cref="DeadLetterStore"/>.</summary>
 internal sealed partial class PostgreSqlWorkQueue<T>
 {
-    public async Task<DeadLetterPage> ListDeadLettersAsync(DeadLetterQuery query, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(query);
-        if (query.Limit is < 1 or > DeadLetterQuery.MaxLimit)
-        {
-            throw new ArgumentException($"DeadLetterQuery.Limit must be between 1 and {DeadLetterQuery.MaxLimit} (was {query.Limit}).", nameof(query));
-        }
+    private DeadLetterStore? _deadLetters;
 
-        (DateTimeOffset At, long Id)? after = query.Cursor is null ? null : ParseCursor(query.Cursor);
-        var items = new List<StoredDeadLetter>(Math.Min(query.Limit + 1, 64));
-        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
-        {
-            var command = _statements.DeadLetters.List(connection, new DeadLetterListParameters(Name, query.Since, query.Until, after, query.Limit + 1));
-            await using (command.ConfigureAwait(false))
-            {
-                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
-                {
-                    while (await reader.ReadAsync(cancellationToken).ConfigureAwait(false))
-                    {
-                        items.Add(DeadLetterStatements.Read(reader));
-                    }
-                }
-            }
-        }
+    private DeadLetterStore DeadLetters => _deadLetters ??= new DeadLetterStore(Name, _asyncSource, _statements.DeadLetters, _sql.NotifyChannel, _claimLoop.Wake);
 
-        if (items.Count <= query.Limit)
-        {
-            return new DeadLetterPage(items, null);
-        }
+    public Task<DeadLetterPage> ListDeadLettersAsync(DeadLetterQuery query, CancellationToken cancellationToken = default) => DeadLetters.ListDeadLettersAsync(query, cancellationToken);
 
-        items.RemoveAt(items.Count - 1);
-        var last = items[^1];
-        return new DeadLetterPage(items, FormatCursor(last.DeadAt, last.ItemId));
-    }
+    public Task<StoredDeadLetter?> GetDeadLetterAsync(long itemId, int maxPayloadLength, CancellationToken cancellationToken = default) => DeadLetters.GetDeadLetterAsync(itemId, maxPayloadLength, cancellationToken);
 
-    public async Task<StoredDeadLetter?> GetDeadLetterAsync(long itemId, int maxPayloadLength, CancellationToken cancellationToken = default)
-    {
-        ArgumentOutOfRangeException.ThrowIfLessThan(maxPayloadLength, 1);
-        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
-        {
-            var command = _statements.DeadLetters.Get(connection, Name, itemId, maxPayloadLength);
-            await using (command.ConfigureAwait(false))
-            {
-                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
-                await using (reader.ConfigureAwait(false))
-                {
-                    if (!await reader.ReadAsync(cancellationToken).ConfigureAwait(false))
-                    {
-                        return null;
-                    }
+    public Task<int> RequeueDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default) => DeadLetters.RequeueDeadLettersAsync(selection, cancellationToken);
 
-                    return DeadLetterStatements.ReadWithPayload(reader, maxPayloadLength);
-                }
-            }
-        }
-    }
-
-    public async Task<int> RequeueDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(selection);
-        long requeued;
-        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
-        {
-            // Two statements in one transaction: the keys' locks are held before the requeue's snapshot is taken.
-            var transaction = await connection.BeginTransactionAsync(cancellationToken).ConfigureAwait(false);
-            await using (transaction.ConfigureAwait(false))
-            {
-                long[] ids;
-                var lockKeys = _statements.DeadLetters.LockKeys(connection, transaction, Name, selection);
-                await using (lockKeys.ConfigureAwait(false))
-                {
-                    ids = (long[])(await lockKeys.ExecuteScalarAsync(cancellationToken).ConfigureAwait(false))!;
-                }
-
-                requeued = 0;
-                if (ids.Length > 0)
-                {
-                    // The ids the locks were taken for, whatever the selection (a time window included).
-                    var command = _statements.DeadLetters.Requeue(connection, transaction, Name, ids, _sql.NotifyChannel);
-                    await using (command.ConfigureAwait(false))
-                    {
-                        var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
-                        await using (reader.ConfigureAwait(false))
-                        {
-                            await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                            requeued = reader.GetInt64(0);
-                        }
-                    }
-                }
-
-                await transaction.CommitAsync(cancellationToken).ConfigureAwait(false);
-            }
-        }
-
-        if (requeued > 0)
-        {
-            _claimLoop.Wake();
-        }
-
-        return (int)requeued;
-    }
-
-    public async Task<int> PurgeDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default)
-    {
-        ArgumentNullException.ThrowIfNull(selection);
-        var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
-        await using (connection.ConfigureAwait(false))
-        {
-            var command = _statements.DeadLetters.Purge(connection, Name, selection);
-            await using (command.ConfigureAwait(false))
-            {
-                return await command.ExecuteNonQueryAsync(cancellationToken).ConfigureAwait(false);
-            }
-        }
-    }
-
-    /// <summary>A dead-letter cursor: when the last item of a page became a dead letter (UTC ticks, microsecond-exact) and its id.</summary>
-    private static string FormatCursor(DateTimeOffset deadAt, long id) =>
-        string.Create(CultureInfo.InvariantCulture, $"{deadAt.UtcTicks}.{id}");
-
-    private static (DateTimeOffset At, long Id) ParseCursor(string cursor)
-    {
-        var dot = cursor.IndexOf('.', StringComparison.Ordinal);
-        return dot > 0
-            && long.TryParse(cursor.AsSpan(0, dot), NumberStyles.None, CultureInfo.InvariantCulture, out var ticks)
-            && ticks <= DateTimeOffset.MaxValue.UtcTicks
-            && long.TryParse(cursor.AsSpan(dot + 1), NumberStyles.None, CultureInfo.InvariantCulture, out var id)
-            ? (new DateTimeOffset(ticks, TimeSpan.Zero), id)
-            : throw new ArgumentException($"DeadLetterQuery.Cursor '{cursor}' is not a cursor of this queue's dead letters: pass a page's NextCursor unchanged.", nameof(cursor));
-    }
+    public Task<int> PurgeDeadLettersAsync(DeadLetterSelection selection, CancellationToken cancellationToken = default) => DeadLetters.PurgeDeadLettersAsync(selection, cancellationToken);
 }

@@ -154,6 +154,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
         _listener = new NotificationListener(this, _listenerSource, _sql, Name);
+        _pauses = new FleetPauses(Name, _asyncSource, () => ClusterStatements, _sql.SettingsChannel, _sql.NotifyChannel, options.TimeProvider, _logger, _settingsChanged.Set, _claimLoop.Wake);
         _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
         _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
@@ -186,7 +187,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             var statistics = Volatile.Read(ref _statistics);
             var available = _health.IsAvailable && statistics.ReadAt != DateTimeOffset.MinValue;
-            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Pause = FleetPause, Warning = FleetPauseProblem() ?? ClusterPermitProblem() };
+            return statistics with { IsAvailable = available, LastError = available ? null : _health.LastError ?? statistics.LastError, Pause = FleetPause, Warning = _pauses.Problem ?? ClusterPermitProblem() };
         }
     }
 

@@ -185,6 +185,19 @@ internal sealed class ExecutorCallbacks
         }
     }
 
+    /// <summary>Records how long a tenant's item waited before it started on the per-tenant wait histogram.</summary>
+    public void RecordTenantWait(TimeSpan waited, string series)
+    {
+        try
+        {
+            _instruments.RecordTenantWait(waited, series);
+        }
+        catch (Exception)
+        {
+            CountFailure();
+        }
+    }
+
     /// <summary>Records how long an item waited in the queue on the wait-duration histogram.</summary>
     public void RecordWait(TimeSpan waited)
     {

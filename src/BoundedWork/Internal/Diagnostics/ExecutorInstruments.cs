@@ -15,6 +15,7 @@ internal sealed class ExecutorInstruments : IDisposable
     private readonly KeyValuePair<string, object?> _executorTag;
     private readonly Histogram<double> _waitDuration;
     private readonly Histogram<double> _runDuration;
+    private readonly Histogram<double> _tenantWaitDuration;
     private readonly Counter<long> _slowItems;
     private readonly Histogram<double> _permitWait;
     private readonly Counter<long> _workerCountDecisions;
@@ -41,6 +42,7 @@ internal sealed class ExecutorInstruments : IDisposable
         _workerCountDecisions = _meter.CreateCounter<long>("boundedwork.workers.decisions", "{decision}", "Worker-count decisions of the adaptive mode (changes made or, in advisory mode, proposed; pins and their ends), by rule.");
         _waitDuration = _meter.CreateHistogram<double>("boundedwork.item.wait.duration", "s", "Time items spent in the queue before a worker took them.");
         _runDuration = _meter.CreateHistogram<double>("boundedwork.item.run.duration", "s", "Time items took to run on a worker.");
+        _tenantWaitDuration = _meter.CreateHistogram<double>("boundedwork.tenant.wait.duration", "s", "Time each tenant's items waited before a worker started them (fair share; tenants past the series limit as \"(other)\").");
     }
 
     /// <summary>
@@ -107,6 +109,11 @@ internal sealed class ExecutorInstruments : IDisposable
     }
 
     public void RecordRun(TimeSpan ran) => _runDuration.Record(ran.TotalSeconds, _executorTag);
+
+    public bool TenantWaitEnabled => _tenantWaitDuration.Enabled;
+
+    public void RecordTenantWait(TimeSpan waited, string series) =>
+        _tenantWaitDuration.Record(waited.TotalSeconds, _executorTag, new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, series));
 
     public void RecordSlowItem(SlowItemKind kind) =>
         _slowItems.Add(1, _executorTag, new KeyValuePair<string, object?>("boundedwork.slow.kind", kind == SlowItemKind.Running ? "running" : "queued"));

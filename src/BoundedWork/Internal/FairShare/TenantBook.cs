@@ -229,25 +229,35 @@ internal sealed class TenantBook
     }
 
     /// <summary>
-    /// DiscardOldest past the tenant's own bound: the new item takes the place of the tenant's oldest queued one, which
-    /// is returned (counted as refused); <see langword="false"/> when the tenant has none queued.
+    /// DiscardOldest, decided at once: reserves room in the tenant's lane when the tenant is below
+    /// <see cref="FairShareSettings.MaxQueuedPerTenant"/> (<see cref="TenantRoom.Reserved"/>); past it, the new item
+    /// takes the place of the tenant's oldest queued one, which is returned (counted as refused;
+    /// <see cref="TenantRoom.Swapped"/>); <see cref="TenantRoom.Full"/> when every item the tenant holds is still a
+    /// reservation on its way in (none queued to swap).
     /// </summary>
-    public bool TrySwapOldest(TenantEntry entry, out TenantEntry evicted)
+    public TenantRoom ReserveOrSwapOldest(TenantEntry entry, out TenantEntry? evicted)
     {
         lock (SyncObj)
         {
-            var lane = _queue.Find(entry.Tenant);
-            if (lane is null || lane.Items.Count == 0)
+            evicted = null;
+            var lane = _queue.LaneOf(entry.Tenant);
+            if (_settings.MaxQueuedPerTenant is not { } max || lane.Items.Count + lane.Reserved < max)
             {
-                evicted = null!;
-                return false;
+                lane.Reserved++;
+                return TenantRoom.Reserved;
+            }
+
+            if (lane.Items.Count == 0)
+            {
+                _queue.ForgetIfIdle(lane);
+                return TenantRoom.Full;
             }
 
             evicted = _queue.RemoveOldest(lane);
             CountersOf(entry.Tenant).Refused++;
-            _queue.Enqueue(_queue.LaneOf(entry.Tenant), entry);
+            _queue.Enqueue(_queue.LaneOf(entry.Tenant), entry); // the lane may have left the turn when it emptied
             _queue.AssertInvariants();
-            return true;
+            return TenantRoom.Swapped;
         }
     }
 
@@ -409,6 +419,7 @@ internal sealed class TenantBook
     {
         var counters = CountersOf(entry.Tenant);
         counters.Started++;
+        entry.Series = counters.Tenant;
         var wait = _clock.Elapsed(entry.Item.EnqueuedTimestamp, _clock.Now());
         counters.WaitTicks += Math.Max(0, wait.Ticks);
     }
@@ -446,4 +457,17 @@ internal sealed class TenantBook
 
         public long WaitTicks { get; set; }
     }
+}
+
+/// <summary>What <see cref="TenantBook.ReserveOrSwapOldest"/> did with a new tenant item under DiscardOldest.</summary>
+internal enum TenantRoom
+{
+    /// <summary>Room was reserved in the tenant's lane: the item goes on to be admitted.</summary>
+    Reserved,
+
+    /// <summary>The item took the place of the tenant's oldest queued item (evicted).</summary>
+    Swapped,
+
+    /// <summary>The tenant is at its bound with every item still on its way in: nothing to swap yet.</summary>
+    Full,
 }

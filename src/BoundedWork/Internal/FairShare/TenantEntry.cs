@@ -17,6 +17,12 @@ internal sealed class TenantEntry(string tenant, QueuedItem item)
     /// <summary>Gets the item as it was submitted.</summary>
     public QueuedItem Item { get; } = item;
 
+    /// <summary>
+    /// Gets the tenant's name on the per-tenant series (the tenant, or <see cref="TenantStatistics.OtherTenants"/> past
+    /// the series limit), set by the book when the item starts; <see langword="null"/> before.
+    /// </summary>
+    public string? Series { get; set; }
+
     /// <summary>Gets the slot's content: the entry behind the marker, with the item's timestamps.</summary>
     public QueuedItem Placeholder => new(this, null, Marker, null, Item.EnqueuedTimestamp, Item.PreciseEnqueuedTimestamp);
 

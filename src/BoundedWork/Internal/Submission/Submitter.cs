@@ -243,15 +243,19 @@ internal sealed class Submitter(
         rejection = null;
         var policy = owner.Settings.RejectionPolicy;
         var entry = new TenantEntry(tenant, item);
-        if (!tenants.TryReserve(tenant))
+        if (!tryOnly && policy == RejectionPolicy.DiscardOldest)
+        {
+            if (ReserveOrSwapOldest(entry))
+            {
+                return SubmitStatus.Done;
+            }
+        }
+        else if (!tenants.TryReserve(tenant))
         {
             if (!tryOnly)
             {
                 switch (policy)
                 {
-                    case RejectionPolicy.DiscardOldest when tenants.TrySwapOldest(entry, out var evicted):
-                        outcomes.NotRun(evicted.Item, RejectionReason.Evicted, claimed: false);
-                        return SubmitStatus.Done;
                     case RejectionPolicy.Discard:
                         tenants.Refused(tenant);
                         outcomes.NotRun(item, RejectionReason.Discarded);
@@ -344,6 +348,33 @@ internal sealed class Submitter(
     }
 
     /// <summary>CallerRuns for a tenant's item: it runs here, outside the tenant's running bound; a refusal is counted under the tenant.</summary>
+    /// <summary>
+    /// DiscardOldest at the tenant's own bound, one decision under the book's lock: reserves room when the tenant is
+    /// below its bound (<see langword="false"/>: the caller goes on to admit the item), or swaps the new item for the
+    /// tenant's oldest queued one, which is counted as evicted (<see langword="true"/>: done). When every item the tenant
+    /// holds is still on its way in (reserved by producers racing this one, or waiting for room), there is none to swap
+    /// yet: it waits for them to land or leave and decides again, as the queue's own DiscardOldest does when the queue is
+    /// full of items on their way in. Never refuses: DiscardOldest keeps the newest.
+    /// </summary>
+    private bool ReserveOrSwapOldest(TenantEntry entry)
+    {
+        var spin = default(SpinWait);
+        while (true)
+        {
+            switch (tenants.ReserveOrSwapOldest(entry, out var evicted))
+            {
+                case TenantRoom.Reserved:
+                    return false;
+                case TenantRoom.Swapped:
+                    outcomes.NotRun(evicted!.Item, RejectionReason.Evicted, claimed: false);
+                    return true;
+                default:
+                    spin.SpinOnce();
+                    break;
+            }
+        }
+    }
+
     private SubmitStatus RunTenantItemOnCaller(string tenant, in QueuedItem item, out RejectedExecutionException? rejection)
     {
         if (runner.RunOnCaller(item, out rejection))

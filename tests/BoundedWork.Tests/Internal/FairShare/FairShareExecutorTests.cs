@@ -326,13 +326,76 @@ public sealed class FairShareExecutorTests
     }
 
     [Fact]
+    public async Task DiscardOldest_TenantAtItsBoundWithItsItemStillOnItsWayIn_KeepsTheNewItemInsteadOfRefusingIt()
+    {
+        // The bound check and the swap of the tenant's oldest item were two decisions: when the tenant's only item was
+        // still a reservation (here a producer waiting for room), the swap found nothing queued and the new item was
+        // refused with TenantLimit, which DiscardOldest never does (a producer thread of the stress test below crashed
+        // on it). Now the decision is one, and a tenant whose items are all on their way in waits for them to land.
+        using var gate = new Gate();
+        using var executor = Create(1, 1, RejectionPolicy.Wait, new FairShareSettings { MaxQueuedPerTenant = 1 });
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        Assert.True(executor.TryExecute(() => { })); // the queue (capacity 1) is full
+        var log = new RunLog();
+        var waiting = executor.ForTenant("a").ExecuteAsync(log.Item(1));
+        Assert.False(waiting.IsCompleted);
+        Assert.Equal(1, executor.GetTenantStatistics().Single(t => t.Tenant == "a").Queued); // reserved while it waits
+        executor.Reconfigure(s => s with { RejectionPolicy = RejectionPolicy.DiscardOldest });
+        using var calling = new ManualResetEventSlim();
+        var newest = Task.Factory.StartNew(
+            () =>
+            {
+                calling.Set();
+                executor.ForTenant("a").Execute(log.Item(2));
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        Assert.True(calling.Wait(TestKit.Safety));
+        gate.Open();
+        await newest.WaitAsync(TestKit.Safety); // threw RejectedExecutionException (TenantLimit) before
+        await waiting.AsTask().WaitAsync(TestKit.Safety);
+        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0 && s.Submitted == 4);
+        Assert.Contains(2, log.Ran); // DiscardOldest keeps the newest
+        Assert.Equal(0, s.Rejected);
+        TestKit.AssertConserved(s);
+    }
+
+    [Fact]
     public void ForTenant_ManyProducersAndTenants_EveryItemRunsOnceAndTheLedgerIsExact()
     {
         var fairShare = new FairShareSettings { MaxRunningPerTenant = 2, MaxQueuedPerTenant = 50, TenantSeriesLimit = 3 }.WithWeight("t0", 5);
         using var executor = Create(4, 64, RejectionPolicy.DiscardOldest, fairShare);
         var ran = new ConcurrentDictionary<int, int>();
         const int PerProducer = 2_000;
+        var errors = new ConcurrentQueue<Exception>(); // a throw on a thread of its own would end the test host
         var producers = Enumerable.Range(0, 4).Select(p => new Thread(() =>
+        {
+            try
+            {
+                Produce(p);
+            }
+            catch (Exception e)
+            {
+                errors.Enqueue(e);
+            }
+        })).ToList();
+        producers.ForEach(t => t.Start());
+        producers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
+        Assert.Empty(errors);
+        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0);
+        Assert.Equal(4 * PerProducer, s.Submitted);
+        TestKit.AssertConserved(s);
+        Assert.All(ran.Values, n => Assert.Equal(1, n));
+        Assert.Equal(s.Completed, ran.Count);
+        Assert.Equal(0, executor.Tenants.Count);
+        var tenants = executor.GetTenantStatistics(100);
+        Assert.Equal(4, tenants.Count); // three with their own series, the rest as "(other)"
+        Assert.Contains(tenants, t => t.Tenant == TenantStatistics.OtherTenants);
+        Assert.Equal(s.Completed - ran.Keys.Count(id => id % PerProducer % 7 == 0 && id % PerProducer % 3 != 0), tenants.Sum(t => t.Completed));
+
+        void Produce(int p)
         {
             for (var i = 0; i < PerProducer; i++)
             {
@@ -351,19 +414,7 @@ public sealed class FairShareExecutorTests
                     executor.ForTenant(tenant).Execute(() => ran.AddOrUpdate(id, 1, (_, n) => n + 1));
                 }
             }
-        })).ToList();
-        producers.ForEach(t => t.Start());
-        producers.ForEach(t => Assert.True(t.Join(TestKit.Safety)));
-        var s = TestKit.WaitForStatistics(executor, s => s.QueueLength == 0 && s.Running == 0 && s.Starting == 0);
-        Assert.Equal(4 * PerProducer, s.Submitted);
-        TestKit.AssertConserved(s);
-        Assert.All(ran.Values, n => Assert.Equal(1, n));
-        Assert.Equal(s.Completed, ran.Count);
-        Assert.Equal(0, executor.Tenants.Count);
-        var tenants = executor.GetTenantStatistics(100);
-        Assert.Equal(4, tenants.Count); // three with their own series, the rest as "(other)"
-        Assert.Contains(tenants, t => t.Tenant == TenantStatistics.OtherTenants);
-        Assert.Equal(s.Completed - ran.Keys.Count(id => id % PerProducer % 7 == 0 && id % PerProducer % 3 != 0), tenants.Sum(t => t.Completed));
+        }
     }
 
     [Fact]
@@ -377,6 +428,54 @@ public sealed class FairShareExecutorTests
         Assert.Equal(1, executor.Settings.FairShare.GetWeight("other"));
         Assert.Throws<ArgumentException>(() => executor.ForTenant(""));
         Assert.Throws<ArgumentException>(() => executor.ForTenant("a\nb"));
+    }
+
+    [Fact]
+    public void TenantWaitHistogram_RecordsEachTenantsWaitOnItsSeries_TheRestAsOther()
+    {
+        var name = $"tenant-wait-{Guid.NewGuid():N}";
+        var clock = new Microsoft.Extensions.Time.Testing.FakeTimeProvider();
+        var waits = new ConcurrentQueue<(string Tenant, double Seconds)>();
+        using var listener = new System.Diagnostics.Metrics.MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == BoundedWorkDiagnostics.MeterName && instrument.Name == "boundedwork.tenant.wait.duration")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<double>((_, value, tags, _) =>
+        {
+            string? executorTag = null, tenant = null;
+            foreach (var tag in tags)
+            {
+                executorTag = tag.Key == BoundedWorkDiagnostics.ExecutorTag ? (string?)tag.Value : executorTag;
+                tenant = tag.Key == BoundedWorkDiagnostics.TenantTag ? (string?)tag.Value : tenant;
+            }
+
+            if (executorTag == name)
+            {
+                waits.Enqueue((tenant!, value));
+            }
+        });
+        listener.Start();
+        using var gate = new Gate();
+        using var executor = TestKit.Create(1, 100, name: name, configure: o =>
+        {
+            o.TimeProvider = clock;
+            o.FairShare = new FairShareSettings { TenantSeriesLimit = 1 };
+        });
+        Assert.True(executor.TryExecute(gate.Blocker));
+        gate.WaitEntered();
+        executor.ForTenant("a").Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(2));
+        executor.ForTenant("b").Execute(() => { });
+        clock.Advance(TimeSpan.FromSeconds(3));
+        gate.Open();
+        TestKit.WaitForStatistics(executor, s => s.Completed == 3);
+
+        // Recorded as each item starts: both started after the clock stood still, 5 s and 3 s after their submission.
+        Assert.Equal([("a", 5.0), (TenantStatistics.OtherTenants, 3.0)], waits.OrderBy(w => w.Seconds).Reverse().ToArray());
     }
 
     [Fact]
