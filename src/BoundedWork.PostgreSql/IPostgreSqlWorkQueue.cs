@@ -155,4 +155,21 @@ public interface IPostgreSqlWorkQueue<T> : IDurableWorkQueue<T>, IStoredItemSear
     /// <exception cref="ArgumentNullException"><paramref name="items"/>, <paramref name="options"/> or <paramref name="connection"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentException">An option is invalid, or an idempotency key is given (the message names it).</exception>
     Task<IReadOnlyList<long>> EnqueueManyAsync(IEnumerable<T> items, EnqueueOptions options, NpgsqlConnection connection, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Creates a <see cref="System.Threading.RateLimiting.RateLimiter"/> that shares the queue's cluster limits
+    /// (<c>MaxRunning</c>, <c>StartsPerSecond</c> with <c>StartBurst</c>) with its durable handlers on every node: a
+    /// lease of N permits counts as N handlers, holding N running permits until it is disposed and spending N start
+    /// tokens when it is granted. Give it to ASP.NET Core's rate-limiting middleware, a Polly pipeline or an
+    /// <c>HttpClient</c> handler, so code outside the queue calls the same downstream within the same fleet-wide budget.
+    /// </summary>
+    /// <param name="options">Its permit limit in this process, its queue limit and its name.</param>
+    /// <returns>
+    /// A new limiter, which joins the queue's permit allocation as a member of its own (its row in the cluster view) and
+    /// renews its share every <c>NodeHeartbeatInterval</c> on a thread of its own. The caller owns it: disposing it
+    /// leaves the allocation and fails the requests still waiting. See docs/cluster-limits.md for what it guarantees.
+    /// </returns>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">An option is out of its range (the message and the parameter name say which).</exception>
+    System.Threading.RateLimiting.RateLimiter CreateClusterRateLimiter(PostgreSqlClusterRateLimiterOptions options);
 }

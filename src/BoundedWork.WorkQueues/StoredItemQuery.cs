@@ -256,4 +256,7 @@ public sealed record StoredItemInfo
 
     /// <summary>Gets the item's last error (cut after 4,096 characters), if any.</summary>
     public string? LastError { get; init; }
+
+    /// <summary>Gets the item's tenant (<see cref="EnqueueOptions.Tenant"/>), or <see langword="null"/> if it has none.</summary>
+    public string? Tenant { get; init; }
 }

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using BoundedWork.Hosting;
 using BoundedWork.Testing.Cluster;
 using Microsoft.Extensions.DependencyInjection;
@@ -27,30 +26,9 @@ public sealed class ClusterPauseDashboardTests
             builder.Services.AddSingleton<IWorkQueueStorage>(new ClusterQueueStorage());
         });
         await using var browser = await DashboardBrowserTests.LaunchAsync();
-        var context = await browser.NewContextAsync(new()
-        {
-            ViewportSize = new() { Width = 1480, Height = 900 },
-            ExtraHTTPHeaders = new Dictionary<string, string> { ["X-Test-User"] = "alice", ["X-Test-Roles"] = "ops" },
-        });
-        var page = await context.NewPageAsync();
-        var errors = new ConcurrentQueue<string>();
-        page.Console += (_, message) =>
-        {
-            if (message.Type == "error")
-            {
-                errors.Enqueue(message.Text);
-            }
-        };
-
         // Each dialog is answered as the test says at that moment: the first pause is dismissed.
-        var dialogs = new ConcurrentQueue<string>();
-        var accept = false;
-        page.Dialog += (_, dialog) =>
-        {
-            dialogs.Enqueue(dialog.Message);
-            _ = Volatile.Read(ref accept) ? dialog.AcceptAsync() : dialog.DismissAsync();
-        };
-        await page.GotoAsync(new Uri(server.BaseAddress, "bounded-work/").ToString());
+        var dashboard = await DashboardPage.OpenAsync(browser, server, new() { Width = 1480, Height = 900 });
+        var (page, errors, dialogs) = (dashboard.Page, dashboard.Errors, dashboard.Dialogs);
         var patience = new LocatorAssertionsToContainTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
         var view = page.Locator(".cluster[data-queue='payments']");
         await Assertions.Expect(view.Locator(".cluster-pause")).ToHaveTextAsync("Not paused.", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
@@ -63,7 +41,7 @@ public sealed class ClusterPauseDashboardTests
         Assert.Contains("Pause payments on every node?", dialogs.Single(), StringComparison.Ordinal);
         Assert.Null((await cluster.GetPausesAsync()).Queue); // dismissed: nothing sent
 
-        Volatile.Write(ref accept, true);
+        dashboard.Accept = true;
         await form.Locator("button.cluster-pause-apply").ClickAsync();
         await Assertions.Expect(form.Locator(".msg.ok")).ToHaveTextAsync("Paused payments fleet-wide.", new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         var stored = (await cluster.GetPausesAsync()).Queue;

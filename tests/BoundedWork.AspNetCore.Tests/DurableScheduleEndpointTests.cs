@@ -122,6 +122,14 @@ public sealed class DurableScheduleEndpointTests
     [InlineData("""{"paused": 1}""", "paused")]
     [InlineData("""{}""", "body")]
     [InlineData("""{"paused": true,""", "body")]
+    [InlineData("""{"missedTicks": "2"}""", "missedTicks")]
+    [InlineData("""{"missedTicks": "-1"}""", "missedTicks")]
+    [InlineData("""{"missedTicks": 1}""", "missedTicks")]
+    [InlineData("""{"missedTicks": null}""", "missedTicks")]
+    [InlineData("""{"missedTicks": ""}""", "missedTicks")]
+    [InlineData("""{"missedTicks": "sometimes"}""", "missedTicks")]
+    [InlineData("""{"missedTicks": "skip", "paused": "yes"}""", "paused")]
+    [InlineData("""{"missedTicks": "skip", "timeZone": "Nowhere/Atlantis"}""", "timeZone")]
     public async Task HostileChange_IsRefusedNamingTheField_AndChangesNothing(string body, string field)
     {
         var (server, schedules) = await StartAsync();
@@ -183,6 +191,32 @@ public sealed class DurableScheduleEndpointTests
         var list = await (await server.Client.GetAsync(Root)).JsonAsync();
         Assert.Equal(0, list.GetProperty("schedules").GetArrayLength());
         Assert.Equal(HttpStatusCode.NotFound, (await server.Client.SendChangeAsync(HttpMethod.Post, Root, """{"name": "x", "cron": "0 2 * * *"}""")).StatusCode);
+    }
+
+    [Fact]
+    public async Task ChangeOfTheMissedTickPolicy_OverHttpAndTheSocket_IsStoredAndAudited_TimingKept()
+    {
+        var path = Path.Combine(Path.GetTempPath(), $"bw-{Guid.NewGuid():N}.sock");
+        var (server, schedules) = await StartAsync(path);
+        await using var owned = server;
+
+        var patch = await server.Client.SendChangeAsync(HttpMethod.Patch, Root + "/nightly", """{"missedTicks": "each"}""");
+        Assert.Equal(HttpStatusCode.OK, patch.StatusCode);
+        var changed = await patch.JsonAsync();
+        Assert.Equal("latestOnce", changed.GetProperty("previous").GetProperty("missedTicks").GetString());
+        Assert.Equal("each", changed.GetProperty("current").GetProperty("missedTicks").GetString());
+        Assert.Equal(changed.GetProperty("previous").GetProperty("cron").GetString(), changed.GetProperty("current").GetProperty("cron").GetString());
+        Assert.Equal(MissedTickPolicy.Each, (await schedules.GetAsync("nightly"))!.MissedTicks);
+
+        var socket = LocalSocketClient.Send(path, "PATCH", "/durable-schedules/nightly", """{"missedTicks": "Skip", "paused": true}""");
+        Assert.Equal(200, socket.Status);
+        Assert.Equal("skip", socket.Json.GetProperty("current").GetProperty("missedTicks").GetString());
+        Assert.Equal((MissedTickPolicy.Skip, true), ((await schedules.GetAsync("nightly"))!.MissedTicks, (await schedules.GetAsync("nightly"))!.IsPaused));
+
+        Assert.Equal(["nightly: missed ticks Each by alice"], schedules.Changes.Take(1));
+        var audit = server.Logs.GetSnapshot().Where(r => r.Id.Name == "DurableScheduleChangedByConsole").Select(r => r.Message).ToList();
+        Assert.Contains("missed ticks LatestOnce -> Each", audit[0], StringComparison.Ordinal);
+        Assert.Contains("missed ticks Each -> Skip", audit[1], StringComparison.Ordinal);
     }
 
     [Fact]

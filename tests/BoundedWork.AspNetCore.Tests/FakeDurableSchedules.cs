@@ -75,6 +75,9 @@ public sealed class FakeDurableSchedules(params string[] queues) : IDurableSched
     public Task<DurableScheduleStatus> SetPausedAsync(string name, bool paused, string? changedBy = null, CancellationToken cancellationToken = default) =>
         Update(name, s => s with { IsPaused = paused, ChangedBy = changedBy }, $"paused {paused} by {changedBy}");
 
+    public Task<DurableScheduleStatus> SetMissedTicksAsync(string name, MissedTickPolicy missedTicks, string? changedBy = null, CancellationToken cancellationToken = default) =>
+        Update(name, s => s with { MissedTicks = missedTicks, ChangedBy = changedBy }, $"missed ticks {missedTicks} by {changedBy}");
+
     public async Task<long> TriggerNowAsync(string name, string? changedBy = null, CancellationToken cancellationToken = default)
     {
         var id = Interlocked.Increment(ref _nextItem);

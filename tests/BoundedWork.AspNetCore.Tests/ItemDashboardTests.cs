@@ -20,24 +20,8 @@ public sealed class ItemDashboardTests
             services.AddSingleton<IStoredItemSearch>(store);
         });
         await using var browser = await DashboardBrowserTests.LaunchAsync();
-        var context = await browser.NewContextAsync(new() { ExtraHTTPHeaders = new Dictionary<string, string> { ["X-Test-User"] = "alice", ["X-Test-Roles"] = "ops" } });
-        var page = await context.NewPageAsync();
-        var errors = new ConcurrentQueue<string>();
-        page.Console += (_, message) =>
-        {
-            if (message.Type == "error")
-            {
-                errors.Enqueue(message.Text);
-            }
-        };
-        var dialogs = new ConcurrentQueue<string>();
-        var accept = false;
-        page.Dialog += (_, dialog) =>
-        {
-            dialogs.Enqueue(dialog.Message);
-            _ = Volatile.Read(ref accept) ? dialog.AcceptAsync() : dialog.DismissAsync();
-        };
-        await page.GotoAsync(new Uri(server.BaseAddress, "bounded-work/").ToString());
+        var dashboard = await DashboardPage.OpenAsync(browser, server);
+        var (page, errors, dialogs) = (dashboard.Page, dashboard.Errors, dashboard.Dialogs);
         var patience = new LocatorAssertionsToContainTextOptions { Timeout = (float)TestKit.Safety.TotalMilliseconds };
         var section = page.Locator("#items");
 
@@ -68,7 +52,7 @@ public sealed class ItemDashboardTests
 
         Assert.Contains("requeue at most 3 items of payments", Assert.Single(dialogs), StringComparison.Ordinal);
         Assert.Empty(store.Applied);
-        Volatile.Write(ref accept, true);
+        dashboard.Accept = true;
         await section.Locator("#it-apply").ClickAsync();
         await Assertions.Expect(page.Locator("#it-msg")).ToContainTextAsync("requeue: 3 changed, 0 skipped", patience);
         var (action, token) = Assert.Single(store.Applied);

@@ -83,6 +83,26 @@ public sealed class ScheduleCommandTests
         Assert.Equal(5, app.Logs.GetSnapshot().Count(r => r.Id.Name == "DurableScheduleChangedByConsole"));
     }
 
+    [Fact]
+    public async Task DurableSchedules_SetMissedTicks_ChangesThePolicy_OnlyForADurableSchedule_HostileValueRefusedNamingTheField()
+    {
+        var durable = new BoundedWork.AspNetCore.Tests.FakeDurableSchedules("reconciliation");
+        durable.Define("settlements", "reconciliation", BoundedWork.Hosting.RecurringSchedule.Cron("0 2 * * *", "Europe/Berlin"));
+        await using var app = await ScheduleApp.StartAsync(durable);
+
+        var policy = await Bw.RunAsync(app.Bw("schedules", "set", "settlements", "-d", "--missed-ticks", "each"));
+        Assert.True(policy.ExitCode == 0, policy.ToString());
+        Assert.Contains("missedTicks latestOnce -> each", Plain(policy.Out), StringComparison.Ordinal);
+        var notDurable = await Bw.RunAsync(app.Bw("schedules", "set", "settlements", "--missed-ticks", "skip"));
+        Assert.NotEqual(0, notDurable.ExitCode);
+        Assert.Contains("--durable", notDurable.Error + notDurable.Out, StringComparison.Ordinal);
+        var badPolicy = await Bw.RunAsync(app.Bw("schedules", "set", "settlements", "-d", "--missed-ticks", "2"));
+        Assert.Equal(1, badPolicy.ExitCode);
+        Assert.Contains("missedTicks must be latestOnce, skip or each", badPolicy.Error + badPolicy.Out, StringComparison.Ordinal);
+        Assert.Equal(BoundedWork.Hosting.MissedTickPolicy.Each, (await durable.GetAsync("settlements"))!.MissedTicks);
+        Assert.StartsWith("settlements: missed ticks Each by ", Assert.Single(durable.Changes), StringComparison.Ordinal);
+    }
+
     private static string Plain(string output) => System.Text.RegularExpressions.Regex.Replace(output, @"\x1b\[[0-9;]*m", "");
 }
 

@@ -1,5 +1,5 @@
 // A consumer node: arguments <connection string> <schema> <queue> <workers> <handler milliseconds> <lease milliseconds>
-// [limits | schedule]. Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
+// [limits | schedule | limiter]. Each delivery is recorded in <schema>.deliveries; its effect goes to <schema>.effects once per item id (an
 // idempotent handler). With "limits", items are ordered by their key, and each handler records its start and end in
 // <schema>.runs (the cluster-limit tests measure concurrency from them). Environment variables set its cluster
 // membership (see ClusterMember). Prints READY once the host has started; stops on SIGTERM, dies on SIGKILL.
@@ -20,6 +20,13 @@ var workers = int.Parse(args[3], CultureInfo.InvariantCulture);
 var handlerTime = TimeSpan.FromMilliseconds(int.Parse(args[4], CultureInfo.InvariantCulture));
 var lease = TimeSpan.FromMilliseconds(int.Parse(args[5], CultureInfo.InvariantCulture));
 var limits = args.Length > 6 && args[6] == "limits";
+if (args.Length > 6 && args[6] == "limiter")
+{
+    // Code outside the queue under its cluster rate limiter: <workers> is its permit limit, <handler milliseconds> how long each lease is held.
+    await LimiterClient.RunAsync(connectionString, schema, queue, workers, handlerTime);
+    return;
+}
+
 if (args.Length > 6 && args[6] == "schedule")
 {
     await ScheduleConsumer.RunAsync(connectionString, schema, workers, lease);

@@ -4,7 +4,6 @@ using System.Text;
 using System.Text.Json;
 using BoundedWork.PostgreSql.TestConsumer;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 
@@ -141,27 +140,9 @@ public sealed class DeadLetterConsoleTests(PostgresFixture postgres)
         }
     }
 
-    private async Task<WebApplication> StartAsync(string schema, Behavior behavior)
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Services.AddAuthorization();
-        builder.Services.AddSingleton(behavior);
-        builder.Services.AddSingleton(new QueueNode.NodeName("web"));
-        builder.Services.AddSingleton<Hosting.IDeadLetterHandler<Notice>, TestDeadLetters>();
-        builder.Services
-            .AddWorkQueue<Notice, TestHandler>("notices", o => o.MaxRetryAttempts = 0)
-            .UsePostgreSql(postgres.ConnectionString, NoticeJson.Default.Notice, o =>
-            {
-                o.Schema = schema;
-                o.PollInterval = TimeSpan.FromMilliseconds(100);
-            });
-        builder.Services.AddBoundedWorkAdmin();
-        var app = builder.Build();
-        app.UseAuthorization();
-        app.MapBoundedWorkAdmin().AllowAnonymousAdmin();
-        await app.StartAsync();
-        return app;
-    }
+    private Task<WebApplication> StartAsync(string schema, Behavior behavior) =>
+        ConsoleApp.StartAsync(postgres, schema, signedInAs: null, behavior: behavior,
+            queue: o => o.MaxRetryAttempts = 0,
+            storage: o => (o.Consume, o.PollInterval) = (true, TimeSpan.FromMilliseconds(100)),
+            services: s => s.AddSingleton<Hosting.IDeadLetterHandler<Notice>, TestDeadLetters>());
 }

@@ -399,6 +399,28 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
     }
 
     [Fact]
+    public async Task DatabaseAtSchemaVersion10_IsUpgradedOnStart_ItemsAndSettingsKeepTheirValues_AndTenantItemsRun()
+    {
+        var (schema, sql) = await SchemaAtVersionAsync(10);
+        await postgres.ExecuteAsync($$"""
+            INSERT INTO {{sql.Items}} (queue, payload) VALUES ('notices', '{"Number": 1}');
+            INSERT INTO {{sql.QueueSettings}} (queue, max_running, version) VALUES ('notices', 5, 3);
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
+
+        Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        Assert.Equal(11, sql.Migrations.Count);
+        var tenant = await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { Tenant = "acme" });
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the tenant's item are handled");
+        Assert.Equal("- acme", await postgres.ScalarAsync<string>($"SELECT string_agg(coalesce(tenant, '-'), ' ' ORDER BY id) FROM {sql.Items}"));
+        Assert.Equal("5 3 false 1", await postgres.ScalarAsync<string>(
+            $"SELECT max_running || ' ' || version || ' ' || fair_share || ' ' || tenant_default_weight FROM {sql.QueueSettings} WHERE queue = 'notices'"));
+        Assert.Contains(behavior.Deliveries, d => d.Id == tenant.ItemId);
+    }
+
+    [Fact]
     public async Task SchemaNewerThanThePackage_FailsTheStart_NamingBothVersions()
     {
         var schema = "m_" + Guid.NewGuid().ToString("N")[..12];

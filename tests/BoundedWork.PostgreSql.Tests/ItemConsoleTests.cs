@@ -5,8 +5,6 @@ using System.Text;
 using System.Text.Json;
 using BoundedWork.PostgreSql.TestConsumer;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 
 namespace BoundedWork.PostgreSql.Tests;
@@ -140,29 +138,8 @@ public sealed class ItemConsoleTests(PostgresFixture postgres)
         }
     }
 
-    private async Task<WebApplication> StartAsync(string schema, AuditLog audit)
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(audit);
-        builder.Services.AddAuthorization();
-        builder.Services.AddSingleton(new Behavior());
-        builder.Services.AddSingleton(new QueueNode.NodeName("web"));
-        builder.Services
-            .AddWorkQueue<Notice, TestHandler>("notices")
-            .UsePostgreSql(postgres.ConnectionString, NoticeJson.Default.Notice, o =>
-            {
-                o.Schema = schema;
-                o.Consume = false;
-            });
-        builder.Services.AddBoundedWorkAdmin();
-        var app = builder.Build();
-        app.UseAuthorization();
-        app.MapBoundedWorkAdmin().AllowAnonymousAdmin();
-        await app.StartAsync();
-        return app;
-    }
+    private Task<WebApplication> StartAsync(string schema, AuditLog audit) =>
+        ConsoleApp.StartAsync(postgres, schema, audit, signedInAs: null);
 
     /// <summary>The console's audit events, as logged.</summary>
     private sealed class AuditLog : ILoggerProvider, ILogger

@@ -1,11 +1,8 @@
 using System.Net;
-using System.Security.Claims;
 using System.Text;
 using System.Text.Json;
 using BoundedWork.PostgreSql.TestConsumer;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Hosting;
-using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 
@@ -134,32 +131,6 @@ public sealed class QueuePauseConsoleTests(PostgresFixture postgres)
     }
 
     /// <summary>The operator's app: the queue (consuming nothing itself) and the console, its caller signed in as alice.</summary>
-    private async Task<WebApplication> StartAsync(string schema, FakeLogCollector logs)
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        builder.Logging.ClearProviders();
-        builder.Logging.AddProvider(new FakeLoggerProvider(logs));
-        builder.Services.AddAuthorization();
-        builder.Services.AddSingleton(new Behavior());
-        builder.Services.AddSingleton(new QueueNode.NodeName("web"));
-        builder.Services
-            .AddWorkQueue<Notice, TestHandler>("notices")
-            .UsePostgreSql(postgres.ConnectionString, NoticeJson.Default.Notice, o =>
-            {
-                o.Schema = schema;
-                o.Consume = false;
-            });
-        builder.Services.AddBoundedWorkAdmin();
-        var app = builder.Build();
-        app.Use((context, next) =>
-        {
-            context.User = new ClaimsPrincipal(new ClaimsIdentity([new Claim(ClaimTypes.Name, "alice")], "test"));
-            return next(context);
-        });
-        app.UseAuthorization();
-        app.MapBoundedWorkAdmin().AllowAnonymousAdmin();
-        await app.StartAsync();
-        return app;
-    }
+    private Task<WebApplication> StartAsync(string schema, FakeLogCollector logs) =>
+        ConsoleApp.StartAsync(postgres, schema, new FakeLoggerProvider(logs));
 }

@@ -8,7 +8,7 @@ namespace BoundedWork.AspNetCore.Internal;
 
 /// <summary>
 /// The console's durable schedules (<see cref="IDurableSchedules"/>, whatever the storage), independent of the
-/// transport: list them, read one, add one, change one (pause, resume, new timing), trigger one now and remove one.
+/// transport: list them, read one, add one, change one (pause, resume, new timing, missed-tick policy), trigger one now and remove one.
 /// A change meets the console's rules (<see cref="AdminApi.CheckChangeRules"/>), is read strictly (every problem named
 /// against its field; a body with any problem changes nothing), is stored with the operator's identity as
 /// <c>changedBy</c>, and is audited: logged with who, where from and what (event 622; refusals 623; storage failures
@@ -114,7 +114,7 @@ internal sealed class DurableScheduleApi(IDurableSchedules? schedules, ILogger l
                 return Refuse(request, name, "not_found", UnknownSchedule(name));
             }
 
-            var (paused, timing, errors) = request.BodyTooLarge ? (null, null, ChangeRequest.TooLarge(MaxBodyBytes)) : ScheduleApi.Parse(request.Body, before.Schedule);
+            var (paused, timing, missed, errors) = request.BodyTooLarge ? (null, null, null, ChangeRequest.TooLarge(MaxBodyBytes)) : ScheduleApi.Parse(request.Body, before.Schedule, durable: true);
             if (errors.Count > 0)
             {
                 return Refuse(request, name, "invalid", Invalid($"Schedule '{SettingsRequest.Shorten(name)}' is unchanged", errors, request.InvalidBodyStatus));
@@ -126,6 +126,11 @@ internal sealed class DurableScheduleApi(IDurableSchedules? schedules, ILogger l
                 after = await schedules!.ChangeAsync(name, timing, request.User, cancellationToken).ConfigureAwait(false);
             }
 
+            if (missed is { } policy)
+            {
+                after = await schedules!.SetMissedTicksAsync(name, policy, request.User, cancellationToken).ConfigureAwait(false);
+            }
+
             if (paused is { } pause)
             {
                 after = await schedules!.SetPausedAsync(name, pause, request.User, cancellationToken).ConfigureAwait(false);
@@ -134,6 +139,7 @@ internal sealed class DurableScheduleApi(IDurableSchedules? schedules, ILogger l
             var change = string.Join(", ", new[]
             {
                 timing is null ? null : $"timing {before.Definition} -> {after.Definition}",
+                missed is null ? null : $"missed ticks {before.MissedTicks} -> {after.MissedTicks}",
                 paused is null ? null : $"paused {before.IsPaused} -> {after.IsPaused}",
             }.Where(static c => c is not null));
             Audit(request, name, change);
@@ -300,12 +306,7 @@ internal sealed class DurableScheduleApi(IDurableSchedules? schedules, ILogger l
             errors[ScheduleApi.Cron] = [zone is null ? "Give cron (with an optional timeZone) or interval." : "timeZone applies to a cron expression: give cron too."];
         }
 
-        var policy = MissedTickPolicy.LatestOnce;
-        if (missed is not null
-            && (!Enum.TryParse(missed, ignoreCase: true, out policy) || !Enum.IsDefined(policy) || missed.Length == 0 || !char.IsLetter(missed[0])))
-        {
-            errors[MissedTicks] = [$"missedTicks must be latestOnce, skip or each (was '{SettingsRequest.Shorten(missed)}')."];
-        }
+        var policy = missed is null ? MissedTickPolicy.LatestOnce : ReadMissedTicks(missed, JsonTokenType.String, errors) ?? default;
 
         return errors.Count > 0 || schedule is null ? (null, errors) : (new DurableScheduleAdd(name!, queue!, schedule, policy, paused), errors);
 
@@ -314,6 +315,24 @@ internal sealed class DurableScheduleApi(IDurableSchedules? schedules, ILogger l
             errors[field] = [message];
             return null;
         }
+    }
+
+    /// <summary>Reads a missed-tick policy (<c>latestOnce</c>, <c>skip</c> or <c>each</c>, any case); anything else is an error of <see cref="MissedTicks"/>.</summary>
+    internal static MissedTickPolicy? ReadMissedTicks(string? text, JsonTokenType token, FieldErrors errors)
+    {
+        if (token != JsonTokenType.String || text is null)
+        {
+            errors[MissedTicks] = ["missedTicks must be latestOnce, skip or each, as a string."];
+            return null;
+        }
+
+        if (text.Length == 0 || !char.IsLetter(text[0]) || !Enum.TryParse<MissedTickPolicy>(text, ignoreCase: true, out var policy) || !Enum.IsDefined(policy))
+        {
+            errors[MissedTicks] = [$"missedTicks must be latestOnce, skip or each (was '{SettingsRequest.Shorten(text)}')."];
+            return null;
+        }
+
+        return policy;
     }
 
     private async Task<DurableScheduleStatus?> FindAsync(string name, CancellationToken cancellationToken) =>

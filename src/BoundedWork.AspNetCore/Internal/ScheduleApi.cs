@@ -28,6 +28,9 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
 
     public static readonly string[] Fields = [Paused, Cron, TimeZone, Interval];
 
+    /// <summary>The fields of a durable schedule's change: <see cref="Fields"/> and its missed-tick policy.</summary>
+    public static readonly string[] DurableFields = [Paused, Cron, TimeZone, Interval, DurableScheduleApi.MissedTicks];
+
     public AdminReply List() =>
         AdminReply.Ok(new ScheduleListResponse([.. (schedules?.GetStatus() ?? []).Select(View)]), ScheduleJsonContext.Readable.ScheduleListResponse);
 
@@ -111,20 +114,32 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
     /// <summary>Reads a change to a schedule whose timing is <paramref name="current"/> (<see langword="null"/> when it cannot be read here).</summary>
     internal static (bool? Paused, RecurringSchedule? Timing, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, RecurringSchedule? current)
     {
+        var (paused, timing, _, errors) = Parse(body, current, durable: false);
+        return (paused, timing, errors);
+    }
+
+    /// <summary>
+    /// Reads a change to a schedule whose timing is <paramref name="current"/>; a <paramref name="durable"/> schedule's
+    /// change also takes <c>missedTicks</c> (<see cref="DurableScheduleApi.MissedTicks"/>).
+    /// </summary>
+    internal static (bool? Paused, RecurringSchedule? Timing, MissedTickPolicy? MissedTicks, FieldErrors Errors) Parse(ReadOnlySequence<byte> body, RecurringSchedule? current, bool durable)
+    {
         var errors = new FieldErrors();
+        var names = durable ? "paused, cron, timeZone, interval, missedTicks" : "paused, cron, timeZone, interval";
         if (body.IsEmpty)
         {
-            errors[SettingsRequest.Body] = ["The request body is missing: send a JSON object with any of paused, cron, timeZone, interval, such as {\"paused\": true} or {\"cron\": \"0 2 * * *\", \"timeZone\": \"Europe/Berlin\"}."];
-            return (null, null, errors);
+            errors[SettingsRequest.Body] = [$"The request body is missing: send a JSON object with any of {names}, such as {{\"paused\": true}} or {{\"cron\": \"0 2 * * *\", \"timeZone\": \"Europe/Berlin\"}}."];
+            return (null, null, null, errors);
         }
 
         bool? paused = null;
         string? cron = null;
         string? zone = null;
         string? interval = null;
-        if (JsonChangeReader.ReadFields(body, Fields, "a schedule change takes paused, cron, timeZone, interval", errors, ReadField) is not { } count)
+        MissedTickPolicy? missed = null;
+        if (JsonChangeReader.ReadFields(body, durable ? DurableFields : Fields, "a schedule change takes " + names, errors, ReadField) is not { } count)
         {
-            return (null, null, errors);
+            return (null, null, null, errors);
         }
 
         void ReadField(ref Utf8JsonReader reader, string field)
@@ -136,6 +151,9 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
                     break;
                 case Paused:
                     errors[field] = ["paused must be true or false."];
+                    break;
+                case DurableScheduleApi.MissedTicks:
+                    missed = DurableScheduleApi.ReadMissedTicks(reader.TokenType == JsonTokenType.String ? reader.GetString() : null, reader.TokenType, errors);
                     break;
                 case Cron or TimeZone or Interval when reader.TokenType == JsonTokenType.String:
                     var text = reader.GetString();
@@ -149,7 +167,7 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
 
         if (count == 0)
         {
-            errors[SettingsRequest.Body] = ["The request names no field: send any of paused, cron, timeZone, interval."];
+            errors[SettingsRequest.Body] = [$"The request names no field: send any of {names}."];
         }
 
         RecurringSchedule? timing = null;
@@ -181,7 +199,7 @@ internal sealed class ScheduleApi(IRecurringSchedules? schedules, ILogger logger
             }
         }
 
-        return (paused, timing, errors);
+        return (paused, timing, missed, errors);
     }
 
     internal static RecurringSchedule? Make(Func<RecurringSchedule> make, FieldErrors errors)

@@ -20,7 +20,7 @@ internal static class ScheduleCommands
 
     private static readonly string[] s_fields = ["schedule", "paused"];
 
-    private static readonly string[] s_durableFields = ["definition", "paused"];
+    private static readonly string[] s_durableFields = ["definition", "missedTicks", "paused"];
 
     /// <summary><c>--durable</c>: the command is about a durable schedule (stored, shared by the fleet).</summary>
     private static readonly Option<bool> s_durable = new("--durable", "-d")
@@ -106,13 +106,25 @@ internal static class ScheduleCommands
         var cron = new Option<string?>("--cron") { Description = "A cron expression: five fields (minute hour day month weekday) or six with seconds first, or a macro such as @daily." };
         var zone = new Option<string?>("--time-zone") { Description = "The time zone the cron expression is read in (Europe/Berlin); the schedule's own when left out." };
         var interval = new Option<string?>("--interval") { Description = "An interval instead of a cron expression, such as 00:05:00." };
-        var command = new Command("set", "Give a schedule new timing, from its next tick after now: 'bw schedules set nightly --cron \"0 3 * * *\" --time-zone Europe/Berlin'.") { schedule, cron, zone, interval };
+        var missed = new Option<string?>("--missed-ticks") { Description = "A durable schedule's new missed-tick policy (with --durable): latestOnce, skip or each." };
+        var command = new Command("set", "Give a schedule new timing, from its next tick after now: 'bw schedules set nightly --cron \"0 3 * * *\" --time-zone Europe/Berlin'; or a durable schedule a new missed-tick policy: 'bw schedules set -d nightly --missed-ticks skip'.") { schedule, cron, zone, interval, missed };
         command.Validators.Add(result =>
         {
             var timed = result.GetResult(cron) is not null || result.GetResult(zone) is not null;
-            if (timed == (result.GetResult(interval) is not null))
+            var policy = result.GetResult(missed) is not null;
+            if (policy && result.GetValue(s_durable) is false)
+            {
+                result.AddError("--missed-ticks applies to durable schedules: add --durable.");
+            }
+
+            var every = result.GetResult(interval) is not null;
+            if (timed && every)
             {
                 result.AddError("set needs --cron (with an optional --time-zone) or --interval, not both.");
+            }
+            else if (!timed && !every && !policy)
+            {
+                result.AddError("set needs --cron (with an optional --time-zone) or --interval (or, for a durable schedule, --missed-ticks).");
             }
         });
         command.SetAction(result =>
@@ -131,6 +143,11 @@ internal static class ScheduleCommands
             if (result.GetValue(interval) is { } i)
             {
                 body["interval"] = i;
+            }
+
+            if (result.GetValue(missed) is { } m)
+            {
+                body["missedTicks"] = m;
             }
 
             return Change(result, result.GetValue(schedule)!, body);

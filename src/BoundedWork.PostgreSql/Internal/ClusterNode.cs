@@ -38,6 +38,9 @@ internal sealed class ClusterNode(string queueName, string name, BoundedExecutor
     private long _appliedVersion = -1;
     private bool _pinned;
 
+    /// <summary>Gets the library's version as each member's row records it.</summary>
+    public static string LibraryVersion => s_version;
+
     /// <summary>Gets the node's name in the cluster (its row's key with the queue's).</summary>
     public string Name { get; } = name;
 

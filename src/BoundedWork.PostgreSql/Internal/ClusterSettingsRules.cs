@@ -1,4 +1,6 @@
+using System.Collections.ObjectModel;
 using System.Globalization;
+using System.Text.Json;
 using BoundedWork.Hosting;
 using Npgsql;
 
@@ -54,7 +56,77 @@ internal static class ClusterSettingsRules
             errors.Add(Invariant($"StartBurst must be at least 1 (was {settings.StartBurst})."));
         }
 
+        if (settings.FairShare is { } fair)
+        {
+            AddFairShareErrors(fair, settings.MaxRunningPerKey, errors);
+        }
+
         return errors;
+    }
+
+    /// <summary>The fair share's checks, each message naming its setting.</summary>
+    private static void AddFairShareErrors(WorkQueueFairShare fair, int maxRunningPerKey, List<string> errors)
+    {
+        if (fair.DefaultWeight is < 1 or > WorkQueueFairShare.MaxWeight)
+        {
+            errors.Add(Invariant($"FairShare.DefaultWeight must be between 1 and {WorkQueueFairShare.MaxWeight} (was {fair.DefaultWeight})."));
+        }
+
+        if (fair.Weights is null)
+        {
+            errors.Add("FairShare.Weights must not be null.");
+        }
+        else if (fair.Weights.Count > WorkQueueFairShare.MaxWeights)
+        {
+            errors.Add(Invariant($"FairShare.Weights must have at most {WorkQueueFairShare.MaxWeights} entries (had {fair.Weights.Count})."));
+        }
+        else
+        {
+            foreach (var (tenant, weight) in fair.Weights.OrderBy(w => w.Key, StringComparer.Ordinal))
+            {
+                if (EnqueueOptions.GetTenantError(tenant) is { } error)
+                {
+                    errors.Add("FairShare.Weights: a tenant is invalid: " + error.Replace("EnqueueOptions.Tenant", "a tenant", StringComparison.Ordinal));
+                }
+                else if (weight is < 1 or > WorkQueueFairShare.MaxWeight)
+                {
+                    errors.Add(Invariant($"FairShare.Weights['{tenant}'] must be between 1 and {WorkQueueFairShare.MaxWeight} (was {weight})."));
+                }
+            }
+        }
+
+        if (fair.MaxRunningPerTenant is < 1)
+        {
+            errors.Add(Invariant($"FairShare.MaxRunningPerTenant must be at least 1, or null for no bound (was {fair.MaxRunningPerTenant})."));
+        }
+
+        if (maxRunningPerKey > 1)
+        {
+            errors.Add(Invariant($"FairShare cannot be set while MaxRunningPerKey is above 1 (it is {maxRunningPerKey}): the fair claim keeps each ordering key's items one at a time."));
+        }
+    }
+
+    /// <summary>The weights as the settings row stores them (a JSON object of tenant to weight; null when fair share is off).</summary>
+    public static string? WeightsJson(WorkQueueFairShare? fair)
+    {
+        if (fair is null)
+        {
+            return null;
+        }
+
+        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
+        using (var writer = new Utf8JsonWriter(buffer))
+        {
+            writer.WriteStartObject();
+            foreach (var (tenant, weight) in fair.Weights.OrderBy(w => w.Key, StringComparer.Ordinal))
+            {
+                writer.WriteNumber(tenant, weight);
+            }
+
+            writer.WriteEndObject();
+        }
+
+        return System.Text.Encoding.UTF8.GetString(buffer.WrittenSpan);
     }
 
     /// <summary>Checks who made a change: 1 to 200 characters, none of them a control character.</summary>
@@ -79,7 +151,34 @@ internal static class ClusterSettingsRules
         Version = reader.IsDBNull(first + 5) ? 0 : reader.GetInt64(first + 5),
         UpdatedAt = reader.IsDBNull(first + 6) ? null : reader.GetFieldValue<DateTimeOffset>(first + 6),
         UpdatedBy = reader.IsDBNull(first + 7) ? null : reader.GetString(first + 7),
+        FairShare = ReadFairShare(reader, first + 13),
     };
+
+    /// <summary>Reads the fair share from its four columns at <paramref name="first"/> (see ClusterSql's FairShareColumns); off: null.</summary>
+    private static WorkQueueFairShare? ReadFairShare(NpgsqlDataReader reader, int first)
+    {
+        if (reader.FieldCount < first + 4 || reader.IsDBNull(first) || !reader.GetBoolean(first))
+        {
+            return null;
+        }
+
+        var weights = new Dictionary<string, int>(StringComparer.Ordinal);
+        if (!reader.IsDBNull(first + 2))
+        {
+            using var document = JsonDocument.Parse(reader.GetString(first + 2));
+            foreach (var entry in document.RootElement.EnumerateObject())
+            {
+                weights[entry.Name] = entry.Value.GetInt32();
+            }
+        }
+
+        return new WorkQueueFairShare
+        {
+            DefaultWeight = reader.GetInt32(first + 1),
+            Weights = new ReadOnlyDictionary<string, int>(weights),
+            MaxRunningPerTenant = reader.IsDBNull(first + 3) ? null : reader.GetInt32(first + 3),
+        };
+    }
 
     /// <summary>Describes a change for the audit log: each changed setting with its value before and after (<c>WorkersPerNode 4 -&gt; 8, MaxRunning none -&gt; 20</c>); <c>no change</c> when none did.</summary>
     public static string Describe(WorkQueueClusterSettings previous, WorkQueueClusterSettings current)
@@ -98,6 +197,7 @@ internal static class ClusterSettingsRules
         Compare(nameof(WorkQueueClusterSettings.MaxRunningPerKey), previous.MaxRunningPerKey, current.MaxRunningPerKey);
         Compare(nameof(WorkQueueClusterSettings.StartsPerSecond), previous.StartsPerSecond, current.StartsPerSecond);
         Compare(nameof(WorkQueueClusterSettings.StartBurst), previous.StartBurst, current.StartBurst);
+        Compare(nameof(WorkQueueClusterSettings.FairShare), previous.FairShare, current.FairShare);
         return changes.Count == 0 ? "no change" : string.Join(", ", changes);
     }
 

@@ -51,6 +51,9 @@ internal sealed class OutcomeWriter : IDisposable
         _settled = settled;
     }
 
+    /// <summary>Gets or sets a test's fault after a hand-off's commit: what it throws is taken for a lost answer (the write is retried).</summary>
+    internal Action? AfterHandOffCommit { get; set; }
+
     public void Post(StoredItem item, OutcomeKind kind, TimeSpan retryDelay = default, string? error = null)
     {
         try
@@ -204,7 +207,7 @@ internal sealed class OutcomeWriter : IDisposable
             _logger.StorageRecovered(_queueName, "writing outcomes");
         }
 
-        Recorded(riders.Outcomes, recorded);
+        Recorded(riders.Outcomes, recorded, again: false);
         if (riders.Outcomes.Exists(outcome => outcome.WakesOthers))
         {
             _wakeOthers();
@@ -213,13 +216,16 @@ internal sealed class OutcomeWriter : IDisposable
         _settled(Settled(riders.Outcomes));
     }
 
-    /// <summary>The claim that carried <paramref name="riders"/> failed (or was not run): this writer writes them, with its retries.</summary>
-    public void RidersFailed(Riders riders)
+    /// <summary>
+    /// The claim that carried <paramref name="riders"/> failed (or was not run): this writer writes them, with its retries;
+    /// <paramref name="attempted"/>: the claim's transaction may have committed (its answer lost), so they are written again.
+    /// </summary>
+    public void RidersFailed(Riders riders, bool attempted)
     {
         List<Outcome>? lost = null;
         foreach (var outcome in riders.Outcomes)
         {
-            if (!Requeue(outcome))
+            if (!Requeue(outcome with { Again = attempted }))
             {
                 (lost ??= []).Add(outcome);
             }
@@ -248,11 +254,12 @@ internal sealed class OutcomeWriter : IDisposable
     private Written WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
     {
         var delay = TimeSpan.FromMilliseconds(100);
+        var again = false; // a write failed: it may have committed, and its answer been lost
         while (true)
         {
             try
             {
-                var written = Write(batch);
+                var written = Write(batch, again || batch.Exists(static outcome => outcome.Again));
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
@@ -262,6 +269,7 @@ internal sealed class OutcomeWriter : IDisposable
             }
             catch (Exception ex) when (ex is not OperationCanceledException)
             {
+                again = true;
                 if (_health.Failed("writing outcomes", ex))
                 {
                     _logger.StorageUnavailable(_queueName, "writing outcomes", delay, ex);
@@ -277,7 +285,7 @@ internal sealed class OutcomeWriter : IDisposable
         }
     }
 
-    private Written Write(List<Outcome> outcomes)
+    private Written Write(List<Outcome> outcomes, bool again)
     {
         var finished = 0;
         foreach (var outcome in outcomes)
@@ -290,7 +298,7 @@ internal sealed class OutcomeWriter : IDisposable
             : _handOff.Begin([.. outcomes.Where(outcome => outcome.Key is not null).Select(outcome => outcome.Key!).Distinct(StringComparer.Ordinal)], finished, outcomes.Count);
         if (plan is not null)
         {
-            return WriteHandingOff(outcomes, plan);
+            return WriteHandingOff(outcomes, plan, again);
         }
 
         long recorded;
@@ -300,7 +308,7 @@ internal sealed class OutcomeWriter : IDisposable
             recorded = OutcomeStatement.ExecuteRecorded(command);
         }
 
-        Recorded(outcomes, recorded);
+        Recorded(outcomes, recorded, again);
         return new Written(outcomes.Exists(outcome => outcome.WakesOthers), []);
     }
 
@@ -310,7 +318,7 @@ internal sealed class OutcomeWriter : IDisposable
     /// items are handed to the node only once the transaction has committed; on any failure the plan's room and permits
     /// go back.
     /// </summary>
-    private Written WriteHandingOff(List<Outcome> outcomes, HandOffPlan plan)
+    private Written WriteHandingOff(List<Outcome> outcomes, HandOffPlan plan, bool again)
     {
         long recorded;
         var claimed = new List<StoredItem>();
@@ -336,6 +344,7 @@ internal sealed class OutcomeWriter : IDisposable
 
             // An error at the commit (a deferred check) is thrown here, and nothing was claimed.
             transaction.Commit();
+            AfterHandOffCommit?.Invoke();
         }
         catch
         {
@@ -344,7 +353,7 @@ internal sealed class OutcomeWriter : IDisposable
         }
 
         var notStarted = _handOff.Committed(plan, claimed);
-        Recorded(outcomes, recorded);
+        Recorded(outcomes, recorded, again);
 
         // Other nodes are woken only for a release, or a key whose finished items the hand-off did not all replace.
         var wake = outcomes.Exists(outcome => outcome.Kind == OutcomeKind.Released)
@@ -354,10 +363,19 @@ internal sealed class OutcomeWriter : IDisposable
         return new Written(wake, notStarted);
     }
 
-    private void Recorded(List<Outcome> outcomes, long recorded)
+    /// <summary>
+    /// Logs the outcomes that changed nothing. Written <paramref name="again"/> after a failed write, they may be the
+    /// ones that write recorded (it committed, and its answer was lost): the statement cannot tell them apart from
+    /// outcomes of deliveries that were no longer this node's claims, so the log says either.
+    /// </summary>
+    private void Recorded(List<Outcome> outcomes, long recorded, bool again)
     {
         var notRecorded = outcomes.Count - recorded;
-        if (notRecorded > 0)
+        if (notRecorded > 0 && again)
+        {
+            _logger.OutcomesWrittenAgain(_queueName, (int)notRecorded);
+        }
+        else if (notRecorded > 0)
         {
             _logger.OutcomesNotRecorded(_queueName, (int)notRecorded);
         }
@@ -407,8 +425,8 @@ internal sealed class OutcomeWriter : IDisposable
         internal List<Outcome> Outcomes { get; } = outcomes;
     }
 
-    /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys).</summary>
-    internal readonly record struct Outcome(OutcomeKind Kind, long Id, long Delivery, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key);
+    /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys); <see cref="Again"/>: a claim that carried it failed, and may have committed.</summary>
+    internal readonly record struct Outcome(OutcomeKind Kind, long Id, long Delivery, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key, bool Again = false);
 
     /// <summary>A written batch: whether to wake the other nodes, and the items handed off that the node did not start (to release).</summary>
     private readonly record struct Written(bool WakeOthers, List<StoredItem> NotStarted);

@@ -14,10 +14,11 @@ internal sealed class PermitGrantSql
         var settings = sql.QueueSettings;
         var nodes = sql.Nodes;
 
-        // The limits, with the burst's default (ceil(rate), at least 1), the per-key limit and the version; no row: no limits.
+        // The limits, with the burst's default (ceil(rate), at least 1), the per-key limit, the version and whether fair
+        // share is on (read with the version: the node claims fairly exactly under the versions that say so); no row: no limits.
         LockSettings = $"""
             SELECT s.max_running, s.starts_per_second,
-                   coalesce(s.start_burst, greatest(ceil(s.starts_per_second), 1))::integer, s.max_running_per_key, s.version
+                   coalesce(s.start_burst, greatest(ceil(s.starts_per_second), 1))::integer, s.max_running_per_key, s.version, s.fair_share
             FROM {settings} s WHERE s.queue = $1 FOR UPDATE
             """;
 

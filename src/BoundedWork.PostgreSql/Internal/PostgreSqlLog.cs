@@ -30,6 +30,10 @@ internal static partial class PostgreSqlLog
         Message = "Work queue '{QueueName}': {Count} outcomes were not recorded because the items were no longer this node's claims (their lease expired and they were claimed again); they will run again there.")]
     public static partial void OutcomesNotRecorded(this ILogger logger, string queueName, int count);
 
+    [LoggerMessage(EventId = 319, EventName = "OutcomesWrittenAgain", Level = LogLevel.Information,
+        Message = "Work queue '{QueueName}': {Count} outcomes written again, after a write whose answer was lost, changed nothing: that write committed before its answer was lost and recorded them, or their items were no longer this node's claims.")]
+    public static partial void OutcomesWrittenAgain(this ILogger logger, string queueName, int count);
+
     [LoggerMessage(EventId = 305, EventName = "OutcomesLostAtStop", Level = LogLevel.Error,
         Message = "Work queue '{QueueName}' stopped before {Count} outcomes could be written; those items run again once their lease expires.")]
     public static partial void OutcomesLostAtStop(this ILogger logger, string queueName, int count);

@@ -140,6 +140,10 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                         Optional(next.StartBurst),
                         Text(changedBy),
                         Text(_sql.SettingsChannel),
+                        new NpgsqlParameter<bool> { TypedValue = next.FairShare is not null },
+                        new NpgsqlParameter<int> { TypedValue = next.FairShare?.DefaultWeight ?? 1 },
+                        new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Text, TypedValue = ClusterSettingsRules.WeightsJson(next.FairShare) },
+                        Optional(next.FairShare?.MaxRunningPerTenant),
                     },
                 };
                 await using (write.ConfigureAwait(false))

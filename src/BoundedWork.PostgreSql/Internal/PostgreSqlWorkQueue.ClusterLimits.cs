@@ -9,6 +9,9 @@ namespace BoundedWork.PostgreSql.Internal;
 internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 {
     private int _permitWaitReported;
+
+    /// <summary>The cluster rate limiters created on this queue and not yet disposed: disposed with it (they use its data source).</summary>
+    private readonly List<ClusterRateLimiter> _rateLimiters = [];
     private PermitGrantSql? _grantSql;
 
     /// <summary>Gets the ready items this node had idle workers for that its last claim left waiting for a cluster permit.</summary>
@@ -76,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 WriteGrant(connection, null, new PermitGrant(null, _permits.InUse, 0, 0, 0));
             }
 
-            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version);
+            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version, settings.FairShare is not null);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
             ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
@@ -89,6 +92,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         GrantLimits limits;
         int perKey;
         long version;
+        bool fairShare;
         using (var lockSettings = new NpgsqlCommand(statements.LockSettings, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } })
         using (var reader = lockSettings.ExecuteReader())
         {
@@ -100,6 +104,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             limits = new GrantLimits(reader.IsDBNull(0) ? null : reader.GetInt32(0), reader.IsDBNull(1) ? null : reader.GetDouble(1), reader.IsDBNull(2) ? 0 : reader.GetInt32(2));
             perKey = reader.GetInt32(3);
             version = reader.GetInt64(4);
+            fairShare = reader.GetBoolean(5);
         }
 
         var others = new List<NodeGrant>();
@@ -139,7 +144,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         transaction.Commit();
         var lifetime = _options.NodeHeartbeatInterval * 3;
-        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime))
+        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime, fairShare))
         {
             _logger.PermitGrantRestored(Name);
         }
@@ -159,6 +164,36 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         ReportLimits(wasLimited);
         _claimLoop.Wake();
+    }
+
+    public System.Threading.RateLimiting.RateLimiter CreateClusterRateLimiter(PostgreSqlClusterRateLimiterOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+        var context = new ClusterRateLimiterContext(Name, _dataSource, ClusterStatements, new PermitGrantSql(_sql), _options.NodeHeartbeatInterval, _options.TimeProvider, _logger);
+        lock (_rateLimiters)
+        {
+            ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
+            var limiter = new ClusterRateLimiter(context, new PostgreSqlClusterRateLimiterOptions { PermitLimit = options.PermitLimit, QueueLimit = options.QueueLimit, Name = options.Name },
+                disposed => { lock (_rateLimiters) { _rateLimiters.Remove(disposed); } });
+            _rateLimiters.Add(limiter);
+            return limiter;
+        }
+    }
+
+    private void DisposeClusterRateLimiters()
+    {
+        ClusterRateLimiter[] limiters;
+        lock (_rateLimiters)
+        {
+            limiters = [.. _rateLimiters];
+        }
+
+        foreach (var limiter in limiters)
+        {
+            limiter.Dispose();
+        }
     }
 
     /// <summary>Writes this node's grant into its row; returns whether the row was live.</summary>

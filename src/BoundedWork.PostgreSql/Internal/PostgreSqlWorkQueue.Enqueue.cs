@@ -123,7 +123,10 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ValidateIdempotencyKey(key);
         }
 
-        return new StoredFields((short)options.Priority, options.RunAt is { } runAt ? StoredRunAt(runAt) : null, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey);
+        return new StoredFields((short)options.Priority, options.RunAt is { } runAt ? StoredRunAt(runAt) : null, options.Delay ?? TimeSpan.Zero, options.IdempotencyKey)
+        {
+            Tenant = options.Tenant, // validated with the options (EnqueueOptions.GetTenantError)
+        };
     }
 
     /// <summary>
@@ -363,7 +366,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     /// <summary>
     /// An insert's command with the parameters every enqueue statement shares: $1 queue, $2 payload, $3 ordering key,
-    /// $4 priority, $5 run at, $6 delay, $7 traceparent, $8 tracestate. The caller adds the statement's own. The trace
+    /// $4 priority, $5 run at, $6 delay, $7 traceparent, $8 tracestate, $9 tenant. The caller adds the statement's own. The trace
     /// context is the producer's current activity's, read here (on the producer's flow), when it has a W3C id.
     /// </summary>
     private NpgsqlCommand CreateInsertCommand(string sql, string payload, string? orderingKey, StoredFields fields, NpgsqlConnection connection, NpgsqlTransaction? transaction)
@@ -385,6 +388,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         var activity = Activity.Current is { IdFormat: ActivityIdFormat.W3C } current ? current : null;
         command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.Id });
         command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.TraceStateString });
+        command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = fields.Tenant });
     }
 
     /// <summary>The item's ordering key as stored (see <see cref="ValidateKey"/>; the empty string is a key like any other).</summary>
@@ -401,9 +405,12 @@ internal sealed partial class PostgreSqlWorkQueue<T>
 
     private string Serialize(T item) => JsonSerializer.Serialize(item, _json);
 
-    /// <summary>What an enqueue stores beside the item (and the producer's trace context): when it may run, its priority, and its idempotency key.</summary>
+    /// <summary>What an enqueue stores beside the item (and the producer's trace context): when it may run, its priority, its idempotency key and its tenant.</summary>
     private readonly record struct StoredFields(short Priority, DateTimeOffset? RunAt, TimeSpan Delay, string? IdempotencyKey)
     {
+        /// <summary>Gets the items' tenant (null: none).</summary>
+        public string? Tenant { get; init; }
+
         /// <summary>Gets the fields of a plain enqueue: due now, priority 0, no key.</summary>
         public static StoredFields Now => default;
     }

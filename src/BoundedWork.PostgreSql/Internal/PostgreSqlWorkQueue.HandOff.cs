@@ -38,6 +38,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IOutcomeHandOff
     /// <summary>Gets the node's claim loop (for tests: its hook and its wake-up).</summary>
     internal ClaimLoop ClaimLoop => _claimLoop;
 
+    /// <summary>Gets the node's outcome writer (for tests: its fault hook).</summary>
+    internal OutcomeWriter Outcomes => _outcomes;
+
     /// <summary>Gets a value indicating whether the node has begun to stop: it claims nothing more (nor hands off).</summary>
     internal bool IsClaimingStopped => _claiming.IsCancellationRequested;
 

@@ -158,6 +158,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IStoredItemSearch
                             RunAt = reader.GetFieldValue<DateTimeOffset>(7),
                             FinishedAt = reader.IsDBNull(8) ? null : reader.GetFieldValue<DateTimeOffset>(8),
                             LastError = reader.IsDBNull(9) ? null : reader.GetString(9),
+                            Tenant = reader.IsDBNull(11) ? null : reader.GetString(11),
                         };
                         var at = state is StorageSql.Completed or StorageSql.Dead or StorageSql.Cancelled ? item.FinishedAt!.Value : item.RunAt;
                         var position = new ItemCursor(state, item.Priority, at, item.ItemId);

@@ -329,6 +329,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
 
         StorageMetrics.Unregister(this);
+        DisposeClusterRateLimiters(); // before the data source they renew their shares on
         _claiming.Cancel();
         _background.Cancel();
         _abandonOutcomes.Cancel();

@@ -253,10 +253,28 @@ internal sealed class StorageSql
                 PRIMARY KEY (queue, ordering_key)
             );
             """,
+
+            // Version 11: fair share across tenants (see FairClaimSql). An item's tenant (null: none), and two indexes
+            // that hold only tenant items, so a queue without tenants writes no more index entries than before: the
+            // ready items of each tenant in claim order (the fair claim's lanes, and the skip scan that finds the
+            // tenants with ready items), and the running items of each tenant (the per-tenant count and bound). The
+            // queue's fair-share settings are columns of its settings row, changed like its limits. Nullable columns or
+            // constant defaults: no rewrite.
+            $"""
+            ALTER TABLE {Items} ADD COLUMN tenant text;
+            CREATE INDEX items_ready_tenant ON {Items} (queue, tenant, priority DESC, run_at, id) WHERE state = 0 AND tenant IS NOT NULL;
+            CREATE INDEX items_running_tenant ON {Items} (queue, tenant) WHERE state = 1 AND tenant IS NOT NULL;
+            ALTER TABLE {QueueSettings}
+                ADD COLUMN fair_share boolean NOT NULL DEFAULT false,
+                ADD COLUMN tenant_default_weight integer NOT NULL DEFAULT 1 CHECK (tenant_default_weight > 0),
+                ADD COLUMN tenant_weights jsonb,
+                ADD COLUMN max_running_per_tenant integer CHECK (max_running_per_tenant > 0);
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
-        // (null: now plus $6), $6 delay, $7 traceparent, $8 tracestate. Due now (or earlier): ready; later: scheduled.
+        // (null: now plus $6), $6 delay, $7 traceparent, $8 tracestate, $9 tenant. Due now (or earlier): ready; later:
+        // scheduled.
         const string Due = "coalesce($5::timestamptz, now() + $6::interval)";
 
         // The lock id of an ordering key of queue $1 in this schema, and the statement's call that takes its lock until
@@ -269,8 +287,8 @@ internal sealed class StorageSql
         // subquery `locked` takes it (pg_advisory_xact_lock is strict: no key, no lock) and the inserted row is built
         // from the subquery's row (its queue), so the row's id, drawn with the row, is drawn after the lock is held.
         var insert = $"""
-            INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
-            SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8
+            INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, tenant)
+            SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9
             FROM (SELECT $1::text AS queue, {KeyLock("$3::text")} AS held) locked
             """;
 
@@ -279,26 +297,26 @@ internal sealed class StorageSql
         Enqueue = insert + " RETURNING id";
 
         // In the caller's transaction: the insert and the wake-up in one statement; the notification is sent when the
-        // caller's transaction commits. $9 is the channel.
+        // caller's transaction commits. $10 is the channel.
         EnqueueNotifying = $"""
             WITH inserted AS ({insert} RETURNING id)
-            SELECT id, pg_notify($9, $1) FROM inserted
+            SELECT id, pg_notify($10, $1) FROM inserted
             """;
 
-        // The same with an idempotency key ($9): nothing is stored (and no one woken) when a row of the queue holds the
+        // The same with an idempotency key ($10): nothing is stored (and no one woken) when a row of the queue holds the
         // key. Returns the id of the row that holds it and whether this statement inserted it. A row that holds the key
         // but was committed after this statement's snapshot was taken (another transaction inserted the key; the
         // insert waited for it to commit) is not visible here: the id is then null, and the statement runs again.
-        // $10 says whether to notify (in the caller's transaction), $11 is the channel.
+        // $11 says whether to notify (in the caller's transaction), $12 is the channel.
         EnqueueIdempotent = $"""
             WITH inserted AS (
-                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, idempotency_key)
-                SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9
+                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, tenant, idempotency_key)
+                SELECT locked.queue, $2, $3, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9, $10
                 FROM (SELECT $1::text AS queue, {KeyLock("$3::text")} AS held) locked
                 ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id),
-            notified AS (SELECT pg_notify($11, $1) FROM inserted WHERE $10)
-            SELECT coalesce((SELECT id FROM inserted), (SELECT id FROM {Items} WHERE queue = $1 AND idempotency_key = $9)),
+            notified AS (SELECT pg_notify($12, $1) FROM inserted WHERE $11)
+            SELECT coalesce((SELECT id FROM inserted), (SELECT id FROM {Items} WHERE queue = $1 AND idempotency_key = $10)),
                    EXISTS (SELECT 1 FROM inserted),
                    (SELECT count(*) FROM notified)
             """;
@@ -307,12 +325,12 @@ internal sealed class StorageSql
         // other parameters as for one item, shared by all. Rows are inserted in the arrays' order, so their ids
         // (returned in ascending order) follow the items' order. The locks of all the items' keys are taken first, in
         // the order of their lock ids (two bulk enqueues of overlapping keys take them in the same order: no deadlock),
-        // by an aggregate every row is joined with, so before the first row's id is drawn. $9 says whether to notify
-        // (once), $10 is the channel.
+        // by an aggregate every row is joined with, so before the first row's id is drawn. $9 the tenant of every item,
+        // $10 says whether to notify (once), $11 is the channel.
         EnqueueMany = $"""
             WITH inserted AS (
-                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate)
-                SELECT $1, u.payload, u.ordering_key, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8
+                INSERT INTO {Items} (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, tenant)
+                SELECT $1, u.payload, u.ordering_key, $4, {Due}, CASE WHEN {Due} > now() THEN 5 ELSE 0 END, $7, $8, $9
                 FROM (SELECT count(*) AS held FROM (
                           SELECT pg_advisory_xact_lock(k.lock_id) FROM (
                               SELECT DISTINCT {KeyLockId("key")} AS lock_id FROM unnest($3::text[]) AS key
@@ -321,7 +339,7 @@ internal sealed class StorageSql
                 WHERE locked.held >= 0
                 ORDER BY u.n
                 RETURNING id),
-            notified AS (SELECT pg_notify($10, $1) WHERE $9)
+            notified AS (SELECT pg_notify($11, $1) WHERE $10)
             SELECT coalesce(array_agg(id ORDER BY id), ARRAY[]::bigint[]), (SELECT count(*) FROM notified) FROM inserted
             """;
 

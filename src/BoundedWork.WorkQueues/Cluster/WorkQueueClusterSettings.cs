@@ -24,6 +24,14 @@ public sealed record WorkQueueClusterSettings
     /// <summary>Gets how many starts may happen at once above <see cref="StartsPerSecond"/> after a quiet spell (the token bucket's size); <see langword="null"/> for the default, one second's worth.</summary>
     public int? StartBurst { get; init; }
 
+    /// <summary>
+    /// Gets fair share across tenants: while set, every node claims the queue's ready items from the tenants with ready
+    /// items in weighted turn (<see cref="EnqueueOptions.Tenant"/>), and bounds each tenant's running items across the
+    /// fleet. Not with <see cref="MaxRunningPerKey"/> above 1.
+    /// </summary>
+    /// <value><see langword="null"/>: off; items are claimed in one order (priority, due time, enqueue order).</value>
+    public WorkQueueFairShare? FairShare { get; init; }
+
     /// <summary>Gets the version of the settings: it grows by one with each change; 0 before the first change.</summary>
     public long Version { get; init; }
 

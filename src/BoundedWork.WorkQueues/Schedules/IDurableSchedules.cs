@@ -8,7 +8,7 @@ namespace BoundedWork.Hosting;
 /// </summary>
 /// <remarks>
 /// <para>
-/// A schedule defined in code or configuration is stored when a node starts. A runtime change (timing, pause) holds
+/// A schedule defined in code or configuration is stored when a node starts. A runtime change (timing, pause, missed-tick policy) holds
 /// until that definition itself changes: a node that starts with a different definition stores it, and the definition
 /// wins; a node that starts with the same definition keeps the runtime change. A pause is never undone by a start.
 /// </para>
@@ -53,6 +53,19 @@ public interface IDurableSchedules
     /// <returns>The stored schedule.</returns>
     /// <exception cref="KeyNotFoundException">No schedule has that name.</exception>
     Task<DurableScheduleStatus> ChangeAsync(string name, RecurringSchedule schedule, string? changedBy = null, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Gives a schedule a new missed-tick policy (<see cref="DurableScheduleOptions.MissedTicks"/>): what the next pass
+    /// does with ticks missed while no node ran. Its timing, pause and <see cref="DurableScheduleOptions.MaxCatchUp"/> stay.
+    /// </summary>
+    /// <param name="name">The schedule's name.</param>
+    /// <param name="missedTicks">The policy.</param>
+    /// <param name="changedBy">Who changes it.</param>
+    /// <param name="cancellationToken">Cancels the change.</param>
+    /// <returns>The stored schedule.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="missedTicks"/> is not a defined policy; nothing is stored.</exception>
+    /// <exception cref="KeyNotFoundException">No schedule has that name.</exception>
+    Task<DurableScheduleStatus> SetMissedTicksAsync(string name, MissedTickPolicy missedTicks, string? changedBy = null, CancellationToken cancellationToken = default);
 
     /// <summary>Pauses a schedule on every node, or resumes it from its next tick after now (ticks missed while paused do not run).</summary>
     /// <param name="name">The schedule's name.</param>

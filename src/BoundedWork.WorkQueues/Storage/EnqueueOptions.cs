@@ -13,6 +13,9 @@ public sealed record EnqueueOptions
     /// <summary>The highest <see cref="Priority"/>.</summary>
     public const int MaxPriority = 100;
 
+    /// <summary>The longest <see cref="Tenant"/>, in characters: 100 (the same bound as an executor's tenant).</summary>
+    public const int MaxTenantLength = 100;
+
     /// <summary>The longest <see cref="Delay"/>, and the furthest <see cref="RunAt"/> may lie ahead.</summary>
     public static readonly TimeSpan MaxDelay = TimeSpan.FromDays(365);
 
@@ -55,7 +58,16 @@ public sealed record EnqueueOptions
     /// <value>Defaults to <see langword="null"/>: no key.</value>
     public string? IdempotencyKey { get; init; }
 
-    /// <summary>Throws when a setting is invalid: the exception's parameter is <paramref name="options"/>, its message names the property.</summary>
+    /// <summary>
+    /// Gets the tenant the items belong to (a merchant, an account, a customer): the fairness key of a durable queue
+    /// whose fleet-wide settings turn fair share on (<c>WorkQueueClusterSettings.FairShare</c>). Claims then take ready
+    /// items from the tenants in weighted turn, and a tenant never has more than its bound running across the fleet.
+    /// Separate from the ordering key: a tenant's items run in parallel unless they share a key. Stored with the item and
+    /// shown by the stored-item search; ignored by the claims while fair share is off. A bulk enqueue gives it to every item.
+    /// </summary>
+    /// <value>Defaults to <see langword="null"/>: no tenant. 1 to <see cref="MaxTenantLength"/> characters, no control characters, compared ordinally.</value>
+    public string? Tenant { get; init; }
+
     /// <summary>
     /// Validates enqueue options the way every storage does, before it stores anything: the exception names the bad
     /// property.
@@ -64,7 +76,7 @@ public sealed record EnqueueOptions
     /// <param name="time">The clock <see cref="RunAt"/> is compared with.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="time"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentOutOfRangeException">The delay, the time to run at or the priority is out of range.</exception>
-    /// <exception cref="ArgumentException">Both <see cref="Delay"/> and <see cref="RunAt"/> are set.</exception>
+    /// <exception cref="ArgumentException">Both <see cref="Delay"/> and <see cref="RunAt"/> are set, or <see cref="Tenant"/> is empty, too long or holds a control character.</exception>
     public static void Validate(EnqueueOptions options, TimeProvider time)
     {
         ArgumentNullException.ThrowIfNull(options);
@@ -91,5 +103,47 @@ public sealed record EnqueueOptions
         {
             throw new ArgumentOutOfRangeException(nameof(options), options.Priority, "EnqueueOptions.Priority must be between -100 and 100.");
         }
+
+        if (GetTenantError(options.Tenant) is { } tenantError)
+        {
+            throw new ArgumentException(tenantError, nameof(options));
+        }
+    }
+
+    /// <summary>Returns why <paramref name="tenant"/> cannot be an item's tenant (the message names <c>EnqueueOptions.Tenant</c>), or <see langword="null"/> when it can (no tenant included).</summary>
+    /// <param name="tenant">The tenant, or <see langword="null"/>.</param>
+    /// <returns>The message, or <see langword="null"/>.</returns>
+    public static string? GetTenantError(string? tenant)
+    {
+        if (tenant is null)
+        {
+            return null;
+        }
+
+        if (tenant.Length is 0 or > MaxTenantLength)
+        {
+            return $"EnqueueOptions.Tenant must be 1 to {MaxTenantLength} characters (was {tenant.Length}).";
+        }
+
+        for (var i = 0; i < tenant.Length; i++)
+        {
+            var c = tenant[i];
+            if (char.IsControl(c))
+            {
+                return $"EnqueueOptions.Tenant must not contain control characters (one at index {i}).";
+            }
+
+            if (char.IsSurrogate(c) && !(char.IsHighSurrogate(c) && i + 1 < tenant.Length && char.IsLowSurrogate(tenant[i + 1])))
+            {
+                return $"EnqueueOptions.Tenant must be valid Unicode text (a lone surrogate at index {i}).";
+            }
+
+            if (char.IsHighSurrogate(c))
+            {
+                i++;
+            }
+        }
+
+        return null;
     }
 }

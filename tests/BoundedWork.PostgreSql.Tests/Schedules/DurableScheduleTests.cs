@@ -88,7 +88,8 @@ public sealed class DurableScheduleTests(PostgresFixture postgres)
         Assert.Equal((3L, 8L), (statuses["each"].Enqueued, statuses["each"].Missed));
         Assert.Equal("12:00:00", (await postgres.ScalarAsync<DateTime>($"SELECT scheduled_at FROM {schema}.witness WHERE schedule = 'latest'")).ToString("HH:mm:ss", System.Globalization.CultureInfo.InvariantCulture));
         Assert.Equal(3L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.witness WHERE schedule = 'each' AND scheduled_at >= '2026-06-01T11:58:00Z'"));
-        Assert.Equal("completed", statuses["latest"].LastOutcome ?? (await node.Schedules.GetAsync("latest"))!.LastOutcome);
+        // The witness row is the handler's own, written while it runs: its outcome is written after it returns.
+        await WaitAsync(async () => (await node.Schedules.GetAsync("latest"))!.LastOutcome == "completed", "the latest tick's outcome written");
         Assert.Null(statuses["skip"].LastOutcome);
     }
 
@@ -124,6 +125,15 @@ public sealed class DurableScheduleTests(PostgresFixture postgres)
         Assert.False(resumed.IsPaused);
         Assert.Equal(id, resumed.LastItemId);
         Assert.Equal(1L, resumed.Enqueued);
+
+        // The missed-tick policy, changed on one node, is stored for every node; its timing and pause stay.
+        var policy = await b.Schedules.SetMissedTicksAsync("report", MissedTickPolicy.Each, "ops@b");
+        Assert.Equal((MissedTickPolicy.Each, "every 00:15:00", false, "ops@b"), (policy.MissedTicks, policy.Definition, policy.IsPaused, policy.ChangedBy));
+        Assert.Equal(MissedTickPolicy.Each, (await a.Schedules.GetAsync("report"))!.MissedTicks);
+        Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT missed_policy::bigint FROM {schema}.schedules WHERE name = 'report'"));
+        Assert.Equal("missedTicks", (await Assert.ThrowsAsync<ArgumentOutOfRangeException>(() => a.Schedules.SetMissedTicksAsync("report", (MissedTickPolicy)42))).ParamName);
+        await Assert.ThrowsAsync<KeyNotFoundException>(() => a.Schedules.SetMissedTicksAsync("nope", MissedTickPolicy.Skip));
+        Assert.Equal(MissedTickPolicy.Each, (await a.Schedules.GetAsync("report"))!.MissedTicks);
 
         await Assert.ThrowsAsync<KeyNotFoundException>(() => a.Schedules.TriggerNowAsync("nope"));
         Assert.True(await b.Schedules.RemoveAsync("report", "ops@b"));

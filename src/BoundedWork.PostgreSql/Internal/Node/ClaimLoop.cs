@@ -144,7 +144,7 @@ internal sealed class ClaimLoop : IDisposable
                 if (riders is not null)
                 {
                     // No room for them after all (the limit was lowered): the writer writes them.
-                    _outcomes!.RidersFailed(riders);
+                    _outcomes!.RidersFailed(riders, attempted: false);
                     riders = null;
                     Carry(false);
                 }
@@ -156,7 +156,7 @@ internal sealed class ClaimLoop : IDisposable
             {
                 if (riders is not null)
                 {
-                    _outcomes!.RidersFailed(riders); // written by the writer, with its retries
+                    _outcomes!.RidersFailed(riders, attempted: true); // written by the writer, with its retries
                 }
 
                 Carry(false);
@@ -168,7 +168,7 @@ internal sealed class ClaimLoop : IDisposable
             Unbook(wanted);
 
             var requested = claim.Requested;
-            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0))
+            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0 || (claim.More && claim.Claimed > 0)))
             {
                 // There may be more, or scheduled items just became ready: claim again at once; a full claim carries the
                 // outcomes posted meanwhile with the next one.
@@ -272,12 +272,12 @@ internal sealed class ClaimLoop : IDisposable
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         var summary = default(ClaimSummary);
         var keyed = take.Count > 0 && perKey > 1;
+        var fair = take.Count > 0 && !keyed && take.FairShare;
         var read = false;
         try
         {
             BeforeClaimStatement?.Invoke();
             using var connection = _dataSource.OpenConnection();
-
             // Carried outcomes are written first, in the claim's transaction (each statement sent on its own, as the
             // writer's hand-off does): the claim sees their rows settled, and one commit ends both.
             using var transaction = riders is null ? null : connection.BeginTransaction();
@@ -288,11 +288,21 @@ internal sealed class ClaimLoop : IDisposable
                 recorded = OutcomeStatement.ExecuteRecorded(write);
             }
 
-            using (var command = keyed
-                ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey, take.Version))
-                : _claims.Plain.Command(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0)))
-            using (var reader = command.ExecuteReader())
+            if (fair)
             {
+                // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
+                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var fairReader = batch.ExecuteReader();
+                fairReader.NextResult(); // past the lock's row
+                summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
+            }
+            else
+            {
+                using var command = keyed
+                    ? _claims.Keyed.Command(connection, new KeyedClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, perKey, take.Version))
+                    : _claims.Plain.Command(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var reader = command.ExecuteReader();
+
                 // The claimed rows (the plain claim's carry their place in the claim order: the reserve starts them in it),
                 // and the summary: promotions, the next wake-up, the version and what waits (or what the per-key rule held).
                 summary = keyed
@@ -336,10 +346,15 @@ internal sealed class ClaimLoop : IDisposable
             _host.Apply(_permits.Reserve(reserved));
         }
 
-        if (summary.Version is long seen && _permits.Stale(seen))
+        if (summary.Version is long seen && _permits.Stale(take.Version, seen, out var renew))
         {
-            // The settings changed (or were never read): no claim starts under the old grant; renew it now.
-            _host.RenewGrantNow();
+            // The settings changed since the permits were taken (or were never read): the claim took nothing, and what it
+            // counted as waiting was under other limits (not reported). Unless a renewal meanwhile caught up, renew now.
+            if (renew)
+            {
+                _host.RenewGrantNow();
+            }
+
             Submit(claimed);
             return summary with { Claimed = claimed.Count, Requested = 0 };
         }

@@ -48,7 +48,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <b>Changes.</b> Each grant is for one settings version. The claim statement claims nothing unless the row's
 /// version is still that one, and returns the version it saw; a newer one stops this node's claims
 /// (<see cref="Stale"/>) until the cluster loop has renewed the grant under it. So a changed limit binds every claim
-/// whose statement starts after the change committed, on every node, heard of or not. The keyed claim (a queue
+/// whose statement starts after the change committed, on every node, heard of or not. (A claim that saw the version its
+/// permits were taken under is not stale, even if a renewal moved the grant on meanwhile; one that saw another version
+/// does not stop the node when a renewal during the claim already caught up with it.) The keyed claim (a queue
 /// with <c>max_running_per_key</c> above one) checks it too: the per-key limit it passes is read with the version
 /// (<see cref="PermitTake.PerKey"/>), so a claim never runs under a limit older than the settings it sees.
 /// </para>
@@ -85,6 +87,7 @@ internal sealed class ClusterPermits(TimeProvider time)
     private int? _allowed;
     private bool _rated;
     private int _perKey = 1;
+    private bool _fairShare;
     private long _version = -1;
     private bool _stale;
     private long _expiresAt;
@@ -282,7 +285,7 @@ internal sealed class ClusterPermits(TimeProvider time)
         {
             if (_version < 0 || _stale)
             {
-                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey };
+                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey, FairShare = _fairShare };
             }
 
             var lapsedNow = false;
@@ -296,7 +299,7 @@ internal sealed class ClusterPermits(TimeProvider time)
                     SetShareLocked(0, 0);
                 }
 
-                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey };
+                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey, FairShare = _fairShare };
             }
 
             var count = Math.Max(wanted, 0);
@@ -315,7 +318,7 @@ internal sealed class ClusterPermits(TimeProvider time)
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey, FairShare = _fairShare };
         }
     }
 
@@ -369,18 +372,30 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
-    /// <summary>A claim saw settings version <paramref name="version"/>: if it is not the grant's, nothing starts until the next renewal.</summary>
-    /// <returns><see langword="true"/> if the version is new to this node.</returns>
-    public bool Stale(long version)
+    /// <summary>
+    /// A claim whose permits were taken under settings version <paramref name="taken"/> (<see cref="PermitTake.Version"/>)
+    /// saw version <paramref name="seen"/>. If they differ, the claim ran under another version than its permits and
+    /// claimed nothing: it is stale, and what it counted is not reported. The node's grant is stale only if it is not
+    /// for <paramref name="seen"/> either (a renewal during the claim may already have caught up with it): then
+    /// nothing starts until the next renewal, and <paramref name="renew"/> says to renew now.
+    /// </summary>
+    /// <returns><see langword="true"/> if the claim ran under another settings version than its permits.</returns>
+    public bool Stale(long taken, long seen, out bool renew)
     {
         lock (SyncObj)
         {
-            if (version == _version)
+            renew = false;
+            if (seen == taken)
             {
-                return false;
+                return false; // the claim ran under its permits' version (a renewal since then changes nothing of it)
             }
 
-            _stale = true;
+            if (seen != _version)
+            {
+                _stale = true;
+                renew = true;
+            }
+
             return true;
         }
     }
@@ -414,10 +429,11 @@ internal sealed class ClusterPermits(TimeProvider time)
 
     /// <summary>A renewal committed: the grant holds until <paramref name="startedAt"/> plus <paramref name="lifetime"/> (the node's own clock).</summary>
     /// <returns><see langword="true"/> if the grant had lapsed.</returns>
-    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime)
+    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime, bool fairShare = false)
     {
         lock (SyncObj)
         {
+            _fairShare = fairShare;
             _allowed = grant.Allowed;
             _rated = limits.StartsPerSecond is not null;
             SetShareLocked(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
@@ -436,10 +452,11 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>The queue has no running or rate limit under settings <paramref name="version"/> (<paramref name="perKey"/> may be above one).</summary>
-    public void NoGrant(int perKey, long version)
+    public void NoGrant(int perKey, long version, bool fairShare = false)
     {
         lock (SyncObj)
         {
+            _fairShare = fairShare;
             _allowed = null;
             _rated = false;
             SetShareLocked(0, 0);
@@ -716,4 +733,7 @@ internal readonly record struct PermitTake(int Count, long Version, bool Bound, 
 
     /// <summary>Gets the per-key limit M of the settings <see cref="Version"/> (read with it, under the permits' lock).</summary>
     public int PerKey { get; init; }
+
+    /// <summary>Gets a value indicating whether the settings <see cref="Version"/> turn fair share on (the claim is the fair claim).</summary>
+    public bool FairShare { get; init; }
 }

@@ -290,6 +290,10 @@ internal sealed class DurableScheduler : IAsyncDisposable
             return ExecuteAsync(connection, transaction, _sql.SetPaused, cancellationToken, Queue, name, paused, next, changedBy);
         }, cancellationToken);
 
+    public Task<bool> SetMissedTicksAsync(string name, MissedTickPolicy missedTicks, string changedBy, CancellationToken cancellationToken) =>
+        UpdateAsync(name, (connection, transaction, _) => ExecuteAsync(connection, transaction, _sql.SetMissedPolicy, cancellationToken,
+            Queue, name, (short)missedTicks, changedBy), cancellationToken);
+
     public async Task<long?> TriggerAsync(string name, CancellationToken cancellationToken)
     {
         long? id = null;

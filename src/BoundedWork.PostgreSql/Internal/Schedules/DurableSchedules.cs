@@ -121,6 +121,19 @@ internal sealed class DurableSchedules : IDurableSchedules, IAsyncDisposable
         return (await scheduler.GetAsync(name, cancellationToken).ConfigureAwait(false))!;
     }
 
+    public async Task<DurableScheduleStatus> SetMissedTicksAsync(string name, MissedTickPolicy missedTicks, string? changedBy = null, CancellationToken cancellationToken = default)
+    {
+        if (!Enum.IsDefined(missedTicks))
+        {
+            throw new ArgumentOutOfRangeException(nameof(missedTicks), missedTicks, "MissedTicks must be LatestOnce, Skip or Each.");
+        }
+
+        var (scheduler, before) = await FindAsync(name, cancellationToken).ConfigureAwait(false);
+        await scheduler.SetMissedTicksAsync(name, missedTicks, Who(changedBy), cancellationToken).ConfigureAwait(false);
+        Audit(name, scheduler.Queue, () => $"missed ticks {before.MissedTicks} -> {missedTicks}", changedBy);
+        return (await scheduler.GetAsync(name, cancellationToken).ConfigureAwait(false))!;
+    }
+
     public async Task<long> TriggerNowAsync(string name, string? changedBy = null, CancellationToken cancellationToken = default)
     {
         var (scheduler, _) = await FindAsync(name, cancellationToken).ConfigureAwait(false);

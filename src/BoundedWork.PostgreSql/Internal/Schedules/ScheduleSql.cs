@@ -84,6 +84,12 @@ internal sealed class ScheduleSql
             WHERE queue = $1 AND name = $2
             """;
 
+        // $1 queue, $2 name, $3 missed_policy, $4 changed_by.
+        SetMissedPolicy = $"""
+            UPDATE {table} SET missed_policy = $3, changed_at = now(), changed_by = $4
+            WHERE queue = $1 AND name = $2
+            """;
+
         // $1 queue, $2 name, $3 item id.
         Triggered = $"""
             UPDATE {table} SET last_item_id = $3, last_enqueued_at = now(), enqueued = enqueued + 1
@@ -110,6 +116,8 @@ internal sealed class ScheduleSql
     public string Change { get; }
 
     public string SetPaused { get; }
+
+    public string SetMissedPolicy { get; }
 
     public string Triggered { get; }
 

@@ -156,4 +156,26 @@ internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
 
     /// <summary>Gets how long the oldest of <see cref="HeldByKey"/> has waited since it became due, in seconds.</summary>
     public double OldestHeldByKeySeconds { get; init; }
+
+    /// <summary>Gets a value indicating whether the fair claim took fewer than it asked for while a tenant offered no more than its quota of a longer backlog (claim again at once).</summary>
+    public bool More { get; init; }
+}
+
+/// <summary>The fair claim's rows (<see cref="FairClaimSql.Claim"/>): the plain claim's, and one more summary column, <c>more</c>.</summary>
+internal sealed class FairClaimRow : IClaimRows
+{
+    private const int More = 18;
+
+    private FairClaimRow()
+    {
+    }
+
+    /// <summary>Gets a value indicating whether the row is the summary, not a claimed item.</summary>
+    public static bool IsSummary(NpgsqlDataReader reader) => PlainClaimRow.IsSummary(reader);
+
+    /// <summary>Reads a claimed item with its place in the claim order.</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader);
+
+    /// <summary>Reads the summary.</summary>
+    public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => PlainClaimRow.ReadSummary(reader) with { More = !reader.IsDBNull(More) && reader.GetBoolean(More) };
 }

@@ -16,12 +16,16 @@ internal sealed class ClaimStatements(StorageSql sql)
     private KeyedClaimSql? _keyedSql;
     private KeyedClaimStatement? _keyed;
     private HandOffStatement? _handOff;
+    private FairClaimStatement? _fair;
 
     /// <summary>Gets the plain claim.</summary>
     public PlainClaimStatement Plain { get; } = new(sql.Claim);
 
     /// <summary>Gets the per-key claim (built on first use: only a queue with <c>max_running_per_key</c> above one runs it).</summary>
     public KeyedClaimStatement Keyed => _keyed ??= new(KeyedSql.ClaimPerKey);
+
+    /// <summary>Gets the fair claim (built on first use: only a queue with fair share on runs it).</summary>
+    public FairClaimStatement Fair => _fair ??= new(new FairClaimSql(sql));
 
     /// <summary>Gets the hand-off claim (built on first use).</summary>
     public HandOffStatement HandOff => _handOff ??= new(KeyedSql.HandOff);
@@ -115,6 +119,35 @@ internal sealed class PlainClaimStatement(string text)
         command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
         command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
         return command;
+    }
+}
+
+/// <summary>
+/// The fair claim (<see cref="FairClaimSql"/>): its lock and its claim in one batch (one round trip, one implicit
+/// transaction: the claim's snapshot is taken once the queue's fair claims' lock is held), with the plain claim's
+/// parameters; rows <see cref="FairClaimRow"/> and its summary, after the lock's result.
+/// </summary>
+internal sealed class FairClaimStatement(FairClaimSql sql)
+{
+    /// <summary>Gets the claim's text.</summary>
+    public string Text { get; } = sql.Claim;
+
+    /// <summary>Gets the lock's text.</summary>
+    public string LockText { get; } = sql.Lock;
+
+    /// <summary>Creates the batch on <paramref name="connection"/>; its reader's first result is the lock's (one row), its second the claim's.</summary>
+    public NpgsqlBatch Batch(NpgsqlConnection connection, in PlainClaimParameters parameters)
+    {
+        var batch = new NpgsqlBatch(connection);
+        var lockCommand = new NpgsqlBatchCommand(LockText);
+        lockCommand.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Queue });
+        var claim = new NpgsqlBatchCommand(Text);
+        ClaimParameters.AddLeading(claim.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
+        claim.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
+        claim.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
+        batch.BatchCommands.Add(lockCommand);
+        batch.BatchCommands.Add(claim);
+        return batch;
     }
 }
 

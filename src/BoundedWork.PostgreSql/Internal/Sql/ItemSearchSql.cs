@@ -33,7 +33,7 @@ internal static class ItemSearchSql
     /// <summary>The statement timeout of one page or one batch.</summary>
     public static readonly TimeSpan PageTimeout = TimeSpan.FromSeconds(10);
 
-    private const string Columns = "id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, last_error";
+    private const string Columns = "id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, last_error, tenant";
 
     public static short Code(StoredItemState state) => state switch
     {
@@ -167,12 +167,12 @@ internal static class ItemSearchSql
             /* BoundedWork item search */
             WITH c AS MATERIALIZED (
                 SELECT id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, left(last_error, {MaxErrorLength}) AS last_error,
-                       {condition} AS matched, row_number() OVER (ORDER BY {order}) AS n
+                       {condition} AS matched, row_number() OVER (ORDER BY {order}) AS n, tenant
                 FROM ({inner}) x)
-            SELECT * FROM (SELECT 0 AS kind, id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, last_error, n
+            SELECT * FROM (SELECT 0 AS kind, id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, last_error, n, tenant
                            FROM c WHERE matched ORDER BY n LIMIT {limit}) m
             UNION ALL
-            SELECT * FROM (SELECT 1, id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, NULL, (SELECT count(*) FROM c)
+            SELECT * FROM (SELECT 1, id, state, attempts, priority, ordering_key, enqueued_at, run_at, finished_at, NULL, (SELECT count(*) FROM c), NULL
                            FROM c ORDER BY n DESC LIMIT 1) l
             """;
         return command;

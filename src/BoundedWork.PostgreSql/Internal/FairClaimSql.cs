@@ -1,0 +1,174 @@
+namespace BoundedWork.PostgreSql.Internal;
+
+/// <summary>
+/// The claim of a queue whose fleet-wide settings turn fair share on (<c>queue_settings.fair_share</c>): ready items
+/// are taken from the tenants with ready items in weighted turn, not in one global order, within each tenant's bound
+/// of running items (<c>max_running_per_tenant</c>). Built from <see cref="StorageSql"/> like
+/// <see cref="KeyedClaimSql"/>; its indexes come with schema version 11. The plain claim (<see cref="StorageSql.Claim"/>)
+/// is not changed: a queue without fair share never runs this.
+/// </summary>
+/// <remarks>
+/// <para>
+/// <b>Taking turns.</b> The claims of one fair queue take turns across the fleet: each runs <see cref="Lock"/> (a
+/// transaction-scoped advisory lock of the queue) and then <see cref="Claim"/> in one implicit transaction (one batch,
+/// one round trip). The claim's snapshot is taken after the lock is held, so it sees every earlier claim's items as
+/// running: the per-tenant counts it decides by are exact, not a snapshot that another node's claim in flight could
+/// make stale. The lock is held for the claim statement alone.
+/// </para>
+/// <para>
+/// <b>The order.</b> Each tenant t with ready items is a lane, of weight w(t) and with r(t) items running (state
+/// running: started, held by a node, or with their outcome being written, on any node, a dead node's included until
+/// they are reaped). Its j-th ready item in claim order (priority, due time, enqueue order; j = 1, 2, ...) has the turn
+/// (r(t) + j) / w(t); the claim takes the items of lowest turn, ties to the lane with fewer running items, then claim
+/// order. So a tenant's running items follow its weight: the claim gives the next item to the tenant furthest below its
+/// share. A tenant at its bound (r(t) &gt;= max_running_per_tenant) offers nothing; one below it offers at most the room
+/// left. Items without a tenant form one lane of the default weight, found among the head of the global claim order
+/// (the first 2 * count + 16 ready items), so they cost no index of their own.
+/// </para>
+/// <para>
+/// <b>Cost.</b> Each lane offers at most its quota: its share of the claim by weight, counting what the lanes run,
+/// ceil((count + R) * w(t) / W - r(t)) (W the lanes' total weight, R their running items), at least 1, and never more
+/// than its room (count, and the bound less r(t)); the quotas add up to at least count (or the room there is). A claim
+/// reads the tenants with ready items by a skip scan (one index descent per tenant), each tenant's
+/// running items (an index-only count, bounded by what the fleet holds), and at most 2 * count + lanes candidates,
+/// never a tenant's backlog. When some lanes offered fewer than their quota, the claim can return fewer items than it
+/// asked for while a lane cut short by its share has more; its summary says so (<c>more</c>) and the node claims again
+/// at once (while a claim takes anything).
+/// </para>
+/// </remarks>
+internal sealed class FairClaimSql
+{
+    /// <summary>The first key of the fair claims' advisory lock (its own key space: the two-key form): "BWFS".</summary>
+    public const int LockClass = 0x42574653;
+
+    public FairClaimSql(StorageSql sql)
+    {
+        var items = sql.Items;
+        var schema = sql.Schema.Replace("'", "''", StringComparison.Ordinal);
+
+        // $1 queue: the queue's fair claims take turns (held until the batch's implicit transaction ends).
+        Lock = $"SELECT pg_advisory_xact_lock({LockClass}, hashtext('{schema}.' || $1::text))";
+
+        // An item may be claimed as the plain claim decides it: no older unfinished item of its key and no running item
+        // of its key (index probes, OFFSET 0 keeps them probes), its key not paused.
+        string Free(string c) => $"""
+            ({c}.ordering_key IS NULL OR (
+                NOT EXISTS (
+                    SELECT 1 FROM {items} e
+                    WHERE e.queue = {c}.queue AND e.ordering_key = {c}.ordering_key AND e.state IN (0, 1, 5) AND e.id < {c}.id
+                    OFFSET 0)
+                AND NOT EXISTS (
+                    SELECT 1 FROM {items} r
+                    WHERE r.queue = {c}.queue AND r.ordering_key = {c}.ordering_key AND r.state = 1
+                    OFFSET 0)
+                AND NOT {sql.KeyPausedNow("$1", c + ".ordering_key")}))
+            """;
+
+        // Parameters as the plain claim's: $1 queue, $2 how many, $3 node, $4 lease, $5 the settings version the node
+        // claims under (nothing is claimed unless it is still the queue's), $6 how many ready items to count as waiting.
+        // Promotions first, as the plain claim makes them. Then the tenants with ready items (a skip scan of
+        // items_ready_tenant), each with its weight, bound and running items; the lane of items without a tenant; each
+        // lane's quota and its candidates in claim order; the candidates of lowest turn; locked by id (skipping rows
+        // another transaction holds, and rows changed since this snapshot: xmin), claimed. Returns the plain claim's two
+        // row types (see PlainClaimRow) and one more summary column, more: whether a lane held more ready items than its
+        // quota while the claim took fewer than $2 (the node claims again at once).
+        Claim = $"""
+            WITH RECURSIVE promoted AS (
+                UPDATE {items} SET state = 0 WHERE id = ANY(ARRAY(
+                    SELECT id FROM {items} WHERE queue = $1 AND state = 5 AND run_at <= now()
+                    ORDER BY run_at LIMIT {StorageSql.MaxPromotions} FOR UPDATE SKIP LOCKED))
+                RETURNING 1),
+            settings AS (
+                SELECT coalesce(s.version, 0) AS version, coalesce(s.tenant_default_weight, 1) AS default_weight,
+                       s.tenant_weights AS weights, s.max_running_per_tenant AS bound
+                FROM (SELECT 1) one LEFT JOIN {sql.QueueSettings} s ON s.queue = $1),
+            seen(tenant) AS (
+                (SELECT t.tenant FROM {items} t WHERE t.queue = $1 AND t.state = 0 AND t.tenant IS NOT NULL ORDER BY t.tenant LIMIT 1)
+                UNION ALL
+                SELECT (SELECT t.tenant FROM {items} t
+                        WHERE t.queue = $1 AND t.state = 0 AND t.tenant IS NOT NULL AND t.tenant > s.tenant
+                        ORDER BY t.tenant LIMIT 1)
+                FROM seen s WHERE s.tenant IS NOT NULL),
+            loose AS (
+                SELECT h.id, h.version, h.priority, h.run_at FROM (
+                    SELECT c.id, c.xmin AS version, c.priority, c.run_at, c.tenant, c.queue, c.ordering_key FROM {items} c
+                    WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
+                    ORDER BY c.priority DESC, c.run_at, c.id
+                    LIMIT ($2::bigint * 2 + 16)) h
+                WHERE h.tenant IS NULL AND {Free("h")}),
+            lanes AS (
+                SELECT l.tenant, greatest(coalesce((st.weights ->> l.tenant)::integer, st.default_weight), 1) AS weight, st.bound,
+                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant = l.tenant) AS running
+                FROM seen l CROSS JOIN settings st
+                WHERE l.tenant IS NOT NULL
+                UNION ALL
+                SELECT NULL, greatest(st.default_weight, 1), NULL,
+                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant IS NULL)
+                FROM settings st WHERE EXISTS (SELECT 1 FROM loose)),
+            shares AS (
+                SELECT tenant, weight, running,
+                       greatest(ceil(($2 + sum(running) OVER ())::numeric * weight / sum(weight) OVER () - running), 1)::bigint AS share,
+                       CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END AS room
+                FROM lanes),
+            quotas AS (
+                SELECT tenant, weight, running, least(share, room) AS quota, share < room AS share_bound FROM shares),
+            offered AS (
+                SELECT c.id, c.version, c.priority, c.run_at, q.tenant, q.weight, q.running, q.quota
+                FROM quotas q CROSS JOIN LATERAL (
+                    SELECT c.id, c.xmin AS version, c.priority, c.run_at FROM {items} c
+                    WHERE c.queue = $1 AND c.tenant = q.tenant AND c.state = 0 AND c.run_at <= now() AND {Free("c")}
+                    ORDER BY c.priority DESC, c.run_at, c.id
+                    LIMIT q.quota) c
+                WHERE q.tenant IS NOT NULL AND q.quota > 0
+                UNION ALL
+                SELECT l.id, l.version, l.priority, l.run_at, NULL, q.weight, q.running, q.quota
+                FROM loose l CROSS JOIN quotas q WHERE q.tenant IS NULL),
+            placed AS (
+                SELECT o.*, row_number() OVER (PARTITION BY o.tenant ORDER BY o.priority DESC, o.run_at, o.id) AS place FROM offered o),
+            chosen AS (
+                SELECT p.id, p.version FROM placed p
+                WHERE p.place <= p.quota
+                  AND (SELECT version FROM settings) = $5::bigint
+                  AND NOT {sql.QueuePausedNow("$1")}
+                ORDER BY (p.running + p.place)::numeric / p.weight, p.running, p.priority DESC, p.run_at, p.id
+                LIMIT $2),
+            locked AS (
+                SELECT i.id FROM {items} i
+                WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
+                  AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
+                FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
+                WHERE i.id = ANY(ARRAY(SELECT id FROM locked))
+                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
+            peek AS (
+                SELECT p.id, p.run_at FROM {items} p
+                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
+                ORDER BY p.priority DESC, p.run_at, p.id
+                LIMIT $6),
+            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
+            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
+                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
+                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, NULL::boolean AS more
+            FROM claimed
+            UNION ALL
+            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
+                   true, (SELECT count(*) FROM promoted)::integer,
+                   extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
+                   (SELECT version FROM settings), (SELECT count(*) FROM waiting),
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
+                   (SELECT count(*) FROM claimed) < $2 AND EXISTS (
+                       SELECT 1 FROM quotas q
+                       WHERE q.share_bound
+                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
+            """;
+    }
+
+    /// <summary>Gets the statement that makes the queue's fair claims take turns ($1 queue), run first in the claim's batch.</summary>
+    public string Lock { get; }
+
+    /// <summary>Gets the fair claim (see the remarks).</summary>
+    public string Claim { get; }
+}
