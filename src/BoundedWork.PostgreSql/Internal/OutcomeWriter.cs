@@ -16,6 +16,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// an item claimable for other nodes, the writer wakes them through the node's notifier, after the write committed.
 /// Under a per-key limit above one, a batch with final outcomes of keyed items also claims the next items of those keys
 /// in its own transaction (<see cref="IOutcomeHandOff"/>); the node starts them after the commit.
+/// While the claim loop claims back to back (a backlog), the outcomes ride with its claims instead (<see cref="Defer"/>,
+/// <see cref="TakeRiders"/>): one transaction writes them and claims as many items as they free, and this writer waits.
 /// </summary>
 internal sealed class OutcomeWriter : IDisposable
 {
@@ -32,6 +34,8 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly Action<IReadOnlyList<HeldDelivery>> _settled;
     private readonly Action _wakeOthers;
     private readonly IOutcomeHandOff? _handOff;
+    private readonly ManualResetEventSlim _resumed = new(true);
+    private Action? _carrier;
 
     public OutcomeWriter(NpgsqlDataSource dataSource, StorageSql sql, string queueName, string leaseOwner, bool deleteCompleted, ILogger logger, StorageHealth health, TimeSpan maxDelay, Action<IReadOnlyList<HeldDelivery>> settled, Action wakeOthers, IOutcomeHandOff? handOff = null)
     {
@@ -82,9 +86,18 @@ internal sealed class OutcomeWriter : IDisposable
                 // The batch may start with the releases of items handed off while the node stopped (see below).
                 if (batch.Count == 0)
                 {
+                    // While the claim loop carries the outcomes with its claims, they are its to write.
+                    _resumed.Wait(abandon);
                     if (!_outcomes.TryTake(out var first, Timeout.Infinite, abandon))
                     {
                         break;
+                    }
+
+                    if (!_resumed.IsSet && Requeue(first))
+                    {
+                        // Taken just as the claim loop began to carry: it is the claim's to write (and the loop is woken).
+                        Volatile.Read(ref _carrier)?.Invoke();
+                        continue;
                     }
 
                     batch.Add(first);
@@ -127,7 +140,116 @@ internal sealed class OutcomeWriter : IDisposable
     }
 
     /// <summary>No outcome is posted any more; <see cref="Run"/> ends once the posted ones are written.</summary>
-    public void Complete() => _outcomes.CompleteAdding();
+    public void Complete()
+    {
+        _outcomes.CompleteAdding();
+        _resumed.Set(); // a claim loop that never stopped carrying (its stop given up) defers to this writer no longer
+    }
+
+    /// <summary>Gets whether outcomes are posted and not yet taken by a write (or a claim).</summary>
+    public bool HasPending => _outcomes.Count > 0;
+
+    /// <summary>
+    /// The claim loop carries the posted outcomes with its claims (<see langword="true"/>: this writer takes none until
+    /// called again with <see langword="false"/>, except a batch it had already begun) or leaves them to this writer.
+    /// <paramref name="carrier"/> is called when an outcome this writer took meanwhile is handed back to the claim loop.
+    /// </summary>
+    public void Defer(bool deferred, Action? carrier = null)
+    {
+        if (deferred)
+        {
+            Volatile.Write(ref _carrier, carrier);
+            _resumed.Reset();
+            if (_outcomes.IsAddingCompleted)
+            {
+                _resumed.Set(); // completed meanwhile: the writer writes what is left
+            }
+        }
+        else
+        {
+            _resumed.Set();
+        }
+    }
+
+    /// <summary>
+    /// Takes the outcomes posted so far for the claim loop's next claim (null: none). An outcome for the hand-off (a final
+    /// outcome of a keyed item) is left to this writer (<paramref name="handOff"/> is then true), unless the writer no
+    /// longer takes outcomes back. Every batch returned is ended exactly once: <see cref="RidersWritten"/> after the
+    /// claim's commit, or <see cref="RidersFailed"/>.
+    /// </summary>
+    public Riders? TakeRiders(out bool handOff)
+    {
+        handOff = false;
+        List<Outcome>? taken = null;
+        while ((taken?.Count ?? 0) < MaxBatch && _outcomes.TryTake(out var outcome))
+        {
+            if (outcome.Key is not null && _handOff is not null && Requeue(outcome))
+            {
+                handOff = true;
+                break;
+            }
+
+            (taken ??= []).Add(outcome);
+        }
+
+        return taken is null ? null : new Riders(taken);
+    }
+
+    /// <summary>The command that writes <paramref name="riders"/> in the claim's <paramref name="transaction"/>.</summary>
+    public NpgsqlCommand RiderCommand(Riders riders, NpgsqlConnection connection, NpgsqlTransaction transaction) =>
+        _statement.Command(connection, transaction, Parameters(riders.Outcomes));
+
+    /// <summary>The claim that carried <paramref name="riders"/> committed: they are settled, and other nodes woken if they free items.</summary>
+    public void RidersWritten(Riders riders, long recorded)
+    {
+        if (_health.Succeeded("writing outcomes"))
+        {
+            _logger.StorageRecovered(_queueName, "writing outcomes");
+        }
+
+        Recorded(riders.Outcomes, recorded, again: false);
+        if (riders.Outcomes.Exists(outcome => outcome.WakesOthers))
+        {
+            _wakeOthers();
+        }
+
+        _settled(Settled(riders.Outcomes));
+    }
+
+    /// <summary>
+    /// The claim that carried <paramref name="riders"/> failed (or was not run): this writer writes them, with its retries;
+    /// <paramref name="attempted"/>: the claim's transaction may have committed (its answer lost), so they are written again.
+    /// </summary>
+    public void RidersFailed(Riders riders, bool attempted)
+    {
+        List<Outcome>? lost = null;
+        foreach (var outcome in riders.Outcomes)
+        {
+            if (!Requeue(outcome with { Again = attempted }))
+            {
+                (lost ??= []).Add(outcome);
+            }
+        }
+
+        if (lost is not null)
+        {
+            _settled(Settled(lost));
+            _logger.OutcomesLostAtStop(_queueName, lost.Count);
+        }
+    }
+
+    /// <summary>Posts <paramref name="outcome"/> again; false if the writer takes no more outcomes (it is stopping).</summary>
+    private bool Requeue(Outcome outcome)
+    {
+        try
+        {
+            return _outcomes.TryAdd(outcome);
+        }
+        catch (Exception ex) when (ex is InvalidOperationException or ObjectDisposedException)
+        {
+            return false;
+        }
+    }
 
     private Written WriteWithRetries(List<Outcome> batch, CancellationToken abandon)
     {
@@ -137,7 +259,7 @@ internal sealed class OutcomeWriter : IDisposable
         {
             try
             {
-                var written = Write(batch, again);
+                var written = Write(batch, again || batch.Exists(static outcome => outcome.Again));
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
@@ -288,10 +410,23 @@ internal sealed class OutcomeWriter : IDisposable
 
     private static HeldDelivery[] Settled(List<Outcome> outcomes) => [.. outcomes.Select(outcome => new HeldDelivery(outcome.Id, outcome.Delivery))];
 
-    public void Dispose() => _outcomes.Dispose();
+    public void Dispose()
+    {
+        _outcomes.Dispose();
+        _resumed.Dispose();
+    }
 
-    /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys).</summary>
-    private readonly record struct Outcome(OutcomeKind Kind, long Id, long Delivery, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key);
+    /// <summary>Outcomes the claim loop took to write in its claim's transaction (<see cref="TakeRiders"/>).</summary>
+    internal sealed class Riders(List<Outcome> outcomes)
+    {
+        /// <summary>Gets how many outcomes ride.</summary>
+        public int Count => Outcomes.Count;
+
+        internal List<Outcome> Outcomes { get; } = outcomes;
+    }
+
+    /// <summary>One outcome; <see cref="Key"/> is set for a final outcome of a keyed item (the hand-off's keys); <see cref="Again"/>: a claim that carried it failed, and may have committed.</summary>
+    internal readonly record struct Outcome(OutcomeKind Kind, long Id, long Delivery, double DelayMilliseconds, string? Error, bool WakesOthers, string? Key, bool Again = false);
 
     /// <summary>A written batch: whether to wake the other nodes, and the items handed off that the node did not start (to release).</summary>
     private readonly record struct Written(bool WakeOthers, List<StoredItem> NotStarted);

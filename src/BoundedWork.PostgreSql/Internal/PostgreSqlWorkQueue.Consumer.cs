@@ -65,6 +65,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         // before the outcome is posted, so that the writer's hand-off does not count it as still prefetched.
         var prefetched = _keys.Ended(item, kind, out var orphan);
         _outcomes.Post(item, kind, retryDelay, error);
+        _claimLoop.Posted(); // carrying outcomes with its claims and out of room, the claim loop waits for this one
 
         if (next is not null)
         {

@@ -153,13 +153,13 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _keys = new KeyBook(_permits);
         _handOff = new HandOffPlanner(_room, _keys, _permits);
         NodeId = $"{Environment.MachineName}:{Environment.ProcessId}:{Guid.NewGuid():N}"[..^24];
+        _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
+        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
         _claimLoop = new ClaimLoop(this, new ClaimLoopSettings(Name, NodeId, options.PollInterval, options.LeaseDuration, options.NodeHeartbeatInterval, options.TimeProvider),
-            _room, _permits, _claims, _dataSource, _logger);
+            _room, _permits, _claims, _dataSource, _logger, _outcomes);
         _listener = new NotificationListener(this, _listenerSource, _sql, Name);
         _pauses = new FleetPauses(Name, _asyncSource, () => ClusterStatements, _sql.SettingsChannel, _sql.NotifyChannel, options.TimeProvider, _logger, _settingsChanged.Set, _claimLoop.Wake);
-        _notifier = new Notifier(TryNotify, options.MaxReconnectDelay);
         _leaseKeeper = new LeaseKeeper(_dataSource, _claims.Heartbeat, _leases, new HeartbeatParameters(Name, NodeId, options.LeaseDuration, [], []), _health, _logger, OnCancellationRequested);
-        _outcomes = new OutcomeWriter(_dataSource, _sql, Name, NodeId, options.CompletedRetention == TimeSpan.Zero, _logger, _health, options.MaxReconnectDelay, OnOutcomesSettled, _notifier.Signal, this);
     }
 
     public string Name { get; }

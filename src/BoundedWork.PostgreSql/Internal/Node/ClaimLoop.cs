@@ -9,12 +9,16 @@ namespace BoundedWork.PostgreSql.Internal;
 /// statement, and hands what it claimed to the node (held, then started or reserved). It owns the claim cadence (claim
 /// again at once while claims come back full, back off after empty claims, else wait for a wake-up, the poll interval
 /// or the next due item), the wake-ups, and the lease reaper's schedule. See docs/durable-invariants.md, I4 and I5.
+/// While its claims come back full (a backlog), it carries the outcomes posted meanwhile: its next claim writes them in
+/// its own transaction and claims the room they free (one commit for both), and the outcome writer waits meanwhile.
 /// </summary>
 /// <remarks>
 /// <para>
 /// <b>State.</b> <c>_wake</c>: the pending wake-up (any number of <see cref="Wake"/> calls during a claim leave one);
 /// <c>_booked</c>: the room its claim in flight booked in the <see cref="NodeRoom"/> (zero between claims);
-/// <c>_claimed</c>: the items it claimed and started (a statistic).
+/// <c>_claimed</c>: the items it claimed and started (a statistic); <c>_carrying</c>: whether it carries the posted
+/// outcomes with its claims (the claim thread's own; the outcome writer defers while it is set); <c>_waitingForOutcomes</c>:
+/// set while it carries, has no room, and waits: a posted outcome wakes it (<see cref="Posted"/>).
 /// </para>
 /// <para>
 /// <b>Invariant.</b> <c>0 &lt;= booked &lt;= MaxClaimBatch</c>, and <c>booked</c> is zero whenever the loop waits: the
@@ -46,12 +50,16 @@ internal sealed class ClaimLoop : IDisposable
     private readonly ClaimStatements _claims;
     private readonly NpgsqlDataSource _dataSource;
     private readonly ILogger _logger;
+    private readonly OutcomeWriter? _outcomes;
     private readonly WakeSignal _wake = new();
     private int _booked;
     private long _claimed;
+    private bool _carrying;
+    private int _waitingForOutcomes;
 
-    public ClaimLoop(IClaimLoopHost host, ClaimLoopSettings settings, NodeRoom room, ClusterPermits permits, ClaimStatements claims, NpgsqlDataSource dataSource, ILogger logger)
+    public ClaimLoop(IClaimLoopHost host, ClaimLoopSettings settings, NodeRoom room, ClusterPermits permits, ClaimStatements claims, NpgsqlDataSource dataSource, ILogger logger, OutcomeWriter? outcomes = null)
     {
+        _outcomes = outcomes;
         _host = host;
         _settings = settings;
         _room = room;
@@ -73,8 +81,29 @@ internal sealed class ClaimLoop : IDisposable
     /// <summary>Wakes the loop: it claims again as soon as its claim in flight (if any) is done.</summary>
     public void Wake() => _wake.Set();
 
+    /// <summary>An outcome was posted: wakes the loop if it waits for one to carry (it carries outcomes and has no room).</summary>
+    public void Posted()
+    {
+        if (Volatile.Read(ref _waitingForOutcomes) != 0)
+        {
+            _wake.Set();
+        }
+    }
+
     /// <summary>Runs the loop on the calling thread until <paramref name="cancellationToken"/> fires.</summary>
     public void Run(CancellationToken cancellationToken)
+    {
+        try
+        {
+            Claim(cancellationToken);
+        }
+        finally
+        {
+            Carry(false); // the writer writes whatever is posted from now on
+        }
+    }
+
+    private void Claim(CancellationToken cancellationToken)
     {
         var failureDelay = TimeSpan.FromMilliseconds(100);
         var reap = new LoopSchedule(_settings.TimeProvider, ReapInterval(), dueNow: true);
@@ -82,8 +111,16 @@ internal sealed class ClaimLoop : IDisposable
         while (!cancellationToken.IsCancellationRequested)
         {
             // The node claims up to what it may hold (as without limits), within its free cluster permits and tokens.
-            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see NodeRoom.)
-            var wanted = _room.Book(MaxClaimBatch, settling: 0);
+            // (Room taken: a hand-off in the outcome writer's transaction may claim meanwhile, see NodeRoom.) Carrying
+            // outcomes, the claim writes them in its transaction: the room of their items counts as free (settling).
+            var handOff = false;
+            var riders = _carrying ? _outcomes!.TakeRiders(out handOff) : null;
+            if (_carrying && handOff)
+            {
+                Carry(false); // a final outcome of a keyed item: the writer's hand-off writes it (and the rest, from now on)
+            }
+
+            var wanted = _room.Book(MaxClaimBatch, settling: riders?.Count ?? 0);
             Volatile.Write(ref _booked, Math.Max(wanted, 0));
             var claim = default(ClaimSummary);
             try
@@ -97,11 +134,19 @@ internal sealed class ClaimLoop : IDisposable
                 _host.Apply(_permits.Rebalance()); // free permits to reserved items; a lapsed or shrunk grant's reserve released
                 if (wanted > 0)
                 {
-                    claim = ClaimUnderPermits(wanted);
+                    claim = ClaimUnderPermits(wanted, ref riders);
                 }
                 else
                 {
                     _permits.NothingRequested();
+                }
+
+                if (riders is not null)
+                {
+                    // No room for them after all (the limit was lowered): the writer writes them.
+                    _outcomes!.RidersFailed(riders, attempted: false);
+                    riders = null;
+                    Carry(false);
                 }
 
                 _host.Succeeded(LoopName);
@@ -109,6 +154,12 @@ internal sealed class ClaimLoop : IDisposable
             }
             catch (Exception ex)
             {
+                if (riders is not null)
+                {
+                    _outcomes!.RidersFailed(riders, attempted: true); // written by the writer, with its retries
+                }
+
+                Carry(false);
                 Unbook(wanted);
                 failureDelay = _host.Failed(LoopName, ex, failureDelay, cancellationToken);
                 continue;
@@ -119,8 +170,28 @@ internal sealed class ClaimLoop : IDisposable
             var requested = claim.Requested;
             if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0 || (claim.More && claim.Claimed > 0)))
             {
-                continue; // There may be more, or scheduled items just became ready: claim again at once.
+                // There may be more, or scheduled items just became ready: claim again at once; a full claim carries the
+                // outcomes posted meanwhile with the next one.
+                Carry(_carrying || (claim.Claimed == requested && requested == wanted));
+                continue;
             }
+
+            if (_carrying && wanted <= 0)
+            {
+                // A backlog, and every held item still to run: the next posted outcome frees room, claim with it then.
+                // (Marked before looking, so that an outcome posted after the look wakes the wait.)
+                Interlocked.Exchange(ref _waitingForOutcomes, 1);
+                if (!_outcomes!.HasPending)
+                {
+                    Debug.Assert(Volatile.Read(ref _booked) == 0, "I5: the claim loop waits with room booked");
+                    _wake.Wait(_settings.PollInterval, cancellationToken);
+                }
+
+                Volatile.Write(ref _waitingForOutcomes, 0);
+                continue;
+            }
+
+            Carry(false);
 
             emptyClaims = requested > 0 && claim.Claimed == 0 ? emptyClaims + 1 : 0;
             if (emptyClaims >= 2)
@@ -158,6 +229,18 @@ internal sealed class ClaimLoop : IDisposable
 
     private TimeSpan ReapInterval() => TimeSpan.FromTicks(Math.Min(_settings.PollInterval.Ticks, _settings.LeaseDuration.Ticks / 4));
 
+    /// <summary>Starts or ends carrying the posted outcomes with the claims (the writer waits while the loop carries).</summary>
+    private void Carry(bool carrying)
+    {
+        if (_outcomes is null || carrying == _carrying)
+        {
+            return;
+        }
+
+        _carrying = carrying;
+        _outcomes.Defer(carrying, Posted);
+    }
+
     private void Unbook(int wanted)
     {
         Volatile.Write(ref _booked, 0);
@@ -171,7 +254,7 @@ internal sealed class ClaimLoop : IDisposable
     /// count what waits and to see the settings version. Either claim runs under the version its permits and M were
     /// read under (<see cref="PermitTake"/>); finds another: claims nothing, and the cluster loop renews the grant now.
     /// </summary>
-    private ClaimSummary ClaimUnderPermits(int wanted)
+    private ClaimSummary ClaimUnderPermits(int wanted, ref OutcomeWriter.Riders? riders)
     {
         // Under a start rate, no more than the idle workers: every item claimed starts at once, and spends its token then.
         var take = _permits.Take(_permits.StartRoom(wanted, _host.WorkerCount));
@@ -195,6 +278,16 @@ internal sealed class ClaimLoop : IDisposable
         {
             BeforeClaimStatement?.Invoke();
             using var connection = _dataSource.OpenConnection();
+            // Carried outcomes are written first, in the claim's transaction (each statement sent on its own, as the
+            // writer's hand-off does): the claim sees their rows settled, and one commit ends both.
+            using var transaction = riders is null ? null : connection.BeginTransaction();
+            var recorded = 0L;
+            if (riders is not null)
+            {
+                using var write = _outcomes!.RiderCommand(riders, connection, transaction!);
+                recorded = OutcomeStatement.ExecuteRecorded(write);
+            }
+
             if (fair)
             {
                 // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
@@ -202,7 +295,6 @@ internal sealed class ClaimLoop : IDisposable
                 using var fairReader = batch.ExecuteReader();
                 fairReader.NextResult(); // past the lock's row
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
-                read = true;
             }
             else
             {
@@ -216,7 +308,15 @@ internal sealed class ClaimLoop : IDisposable
                 summary = keyed
                     ? ClaimReader.Read<KeyedClaimRow>(reader, _host, claimed)
                     : ClaimReader.Read<PlainClaimRow>(reader, _host, claimed);
-                read = true;
+            }
+
+            transaction?.Commit();
+            read = true;
+            if (riders is not null)
+            {
+                var written = riders;
+                riders = null;
+                _outcomes!.RidersWritten(written, recorded); // settled: their room is what this claim booked
             }
         }
         finally
