@@ -35,6 +35,21 @@ namespace BoundedWork.PostgreSql.Internal;
 /// asked for while a lane cut short by its share has more; its summary says so (<c>more</c>) and the node claims again
 /// at once (while a claim takes anything).
 /// </para>
+/// <para>
+/// <b>A start rate per tenant</b> (<c>tenant_starts_per_second</c> R, <c>tenant_start_burst</c> B, schema version 12):
+/// <see cref="RatedClaim"/>, run when the settings version the node claims under sets R (a claim under another version
+/// claims nothing, whichever text it ran). Each tenant has a token bucket, a row of <c>tenant_tokens</c> (none: full),
+/// read by the claim refilled to the database's clock taken once the lock is held (clock_timestamp: the claims of the
+/// queue take turns, so that clock only moves forward from one claim to the next, unless the server's clock is set
+/// back, which refills nothing) and capped at B; the tenant's room is at most its whole tokens, so a tenant without one
+/// offers nothing and the other lanes take the turns; the claim writes the bucket of each tenant it took items of, less
+/// what it took, in its own transaction. A tenant not written keeps its row: refilled later from the same point, it holds
+/// what it would have held had it been written (refilling and capping commute). So the claims of a tenant, fleet-wide,
+/// are at most B + R × L in any span of L seconds of that clock, and at most B + R × L after a change of R or B (the
+/// bucket is capped at the new B at the first claim after it). The summary's wake-up (next_due) is also when the next
+/// token of a rated tenant left with less than one is due. Without R, <see cref="Claim"/> is the statement it was before
+/// R existed: no bucket read or written.
+/// </para>
 /// </remarks>
 internal sealed class FairClaimSql
 {
