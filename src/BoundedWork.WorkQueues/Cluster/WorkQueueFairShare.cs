@@ -6,7 +6,8 @@ namespace BoundedWork.Hosting;
 /// <summary>
 /// Fair share across tenants for a durable queue, fleet-wide (<see cref="WorkQueueClusterSettings.FairShare"/>): claims
 /// take ready items from the tenants with ready items in weighted turn (<see cref="EnqueueOptions.Tenant"/>), not in one
-/// global order, and a tenant never has more than <see cref="MaxRunningPerTenant"/> items running across the fleet.
+/// global order, a tenant never has more than <see cref="MaxRunningPerTenant"/> items running across the fleet, and
+/// its items are claimed at most <see cref="StartsPerSecondPerTenant"/> per second (with <see cref="StartsBurstPerTenant"/>).
 /// Change it with the queue's other fleet-wide settings, for example
 /// <c>s =&gt; s with { FairShare = (s.FairShare ?? new()).WithWeight("acme", 4) }</c>.
 /// </summary>
