@@ -12,7 +12,7 @@
 #   benchmarks/fair-share-durable.sh --smoke     # a few seconds per step: checks that everything runs, measures nothing
 #   benchmarks/fair-share-durable.sh --fair-rounds 3 --fair-seconds 20 --fair-bound 6
 #
-# Options (the driver's): --fair-consumers P, --fair-workers W, --fair-handler-ms MS, --fair-load X, --fair-tenants N,
+# Options (the driver's): --fair-consumers P, --fair-workers W, --fair-claims-per-worker C (default 2), --fair-handler-ms MS, --fair-load X, --fair-tenants N,
 # --fair-heavy X, --fair-heavy-weight W, --fair-bound B (MaxRunningPerTenant; default two thirds of the fleet's workers),
 # --fair-seconds S, --fair-warmup S, --fair-rounds R, --fair-backlog-seconds S, --fair-reference-seconds S, --fsync on|off.
 set -euo pipefail

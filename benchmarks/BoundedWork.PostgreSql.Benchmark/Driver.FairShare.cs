@@ -66,7 +66,8 @@ internal sealed partial class Driver
             await SetFairShareAsync(cluster, fair: false);
             consumers = await ConsumerProcess.StartManyAsync(f.Consumers,
                 ["--connection", ConnectionString, "--schema", FairSchema, "--workers", f.Workers.ToString(CultureInfo.InvariantCulture),
-                 "--handler-ms", f.HandlerMilliseconds.ToString(CultureInfo.InvariantCulture), "--witness"], _cancellation);
+                 "--handler-ms", f.HandlerMilliseconds.ToString(CultureInfo.InvariantCulture),
+                 "--claims-per-worker", f.ClaimsPerWorker.ToString(CultureInfo.InvariantCulture), "--witness"], _cancellation);
 
             // Warm-up, not measured: each mode once for a moment (JIT, connection pools, each claim's plan).
             var warmUp = Math.Min(1, f.WarmUpSeconds + 0.2);
@@ -353,7 +354,7 @@ internal sealed partial class Driver
         var bound = f.EffectiveBound;
         text.AppendLine(CultureInfo.InvariantCulture, $"## Fair share on PostgreSQL: {f.Tenants} tenants at {Format(f.Load * 100, "0")}% of the fleet's capacity, one sending {Format(f.Heavy, "0.#")}x each other");
         text.AppendLine();
-        text.AppendLine(CultureInfo.InvariantCulture, $"{f.Consumers} consumer processes × {f.Workers} workers, handlers that block {f.HandlerMilliseconds} ms: a capacity of {Format(f.Capacity, "0")} items/s. "
+        text.AppendLine(CultureInfo.InvariantCulture, $"{f.Consumers} consumer processes × {f.Workers} workers ({f.ClaimsPerWorker} claims/worker), handlers that block {f.HandlerMilliseconds} ms: a capacity of {Format(f.Capacity, "0")} items/s. "
             + $"Offered {Format(rates.Sum(), "0")} items/s: t0 {Format(rates[0], "0.0")}/s, each other tenant {Format(rates[1], "0.0")}/s (open loop, one transaction every 10 ms). "
             + $"Fair share: `FairShare = {{ MaxRunningPerTenant = {bound}, Weights = {{ t0: {f.HeavyWeight} }} }}` (the others weight 1); FIFO: no fair share (today's claim). "
             + $"{f.Rounds} round(s), the modes alternating; {Format(f.Seconds, "0.#")} s measured after {Format(f.WarmUpSeconds, "0.#")} s each. "

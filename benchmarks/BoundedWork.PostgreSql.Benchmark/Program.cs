@@ -18,7 +18,7 @@ if (args.Length == 0 || args[0] is not ("run" or "consumer" or "reference-consum
                    [--cluster-keys K] [--binding-consumers P] [--binding-workers W] [--handler-ms MS] [--max-running N] [--rate R]
                    [--binding-keys K] [--max-running-per-key M] [--binding-seconds S] [--binding-warmup S] [--cluster-out DIR]
                    [--command-line TEXT] [--commit TEXT] [--strict]
-                   fair shape: [--fair-consumers P] [--fair-workers W] [--fair-handler-ms MS] [--fair-load X] [--fair-tenants N] [--fair-heavy X]
+                   fair shape: [--fair-consumers P] [--fair-workers W] [--fair-claims-per-worker C] [--fair-handler-ms MS] [--fair-load X] [--fair-tenants N] [--fair-heavy X]
                    [--fair-heavy-weight W] [--fair-bound B] [--fair-seconds S] [--fair-warmup S] [--fair-rounds R] [--fair-backlog-seconds S]
                    [--fair-reference-seconds S]
                consumer --connection CS --schema S [--workers W] [--claims-per-worker C] [--record-starts] [--record-spans] [--witness] [--handler-ms MS]

@@ -217,6 +217,9 @@ internal sealed class FairSettings
     /// <summary>Gets how long each handler blocks, in milliseconds: with the workers, the fleet's capacity.</summary>
     public int HandlerMilliseconds { get; private init; }
 
+    /// <summary>Gets each consumer's <c>ClaimsPerWorker</c>.</summary>
+    public int ClaimsPerWorker { get; private init; }
+
     /// <summary>Gets the offered load as a multiple of the fleet's capacity (1.5: 150%).</summary>
     public double Load { get; private init; }
 
@@ -261,6 +264,7 @@ internal sealed class FairSettings
         Consumers = arguments.Int("fair-consumers", 3, 1, 32),
         Workers = arguments.Int("fair-workers", 4, 1, 64),
         HandlerMilliseconds = arguments.Int("fair-handler-ms", 50, 1, 10_000),
+        ClaimsPerWorker = arguments.Int("fair-claims-per-worker", 2, 1, 100),
         Load = arguments.Double("fair-load", 1.5, 0.1, 10),
         Tenants = arguments.Int("fair-tenants", 10, 2, 1000),
         Heavy = arguments.Double("fair-heavy", 20, 1, 1000),
