@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using BoundedWork.Hosting;
+using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using Microsoft.Extensions.DependencyInjection;
 using Npgsql;
@@ -148,6 +149,52 @@ public sealed class FairShareTests(PostgresFixture postgres)
         {
             Assert.Equal("flood", third[2].Tenant);
         }
+
+        gate.Release(1000);
+        await DurableQueueTests.WaitAsync(() => witness.Count("end") == 203, "every item ran");
+    }
+
+    /// <summary>
+    /// Under fair share a node claims for its idle workers only, whatever its <c>ClaimsPerWorker</c>: a node of two
+    /// workers and four claims per worker, a flooding tenant's backlog of 202 items, both handlers blocked. The node
+    /// holds (rows in state running leased to it) no more than its two busy workers, not eight; a quiet tenant's item
+    /// enqueued while both are busy is the next to start when one frees, not an item of the flood the node claimed ahead.
+    /// </summary>
+    [Fact]
+    public async Task UnderFairShare_ANodeClaimsForItsIdleWorkersOnly_SoAQuietItemIsNotQueuedBehindItemsClaimedAhead()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
+        await using var witness = await Witness.CreateAsync(postgres, schema);
+        await ClusterOf(producer).UpdateSettingsAsync(s => s with { FairShare = new WorkQueueFairShare() }, "test");
+
+        await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 202).Select(n => new Notice(n)), new EnqueueOptions { Tenant = "flood" });
+        using var gate = new SemaphoreSlim(0);
+        var behavior = new Behavior
+        {
+            Handle = (notice, context) =>
+            {
+                witness.Record(context.ItemId, "start");
+                if (notice.Number >= 0)
+                {
+                    gate.Wait(QueueNode.Patience);
+                }
+
+                witness.Record(context.ItemId, "end");
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
+            storage: o => o.ClaimsPerWorker = 4, executor: o => o.WorkerCount = 2);
+        var owner = ((PostgreSqlWorkQueue<Notice>)node.Queue).NodeId;
+        await DurableQueueTests.WaitAsync(() => witness.Count("start") == 2, "two flood items started");
+
+        Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner = '{owner}'"));
+
+        var quiet = (await producer.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { Tenant = "quiet" })).ItemId;
+        gate.Release(1);
+        await DurableQueueTests.WaitAsync(() => witness.Count("start") >= 3, "a third item started");
+        var third = (await witness.StartsAsync())[2];
+        Assert.Equal((quiet, "quiet"), (third.Item, third.Tenant));
 
         gate.Release(1000);
         await DurableQueueTests.WaitAsync(() => witness.Count("end") == 203, "every item ran");

@@ -81,9 +81,9 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             ReleasePrefetched([orphan], "its key's last handler on this node ended without a final outcome, or the cluster limits changed since it was claimed");
         }
 
-        if (_permits.IsLimited)
+        if (_permits.IsLimited || _permits.ClaimsForIdleWorkers)
         {
-            _claimLoop.Wake();
+            _claimLoop.Wake(); // a permit, or (claiming for idle workers only) a worker, is free: claim now, not after the outcome's commit
         }
         CountForCluster(kind);
         DurableTracing.StopProcess(item.Process, kind, error);

@@ -256,7 +256,8 @@ internal sealed class ClaimLoop : IDisposable
     /// </summary>
     private ClaimSummary ClaimUnderPermits(int wanted, ref OutcomeWriter.Riders? riders)
     {
-        // Under a start rate, no more than the idle workers: every item claimed starts at once, and spends its token then.
+        // Under a start rate or fair share, no more than the idle workers: every item claimed starts at once (and, under
+        // a rate, spends its token then; under fair share, no item waits on this node behind items claimed ahead).
         var take = _permits.Take(_permits.StartRoom(wanted, _host.WorkerCount));
         if (take.LapsedNow)
         {
@@ -267,8 +268,8 @@ internal sealed class ClaimLoop : IDisposable
         // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
         // plain claim only: the keyed claim's per-key count is the statement's own).
         var perKey = take.PerKey;
-        // (None under a per-tenant start rate: its tokens are spent at the claim, so every item claimed starts at once.)
-        var room = perKey <= 1 && !take.TenantRated ? _permits.ReserveSlots(wanted, take.Count) : 0;
+        // (None under fair share, with or without a per-tenant start rate: every item claimed starts at once, see StartRoom.)
+        var room = perKey <= 1 && !take.FairShare ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         var summary = default(ClaimSummary);

@@ -59,7 +59,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// counts them) beyond the node's permits, at most one per permit it holds, kept unstarted until a permit frees, in the
 /// claim order (highest priority, then earliest due, then oldest: <see cref="StoredItem.CompareClaimOrder"/>). A
 /// handler's end gives its permit straight to the first reserved item (<see cref="Finished(StoredItem?, out StoredItem?)"/>),
-/// so the next start needs no claim. Never used under a rate limit (a start needs a token) or when no running limit binds.
+/// so the next start needs no claim. Never used under a rate limit (a start needs a token), under fair share (its
+/// claims ask for idle workers only: <see cref="StartRoom"/>) or when no running limit binds.
 /// (The only "reserve" of the node: room for a claim is <em>booked</em> in the <see cref="NodeRoom"/>, and the item a
 /// node holds ahead for a key is <em>prefetched</em> in the <see cref="KeyBook"/>.)
 /// </para>
@@ -214,16 +215,34 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>
-    /// Under a start rate (the queue's, or a per-tenant rate of its fair share), what a claim of up to
-    /// <paramref name="wanted"/> items may ask for: no more than the node's idle workers (<paramref name="workers"/>
-    /// minus the items claimed whose handler has not ended), so that every item it claims starts at once and the tokens
-    /// promised are spent at once. Without a rate, <paramref name="wanted"/>.
+    /// Under a start rate (the queue's, or a per-tenant rate of its fair share) or under fair share (the fair claim: a
+    /// queue whose <c>max_running_per_key</c> is one), what a claim of up to <paramref name="wanted"/> items may ask
+    /// for: no more than the node's idle workers (<paramref name="workers"/> minus the items claimed whose handler has
+    /// not ended), so that every item it claims starts at once. Under a rate, the tokens promised are spent at once.
+    /// Under fair share, the node holds no item claimed ahead of a free worker: an item the fair claim picks in its
+    /// tenant's turn starts at once instead of waiting on this node behind items claimed earlier (while another node
+    /// may have idle workers), and a tenant's running items, which <c>MaxRunningPerTenant</c> bounds and the turn
+    /// counts, are items started or a claim's round trip from starting. The cost: a claim per freed worker rather
+    /// than per <c>ClaimsPerWorker</c> items, so more claims per item when items are short. Otherwise
+    /// <paramref name="wanted"/>.
     /// </summary>
     public int StartRoom(int wanted, int workers)
     {
         lock (SyncObj)
         {
-            return _rated || _tenantRated ? Math.Min(wanted, Math.Max(workers - _inUse, 0)) : wanted;
+            return _rated || _tenantRated || (_fairShare && _perKey <= 1) ? Math.Min(wanted, Math.Max(workers - _inUse, 0)) : wanted;
+        }
+    }
+
+    /// <summary>Gets a value indicating whether the queue claims under fair share as of the last renewal (its claims ask for no more than the idle workers: <see cref="StartRoom"/>).</summary>
+    public bool ClaimsForIdleWorkers
+    {
+        get
+        {
+            lock (SyncObj)
+            {
+                return _fairShare && _perKey <= 1;
+            }
         }
     }
 
