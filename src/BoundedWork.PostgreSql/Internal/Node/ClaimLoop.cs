@@ -132,7 +132,7 @@ internal sealed class ClaimLoop : IDisposable
                 }
 
                 _host.Apply(_permits.Rebalance()); // free permits to reserved items; a lapsed or shrunk grant's reserve released
-                if (wanted > 0)
+                if (wanted > 0 && !_permits.NoIdleWorkerToClaimFor(_host.WorkerCount))
                 {
                     claim = ClaimUnderPermits(wanted, ref riders);
                 }

@@ -234,6 +234,19 @@ internal sealed class ClusterPermits(TimeProvider time)
         }
     }
 
+    /// <summary>
+    /// Whether a claim now would ask for nothing because the queue claims for idle workers only under fair share
+    /// (<see cref="StartRoom"/>) and none of the node's <paramref name="workers"/> is idle: then the claim loop runs no
+    /// statement (a handler's end wakes it), rather than an empty claim at every notification of a busy fleet.
+    /// </summary>
+    public bool NoIdleWorkerToClaimFor(int workers)
+    {
+        lock (SyncObj)
+        {
+            return _fairShare && _perKey <= 1 && _version >= 0 && !_stale && workers - _inUse <= 0;
+        }
+    }
+
     /// <summary>Gets a value indicating whether the queue claims under fair share as of the last renewal (its claims ask for no more than the idle workers: <see cref="StartRoom"/>).</summary>
     public bool ClaimsForIdleWorkers
     {
