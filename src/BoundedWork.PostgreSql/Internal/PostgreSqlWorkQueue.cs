@@ -236,6 +236,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
+            WorkQueueStorageStatistics statistics;
             var command = _statements.Statistics.Command(connection, Name);
             await using (command.ConfigureAwait(false))
             {
@@ -243,7 +244,23 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+                    statistics = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+                }
+            }
+
+            var tenants = _statements.TenantStatistics.Command(connection, Name, _options.TenantSeriesLimit);
+            await using (tenants.ConfigureAwait(false))
+            {
+                var rows = await tenants.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (rows.ConfigureAwait(false))
+                {
+                    var read = new List<WorkQueueTenantStatistics>();
+                    while (await rows.ReadAsync(cancellationToken).ConfigureAwait(false))
+                    {
+                        read.Add(TenantStatisticsStatement.Read(rows));
+                    }
+
+                    return statistics with { Tenants = read };
                 }
             }
         }
@@ -368,9 +385,22 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     {
         using var connection = _dataSource.OpenConnection();
         using var command = _statements.Statistics.Command(connection, Name);
-        using var reader = command.ExecuteReader();
-        reader.Read();
-        return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+        WorkQueueStorageStatistics statistics;
+        using (var reader = command.ExecuteReader())
+        {
+            reader.Read();
+            statistics = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+        }
+
+        using var tenants = _statements.TenantStatistics.Command(connection, Name, _options.TenantSeriesLimit);
+        using var rows = tenants.ExecuteReader();
+        var read = new List<WorkQueueTenantStatistics>();
+        while (rows.Read())
+        {
+            read.Add(TenantStatisticsStatement.Read(rows));
+        }
+
+        return statistics with { Tenants = read };
     }
 
     /// <summary>

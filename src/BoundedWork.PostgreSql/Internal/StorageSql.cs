@@ -458,6 +458,24 @@ internal sealed class StorageSql
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 4)
             """;
 
+        // The busiest tenants of queue $1 by ready and running items, the first $2 each in a row of its own and the rest
+        // in one row with a null tenant, busiest first. Each count is an index-only scan of the partial index that holds
+        // only tenant items of its state (items_ready_tenant, items_running_tenant, schema version 11), grouped in the
+        // index's order: it reads one index entry per ready or running tenant item, nothing of a queue without tenants.
+        TenantStatistics = $"""
+            WITH per AS (
+                SELECT tenant, sum(ready)::bigint AS ready, sum(running)::bigint AS running FROM (
+                    SELECT tenant, count(*) AS ready, 0::bigint AS running FROM {Items}
+                    WHERE queue = $1 AND state = 0 AND tenant IS NOT NULL AND run_at <= now() GROUP BY tenant
+                    UNION ALL
+                    SELECT tenant, 0::bigint, count(*) FROM {Items}
+                    WHERE queue = $1 AND state = 1 AND tenant IS NOT NULL GROUP BY tenant) counts
+                GROUP BY tenant),
+            ranked AS (SELECT tenant, ready, running, row_number() OVER (ORDER BY ready + running DESC, tenant) AS n FROM per),
+            series AS (SELECT CASE WHEN n <= $2::integer THEN tenant END AS series, ready, running, n FROM ranked)
+            SELECT series, sum(ready)::bigint, sum(running)::bigint FROM series GROUP BY series ORDER BY min(n)
+            """;
+
         // Cancels item $2 of queue $1, whatever its state, under the row's lock (so a claim or an outcome racing with it
         // is either before or after, never half-seen): a ready or scheduled item is cancelled ($3 its last_error) and
         // wakes the nodes ($4) if it held an ordering key; a running item gets cancel_requested_at and a notification
@@ -643,6 +661,9 @@ internal sealed class StorageSql
     public string ReapExpired { get; }
 
     public string Statistics { get; }
+
+    /// <summary>Gets the per-tenant statistics read (see its comment in the constructor).</summary>
+    public string TenantStatistics { get; }
 
     public string Cleanup { get; }
 
