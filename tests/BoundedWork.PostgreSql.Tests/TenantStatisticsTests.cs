@@ -154,6 +154,87 @@ public sealed class TenantStatisticsTests(PostgresFixture postgres)
         Assert.True(scans.Sum(s => s.Rows) <= 50, plan); // the tenant items, not the 2,000 without a tenant
     }
 
+    [Fact]
+    public async Task Outcomes_AreCountedPerTenantOnTheNode_CompletedFailedDeadLettered_AsACounterPerTenant()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        string T(string name) => $"{schema}-{name}";
+        var counted = new ConcurrentDictionary<(string Tenant, string Outcome), long>();
+        using var listener = new MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == "BoundedWork.PostgreSql" && instrument.Name == "boundedwork.storage.tenant.outcomes")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        {
+            string? tenant = null, outcome = null;
+            foreach (var tag in tags)
+            {
+                (tenant, outcome) = tag.Key switch
+                {
+                    "boundedwork.tenant" => ((string?)tag.Value, outcome),
+                    "boundedwork.outcome" => (tenant, (string?)tag.Value),
+                    _ => (tenant, outcome),
+                };
+            }
+
+            if (tenant is not null && outcome is not null && tenant.StartsWith(schema, StringComparison.Ordinal))
+            {
+                counted[(tenant, outcome)] = value;
+            }
+        });
+        listener.Start();
+        var behavior = new Behavior
+        {
+            Handle = (notice, _) =>
+            {
+                if (notice.Number < 0)
+                {
+                    throw new InvalidOperationException("declined");
+                }
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, queue: static o => o.MaxRetryAttempts = 1);
+
+        await node.Queue.EnqueueManyAsync([new Notice(1), new Notice(2), new Notice(3), new Notice(-1)], new EnqueueOptions { Tenant = T("acme") });
+        await node.Queue.EnqueueManyAsync([new Notice(4), new Notice(5)], new EnqueueOptions { Tenant = T("globex") });
+        await node.Queue.EnqueueAsync(new Notice(6), new EnqueueOptions()); // no tenant: only the queue's own counters
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 6 && behavior.DeadLetters.Count == 1, "six items handled and one dead-lettered");
+        // The outcome is counted right after it is posted, on the worker: wait for the last one.
+        await DurableQueueTests.WaitAsync(
+            () => { listener.RecordObservableInstruments(); return counted.GetValueOrDefault((T("acme"), "dead_lettered")) == 1 && counted.GetValueOrDefault((T("globex"), "completed")) == 2 && counted.GetValueOrDefault((T("acme"), "completed")) == 3; },
+            "the outcomes are counted");
+
+        Assert.Equal(Assert.Single(behavior.DeadLetters).Attempts - 1, counted[(T("acme"), "failed")]); // the deliveries of -1 before its last, each a retry stored
+        Assert.True(counted[(T("acme"), "failed")] >= 1);
+        Assert.Equal(0, counted[(T("globex"), "failed")]);
+        Assert.Equal(0, counted[(T("globex"), "dead_lettered")]);
+    }
+
+    [Fact]
+    public void TenantOutcomes_PastTheSeriesLimit_AreCountedTogetherAsOther_ItemsWithoutATenantNotAtAll()
+    {
+        var book = new TenantOutcomes(seriesLimit: 2);
+
+        book.Add("a", TenantOutcomes.Outcome.Completed);
+        book.Add("b", TenantOutcomes.Outcome.Failed);
+        book.Add("c", TenantOutcomes.Outcome.Completed);
+        book.Add("d", TenantOutcomes.Outcome.DeadLettered);
+        book.Add("a", TenantOutcomes.Outcome.Completed);
+        book.Add(null, TenantOutcomes.Outcome.Completed);
+
+        Assert.Equal(
+            [("a", 2L, 0L, 0L), ("b", 0L, 1L, 0L), (BoundedWork.TenantStatistics.OtherTenants, 1L, 0L, 1L)],
+            book.Read().OrderBy(t => t.Tenant == BoundedWork.TenantStatistics.OtherTenants).ThenBy(t => t.Tenant, StringComparer.Ordinal));
+
+        var none = new TenantOutcomes(seriesLimit: 0);
+        none.Add("a", TenantOutcomes.Outcome.Completed);
+        Assert.Equal([(BoundedWork.TenantStatistics.OtherTenants, 1L, 0L, 0L)], none.Read());
+    }
+
     /// <summary>The plan's scans: each index named (a bitmap's index scan names no relation), and the rows read from the items table by each scan of it.</summary>
     private static void Collect(JsonElement node, List<(string Type, string? Index, double Rows)> scans)
     {

@@ -141,7 +141,7 @@ internal sealed class FairClaimSql
                 UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM locked))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
+                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant),
             peek AS (
                 SELECT p.id, p.run_at FROM {items} p
                 WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -150,7 +150,7 @@ internal sealed class FairClaimSql
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
                    false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, NULL::boolean AS more
+                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, NULL::boolean AS more, tenant
             FROM claimed
             UNION ALL
             SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -162,7 +162,8 @@ internal sealed class FairClaimSql
                    (SELECT count(*) FROM claimed) < $2 AND EXISTS (
                        SELECT 1 FROM quotas q
                        WHERE q.share_bound
-                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
+                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota),
+                   NULL::text
             """;
     }
 

@@ -21,7 +21,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
 /// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, INotificationListenerHost, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, INotificationListenerHost, ITenantOutcomeSource, IDisposable
 {
     // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
     //
@@ -92,6 +92,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly ItemStatements _statements;
     private readonly StorageHealth _health;
 
+    /// <summary>Gets this node's outcomes per tenant (the storage's meter reads them).</summary>
+    public TenantOutcomes TenantOutcomes { get; }
+
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
     private readonly ClusterPermits _permits;
     private readonly OutcomeWriter _outcomes;
@@ -143,6 +146,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _sql = new StorageSql(options.Schema);
         _claims = new ClaimStatements(_sql);
         _statements = new ItemStatements(_sql);
+        TenantOutcomes = new TenantOutcomes(_options.TenantSeriesLimit);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();

@@ -32,6 +32,8 @@ internal static class StorageMetrics
             "Stored items of the queue by state (ready, scheduled, running, dead_lettered, completed, cancelled), as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.tenant.items", ObserveTenantItems, "{item}",
             "Stored items of each tenant by state (ready, running), as last read from the database: the busiest tenants (TenantSeriesLimit), the rest as \"(other)\".");
+        s_meter.CreateObservableCounter("boundedwork.storage.tenant.outcomes", ObserveTenantOutcomes, "{item}",
+            "This node's deliveries of each tenant by outcome (completed, failed, dead_lettered): the first TenantSeriesLimit tenants seen, the rest as \"(other)\".");
         s_meter.CreateObservableGauge("boundedwork.storage.oldest_ready_age", ObserveOldestAge, "s",
             "How long the oldest ready item has waited, as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.available", ObserveAvailable, "{boolean}",
@@ -76,6 +78,21 @@ internal static class StorageMetrics
                 var tenantTag = new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, tenant.Tenant);
                 yield return new Measurement<long>(tenant.Ready, tag, new("boundedwork.storage.state", "ready"), tenantTag);
                 yield return new Measurement<long>(tenant.Running, tag, new("boundedwork.storage.state", "running"), tenantTag);
+            }
+        }
+    }
+
+    private static IEnumerable<Measurement<long>> ObserveTenantOutcomes()
+    {
+        foreach (var queue in s_queues.Keys.OfType<ITenantOutcomeSource>())
+        {
+            var tag = QueueTag(queue.QueueName);
+            foreach (var (tenant, completed, failed, deadLettered) in queue.TenantOutcomes.Read())
+            {
+                var tenantTag = new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, tenant);
+                yield return new Measurement<long>(completed, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "completed"));
+                yield return new Measurement<long>(failed, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "failed"));
+                yield return new Measurement<long>(deadLettered, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "dead_lettered"));
             }
         }
     }

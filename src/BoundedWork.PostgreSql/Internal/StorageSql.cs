@@ -392,7 +392,7 @@ internal sealed class StorageSql
                 UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM next))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
+                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant),
             peek AS (
                 SELECT p.id, p.run_at FROM {Items} p
                 WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -401,7 +401,7 @@ internal sealed class StorageSql
             waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
                    false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait
+                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, tenant
             FROM claimed
             UNION ALL
             SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -409,7 +409,8 @@ internal sealed class StorageSql
                    true, (SELECT count(*) FROM promoted)::integer,
                    extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                    {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
+                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
+                   NULL::text
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
