@@ -28,7 +28,8 @@ public sealed class StoredTenantsTests
         Assert.False(none.GetProperty("storage").TryGetProperty("tenants", out _));
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         var tenants = json.GetProperty("storage").GetProperty("tenants").EnumerateArray().ToList();
-        Assert.Equal(["tenant", "ready", "running"], tenants[0].EnumerateObject().Select(p => p.Name));
+        Assert.Equal(["tenant", "ready", "running", "completed", "failed", "deadLettered"], tenants[0].EnumerateObject().Select(p => p.Name));
+        Assert.Equal((10L, 1L, 2L), (tenants[0].GetProperty("completed").GetInt64(), tenants[0].GetProperty("failed").GetInt64(), tenants[0].GetProperty("deadLettered").GetInt64()));
         Assert.Equal(
             [("acme", 120L, 4L), (HostileTenant, 3L, 1L), ("(other)", 7L, 2L)],
             tenants.Select(t => (t.GetProperty("tenant").GetString()!, t.GetProperty("ready").GetInt64(), t.GetProperty("running").GetInt64())));
@@ -52,7 +53,7 @@ public sealed class StoredTenantsTests
         await Assertions.Expect(lines).ToHaveCountAsync(3, new() { Timeout = (float)TestKit.Safety.TotalMilliseconds });
         // The control characters shown as escapes, and the name cut at 40 characters (the whole of it in the title).
         const string Safe = "<img src=x onerror=\"window.pwned = 4\">\\u000d\\u000a";
-        await Assertions.Expect(lines).ToHaveTextAsync(["acme: 120 ready, 4 running", Safe[..39] + "\u2026: 3 ready, 1 running", "(other): 7 ready, 2 running"]);
+        await Assertions.Expect(lines).ToHaveTextAsync(["acme: 120 ready, 4 running; here 10 done, 1 failed, 2 dead", Safe[..39] + "\u2026: 3 ready, 1 running; here 0 done", "(other): 7 ready, 2 running; here 0 done"]);
         await Assertions.Expect(lines.Nth(1)).ToHaveAttributeAsync("title", Safe);
         Assert.True(await page.EvaluateAsync<bool>("() => window.pwned === undefined"));
         Assert.Equal(0, await page.Locator(".tenants img").CountAsync());
@@ -60,7 +61,7 @@ public sealed class StoredTenantsTests
 
     private static WorkQueueTenantStatistics[] Tenants() =>
     [
-        new() { Tenant = "acme", Ready = 120, Running = 4 },
+        new() { Tenant = "acme", Ready = 120, Running = 4, Completed = 10, Failed = 1, DeadLettered = 2 },
         new() { Tenant = HostileTenant, Ready = 3, Running = 1 },
         new() { Tenant = BoundedWork.TenantStatistics.OtherTenants, Ready = 7, Running = 2 },
     ];

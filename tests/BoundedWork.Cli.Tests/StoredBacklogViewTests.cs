@@ -51,12 +51,12 @@ public sealed class StoredBacklogViewTests
     [Fact]
     public void Show_DurableQueue_ListsTheBusiestStoredTenants_NamesMadeSafeAndCutShort()
     {
-        var storage = Storage[..^1] + $$""","tenants":[{"tenant":"acme","ready":120,"running":4},{"tenant":"evil\r\nforged\u001b[31m","ready":3,"running":1},{"tenant":"{{new string('x', 60)}}","ready":2,"running":0},{"tenant":"(other)","ready":7,"running":2}]}""";
+        var storage = Storage[..^1] + $$""","tenants":[{"tenant":"acme","ready":120,"running":4,"completed":10,"failed":1,"deadLettered":2},{"tenant":"evil\r\nforged\u001b[31m","ready":3,"running":1},{"tenant":"{{new string('x', 60)}}","ready":2,"running":0},{"tenant":"(other)","ready":7,"running":2}]}""";
 
         var shown = Render(Views.Executor(JsonDocument.Parse(Executor(storage)).RootElement));
 
         Assert.Contains("busiest tenants (stored)", shown, StringComparison.Ordinal);
-        Assert.Contains("acme: ready 120, running 4", shown, StringComparison.Ordinal);
+        Assert.Contains("acme: ready 120, running 4; on this node completed 10, failed 1, dead 2", shown, StringComparison.Ordinal);
         Assert.Contains(@"evil\r\nforged\u001b[31m: ready 3, running 1", shown, StringComparison.Ordinal);
         Assert.DoesNotContain('\u001b', shown);
         Assert.Contains(new string('x', Views.MaxTenantShown - 1) + "…: ready 2, running 0", shown, StringComparison.Ordinal);

@@ -187,10 +187,18 @@ public sealed class TenantStatisticsTests(PostgresFixture postgres)
             }
         });
         listener.Start();
+        using var gate = new ManualResetEventSlim();
+        using var started = new ManualResetEventSlim();
         var behavior = new Behavior
         {
             Handle = (notice, _) =>
             {
+                if (notice.Number == 99)
+                {
+                    started.Set();
+                    gate.Wait(QueueNode.Patience); // held running: the tenant keeps a row in the statistics
+                }
+
                 if (notice.Number < 0)
                 {
                     throw new InvalidOperationException("declined");
@@ -212,6 +220,13 @@ public sealed class TenantStatisticsTests(PostgresFixture postgres)
         Assert.True(counted[(T("acme"), "failed")] >= 1);
         Assert.Equal(0, counted[(T("globex"), "failed")]);
         Assert.Equal(0, counted[(T("globex"), "dead_lettered")]);
+
+        // The statistics' row of a tenant with items running carries this node's outcomes of it.
+        await node.Queue.EnqueueAsync(new Notice(99), new EnqueueOptions { Tenant = T("acme") });
+        Assert.True(started.Wait(QueueNode.Patience));
+        var acme = Assert.Single((await node.Queue.ReadStatisticsAsync()).Tenants);
+        gate.Set();
+        Assert.Equal((T("acme"), 0L, 1L, 3L, counted[(T("acme"), "failed")], 1L), (acme.Tenant, acme.Ready, acme.Running, acme.Completed, acme.Failed, acme.DeadLettered));
     }
 
     [Fact]

@@ -170,7 +170,7 @@ internal static class Views
             foreach (var tenant in e.Items("storage", "tenants"))
             {
                 // As the executor's tenants below: the application's callers' text, shown safe and cut short.
-                Row(firstStored ? "busiest tenants (stored)" : string.Empty, Markup.Escape($"{TenantName(tenant)}: ready {tenant.Long("ready")}, running {tenant.Long("running")}"));
+                Row(firstStored ? "busiest tenants (stored)" : string.Empty, Markup.Escape($"{TenantName(tenant)}: ready {tenant.Long("ready")}, running {tenant.Long("running")}; on this node completed {tenant.Long("completed")}, failed {tenant.Long("failed")}, dead {tenant.Long("deadLettered")}"));
                 firstStored = false;
             }
         }

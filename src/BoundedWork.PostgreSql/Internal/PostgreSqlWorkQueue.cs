@@ -264,7 +264,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                         read.Add(TenantStatisticsStatement.Read(rows));
                     }
 
-                    return statistics with { Tenants = read };
+                    return statistics with { Tenants = WithOutcomes(read) };
                 }
             }
         }
@@ -404,7 +404,19 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
             read.Add(TenantStatisticsStatement.Read(rows));
         }
 
-        return statistics with { Tenants = read };
+        return statistics with { Tenants = WithOutcomes(read) };
+    }
+
+    /// <summary>The busiest tenants read from the database, each with what became of its deliveries on this node.</summary>
+    private List<WorkQueueTenantStatistics> WithOutcomes(List<WorkQueueTenantStatistics> tenants)
+    {
+        if (tenants.Count == 0)
+        {
+            return tenants;
+        }
+
+        var outcomes = TenantOutcomes.Read().ToDictionary(t => t.Tenant, StringComparer.Ordinal);
+        return [.. tenants.Select(t => outcomes.TryGetValue(t.Tenant, out var o) ? t with { Completed = o.Completed, Failed = o.Failed, DeadLettered = o.DeadLettered } : t)];
     }
 
     /// <summary>

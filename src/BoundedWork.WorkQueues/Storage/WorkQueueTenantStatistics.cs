@@ -14,4 +14,13 @@ public sealed record WorkQueueTenantStatistics
 
     /// <summary>Gets the tenant's stored items claimed by some node and not yet finished.</summary>
     public long Running { get; init; }
+
+    /// <summary>Gets the tenant's deliveries that completed on this node since it started (for <see cref="BoundedWork.TenantStatistics.OtherTenants"/>: those of the tenants this node counts together).</summary>
+    public long Completed { get; init; }
+
+    /// <summary>Gets the tenant's deliveries that failed on this node and were stored to be retried.</summary>
+    public long Failed { get; init; }
+
+    /// <summary>Gets the tenant's items this node made dead letters.</summary>
+    public long DeadLettered { get; init; }
 }
