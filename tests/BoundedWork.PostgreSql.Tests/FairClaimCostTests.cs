@@ -49,20 +49,37 @@ public sealed class FairClaimCostTests(PostgresFixture postgres, ITestOutputHelp
 
         foreach (var generic in new[] { false, true })
         {
-            var (examined, claimed) = await ExplainAsync(sql, generic);
+            var (examined, claimed, _) = await ExplainAsync(sql, generic);
             output.WriteLine($"{(generic ? "generic" : "custom")} plan: {examined} rows examined, {claimed} claimed");
             Assert.Equal(Count, claimed);
             Assert.True(examined <= Bound, $"{examined} rows examined ({(generic ? "generic" : "custom")} plan), more than {Bound}.");
         }
+
+        // Under a per-tenant start rate: the same rows of items, and at most one bucket row per tenant with ready items
+        // (a primary-key probe), every tenant holding a bucket row.
+        command.CommandText = $"""
+            UPDATE {sql.QueueSettings} SET tenant_starts_per_second = 100 WHERE queue = '{Queue}';
+            INSERT INTO {sql.TenantTokens} (queue, tenant, tokens, tokens_at) SELECT '{Queue}', 't' || g, 50, now() FROM generate_series(0, {Tenants - 1}) g;
+            ANALYZE {sql.TenantTokens};
+            """;
+        await command.ExecuteNonQueryAsync();
+        foreach (var generic in new[] { false, true })
+        {
+            var (examined, claimed, buckets) = await ExplainAsync(sql, generic, rated: true);
+            output.WriteLine($"rated, {(generic ? "generic" : "custom")} plan: {examined} rows examined, {claimed} claimed, {buckets} bucket rows read");
+            Assert.Equal(Count, claimed);
+            Assert.True(examined <= Bound, $"{examined} rows examined (rated, {(generic ? "generic" : "custom")} plan), more than {Bound}.");
+            Assert.True(buckets <= Tenants, $"{buckets} bucket rows read, more than one per tenant.");
+        }
     }
 
-    private async Task<(long Examined, long Claimed)> ExplainAsync(StorageSql sql, bool generic)
+    private async Task<(long Examined, long Claimed, long Buckets)> ExplainAsync(StorageSql sql, bool generic, bool rated = false)
     {
         await using var connection = new NpgsqlConnection(postgres.ConnectionString);
         await connection.OpenAsync();
         await using var transaction = await connection.BeginTransactionAsync();
         await using (var prepare = new NpgsqlCommand(
-            $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; SET LOCAL jit = off; PREPARE measured (text, int, text, interval, bigint, int) AS {new FairClaimSql(sql).Claim}", connection, transaction))
+            $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; SET LOCAL jit = off; PREPARE measured (text, int, text, interval, bigint, int) AS {(rated ? new FairClaimSql(sql).RatedClaim : new FairClaimSql(sql).Claim)}", connection, transaction))
         {
             await prepare.ExecuteNonQueryAsync();
         }
@@ -81,14 +98,14 @@ public sealed class FairClaimCostTests(PostgresFixture postgres, ITestOutputHelp
 
         using var document = JsonDocument.Parse(json);
         var plan = document.RootElement[0].GetProperty("Plan");
-        return (Examined(plan), Claimed(plan));
+        return (Examined(plan), Claimed(plan), Examined(plan, "tenant_tokens"));
     }
 
-    private static long Examined(JsonElement node)
+    private static long Examined(JsonElement node, string table = "items")
     {
         long sum = 0;
         if (node.GetProperty("Node Type").GetString()!.Contains("Scan", StringComparison.Ordinal)
-            && node.TryGetProperty("Relation Name", out var relation) && relation.GetString() == "items")
+            && node.TryGetProperty("Relation Name", out var relation) && relation.GetString() == table)
         {
             var perLoop = node.GetProperty("Actual Rows").GetDouble() + Property(node, "Rows Removed by Filter") + Property(node, "Rows Removed by Index Recheck");
             sum += (long)Math.Ceiling(perLoop * node.GetProperty("Actual Loops").GetDouble());
@@ -98,7 +115,7 @@ public sealed class FairClaimCostTests(PostgresFixture postgres, ITestOutputHelp
         {
             foreach (var child in children.EnumerateArray())
             {
-                sum += Examined(child);
+                sum += Examined(child, table);
             }
         }
 

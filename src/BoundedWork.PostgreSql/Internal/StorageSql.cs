@@ -71,6 +71,7 @@ internal sealed class StorageSql
         QueueSettings = s + ".queue_settings";
         Nodes = s + ".nodes";
         PausedKeys = s + ".paused_keys";
+        TenantTokens = s + ".tenant_tokens";
         NotifyChannel = ChannelName("boundedwork", schema);
         CancelChannel = ChannelName("boundedwork_cancel", schema);
         SettingsChannel = ChannelName("boundedwork_settings", schema);
@@ -269,6 +270,22 @@ internal sealed class StorageSql
                 ADD COLUMN tenant_default_weight integer NOT NULL DEFAULT 1 CHECK (tenant_default_weight > 0),
                 ADD COLUMN tenant_weights jsonb,
                 ADD COLUMN max_running_per_tenant integer CHECK (max_running_per_tenant > 0);
+            """,
+
+            // Version 12: a start rate per tenant (see FairClaimSql): two settings columns, and each tenant's token
+            // bucket, a row written only by the fair claims of its queue (under their lock) when the tenant's items are
+            // claimed. No row: a full bucket. Nullable columns and a new table: no rewrite.
+            $"""
+            ALTER TABLE {QueueSettings}
+                ADD COLUMN tenant_starts_per_second double precision CHECK (tenant_starts_per_second > 0 AND tenant_starts_per_second < 'Infinity'),
+                ADD COLUMN tenant_start_burst integer CHECK (tenant_start_burst > 0);
+            CREATE TABLE {TenantTokens} (
+                queue text NOT NULL,
+                tenant text NOT NULL,
+                tokens double precision NOT NULL,
+                tokens_at timestamptz NOT NULL,
+                PRIMARY KEY (queue, tenant)
+            );
             """,
         ];
 
@@ -633,6 +650,9 @@ internal sealed class StorageSql
 
     /// <summary>Gets the table of paused ordering keys (schema version 10): one row per paused key of a queue.</summary>
     public string PausedKeys { get; }
+
+    /// <summary>Gets the table of the tenants' start-rate buckets (schema version 12): one row per queue and tenant whose items were claimed under a per-tenant start rate.</summary>
+    public string TenantTokens { get; }
 
     /// <summary>
     /// A condition true while the queue <paramref name="queue"/> is paused fleet-wide: its settings row has a pause
