@@ -54,6 +54,8 @@ internal sealed class ClaimLoop : IDisposable
     private readonly WakeSignal _wake = new();
     private int _booked;
     private long _claimed;
+    private long _carried;
+    private long _fairClaims;
     private bool _carrying;
     private int _waitingForOutcomes;
 
@@ -77,6 +79,12 @@ internal sealed class ClaimLoop : IDisposable
 
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
+
+    /// <summary>Gets how many of the loop's claims were fair claims (a statistic for tests).</summary>
+    public long FairClaims => Interlocked.Read(ref _fairClaims);
+
+    /// <summary>Gets how many of the loop's claims carried outcomes (a statistic for tests and benchmarks).</summary>
+    public long CarriedClaims => Interlocked.Read(ref _carried);
 
     /// <summary>Wakes the loop: it claims again as soon as its claim in flight (if any) is done.</summary>
     public void Wake() => _wake.Set();
@@ -295,6 +303,7 @@ internal sealed class ClaimLoop : IDisposable
                 using var fairReader = batch.ExecuteReader();
                 fairReader.NextResult(); // past the lock's row
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
+                Interlocked.Increment(ref _fairClaims);
             }
             else
             {
@@ -317,6 +326,7 @@ internal sealed class ClaimLoop : IDisposable
                 var written = riders;
                 riders = null;
                 _outcomes!.RidersWritten(written, recorded); // settled: their room is what this claim booked
+                Interlocked.Increment(ref _carried);
             }
         }
         finally
