@@ -178,6 +178,11 @@ internal sealed partial class Driver : IAsyncDisposable
             await ClusterAsync();
         }
 
+        if (s.Shapes.Contains("fair"))
+        {
+            await FairShareAsync();
+        }
+
         if (_rows.Count > 0 || _bloat.Count > 0)
         {
             Console.Out.Write(Render());
@@ -189,6 +194,12 @@ internal sealed partial class Driver : IAsyncDisposable
             Console.Out.WriteLine();
             Console.Out.Write(cluster);
             await WriteClusterFilesAsync(cluster);
+        }
+
+        if (s.Shapes.Contains("fair"))
+        {
+            Console.Out.WriteLine();
+            Console.Out.Write(RenderFairShare());
         }
     }
 

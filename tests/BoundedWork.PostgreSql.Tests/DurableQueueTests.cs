@@ -411,7 +411,7 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
 
         Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
-        Assert.Equal(11, sql.Migrations.Count);
+        Assert.Equal(12, sql.Migrations.Count);
         var tenant = await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { Tenant = "acme" });
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the tenant's item are handled");
         Assert.Equal("- acme", await postgres.ScalarAsync<string>($"SELECT string_agg(coalesce(tenant, '-'), ' ' ORDER BY id) FROM {sql.Items}"));

@@ -276,6 +276,57 @@ public sealed class FairShareTests(PostgresFixture postgres)
         Assert.True(waitingStart >= leaseEnd, $"t's item started at {waitingStart:O}, before the dead node's leases ended at {leaseEnd:O}");
     }
 
+    /// <summary>
+    /// A fair queue with a paused ordering key: two tenants, each with items of the paused key first in its lane, items of
+    /// another key and items without one. While the key is paused none of its items starts (the witness), the others all
+    /// run; once resumed, its items start, every one after the resume (the database's clock), one at a time in order.
+    /// </summary>
+    [Fact]
+    public async Task PausedKey_UnderTheFairClaim_NoneOfItsItemsStartUntilResumed_OthersFlow()
+    {
+        var schema = await postgres.NewSchemaAsync();
+        await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema, keyed: true);
+        await using var witness = await Witness.CreateAsync(postgres, schema);
+        await ClusterOf(producer).UpdateSettingsAsync(s => s with { FairShare = new WorkQueueFairShare { MaxRunningPerTenant = 2 } }, "test");
+        var control = (IWorkQueuePauseControl)producer.Storage;
+        await control.PauseAsync("under review", Timeout.InfiniteTimeSpan, "ops", key: "hold");
+        foreach (var tenant in new[] { "t0", "t1" })
+        {
+            var offset = tenant == "t0" ? 0 : 100;
+            var items = Enumerable.Range(0, 5).Select(n => new Notice(offset + n, "hold"))
+                .Concat(Enumerable.Range(5, 15).Select(n => new Notice(offset + n, n % 2 == 0 ? "a" + tenant : null)));
+            await producer.Queue.EnqueueManyAsync(items, new EnqueueOptions { Tenant = tenant });
+        }
+
+        var behavior = new Behavior
+        {
+            Handle = (_, context) =>
+            {
+                witness.Record(context.ItemId, "start");
+                witness.Record(context.ItemId, "end");
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
+            queue: o => o.OrderingKey = n => n.Key, executor: o => o.WorkerCount = 4);
+        await DurableQueueTests.WaitAsync(() => witness.Count("end") == 30, "every item of the other keys and every unkeyed item ran");
+
+        var held = $"SELECT count(*) FROM {schema}.witness w JOIN {schema}.items i ON i.id = w.item WHERE i.ordering_key = 'hold'";
+        Assert.Equal(0L, await postgres.ScalarAsync<long>(held));
+        Assert.Equal(10L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE ordering_key = 'hold' AND state = 0 AND attempts = 0"));
+
+        var beforeResume = await postgres.ScalarAsync<DateTime>("SELECT clock_timestamp()");
+        Assert.NotNull(await control.ResumeAsync("ops", key: "hold"));
+        await DurableQueueTests.WaitAsync(() => witness.Count("end") == 40, "the resumed key's items ran");
+
+        Assert.Equal(10L, await postgres.ScalarAsync<long>(held + " AND w.event = 'start'"));
+        Assert.Equal(0L, await postgres.ScalarAsync<long>(held + $" AND w.event = 'start' AND w.at < '{beforeResume:O}'::timestamptz"));
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"""
+            SELECT count(*) FROM {schema}.witness a JOIN {schema}.witness b ON b.item > a.item AND b.event = 'start' AND a.event = 'start'
+            JOIN {schema}.items i ON i.id = a.item JOIN {schema}.items j ON j.id = b.item
+            WHERE i.ordering_key = 'hold' AND j.ordering_key = 'hold' AND b.seq < a.seq
+            """)); // the key's items started in enqueue order
+    }
+
     private static IWorkQueueCluster ClusterOf(QueueNode node) => node.Host.Services.GetServices<IWorkQueueCluster>().Single();
 
     private static async Task WaitForNodesAsync(IWorkQueueCluster cluster, int consumers, long version) =>

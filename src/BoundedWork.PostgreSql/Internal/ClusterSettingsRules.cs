@@ -100,6 +100,16 @@ internal static class ClusterSettingsRules
             errors.Add(Invariant($"FairShare.MaxRunningPerTenant must be at least 1, or null for no bound (was {fair.MaxRunningPerTenant})."));
         }
 
+        if (fair.StartsPerSecondPerTenant is double rate && (!double.IsFinite(rate) || rate <= 0))
+        {
+            errors.Add(Invariant($"FairShare.StartsPerSecondPerTenant must be a finite number above 0, or null for no limit (was {rate})."));
+        }
+
+        if (fair.StartsBurstPerTenant is < 1)
+        {
+            errors.Add(Invariant($"FairShare.StartsBurstPerTenant must be at least 1, or null for one second's worth of the rate (was {fair.StartsBurstPerTenant})."));
+        }
+
         if (maxRunningPerKey > 1)
         {
             errors.Add(Invariant($"FairShare cannot be set while MaxRunningPerKey is above 1 (it is {maxRunningPerKey}): the fair claim keeps each ordering key's items one at a time."));
@@ -154,10 +164,10 @@ internal static class ClusterSettingsRules
         FairShare = ReadFairShare(reader, first + 13),
     };
 
-    /// <summary>Reads the fair share from its four columns at <paramref name="first"/> (see ClusterSql's FairShareColumns); off: null.</summary>
+    /// <summary>Reads the fair share from its six columns at <paramref name="first"/> (see ClusterSql's FairShareColumns); off: null.</summary>
     private static WorkQueueFairShare? ReadFairShare(NpgsqlDataReader reader, int first)
     {
-        if (reader.FieldCount < first + 4 || reader.IsDBNull(first) || !reader.GetBoolean(first))
+        if (reader.FieldCount < first + 6 || reader.IsDBNull(first) || !reader.GetBoolean(first))
         {
             return null;
         }
@@ -177,6 +187,8 @@ internal static class ClusterSettingsRules
             DefaultWeight = reader.GetInt32(first + 1),
             Weights = new ReadOnlyDictionary<string, int>(weights),
             MaxRunningPerTenant = reader.IsDBNull(first + 3) ? null : reader.GetInt32(first + 3),
+            StartsPerSecondPerTenant = reader.IsDBNull(first + 4) ? null : reader.GetDouble(first + 4),
+            StartsBurstPerTenant = reader.IsDBNull(first + 5) ? null : reader.GetInt32(first + 5),
         };
     }
 

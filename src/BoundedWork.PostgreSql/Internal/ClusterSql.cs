@@ -22,8 +22,8 @@ internal sealed class ClusterSql
     private const string SettingsColumns = "s.workers_per_node, s.max_running, s.max_running_per_key, s.starts_per_second, s.start_burst, s.version, s.updated_at, s.updated_by, "
         + PauseColumns + ", " + FairShareColumns;
 
-    /// <summary>The queue's fair share, after the pause (ordinals 13 to 16, see <see cref="ClusterSettingsRules.Read"/>): on or off, the default weight, the weights (JSON), the per-tenant bound.</summary>
-    private const string FairShareColumns = "s.fair_share, s.tenant_default_weight, s.tenant_weights::text, s.max_running_per_tenant";
+    /// <summary>The queue's fair share, after the pause (ordinals 13 to 18, see <see cref="ClusterSettingsRules.Read"/>): on or off, the default weight, the weights (JSON), the per-tenant bound, the per-tenant start rate and burst.</summary>
+    private const string FairShareColumns = "s.fair_share, s.tenant_default_weight, s.tenant_weights::text, s.max_running_per_tenant, s.tenant_starts_per_second, s.tenant_start_burst";
 
     /// <summary>
     /// The queue's pause, after the settings (ordinals 8 to 12, see <see cref="ReadPause"/>): its reason, since, until
@@ -43,7 +43,8 @@ internal sealed class ClusterSql
         LockSettings = $"SELECT {SettingsColumns} FROM {settings} s WHERE s.queue = $1 FOR UPDATE";
 
         // $2..$6 the new values, $7 who changed them, $8 the channel, $9..$12 the fair share (on, default weight,
-        // weights as JSON, per-tenant bound). The bucket's state (tokens, tokens_at) is the
+        // weights as JSON, per-tenant bound), $13..$14 the per-tenant start rate and burst (the tenants' buckets, rows of
+        // tenant_tokens, are the fair claim's to keep: a changed rate or burst binds from the next claim). The bucket's state (tokens, tokens_at) is the
         // claim's to keep, except that the stored tokens never exceed the new burst (start_burst, or its default
         // ceil(rate), at least 1): a lowered burst binds at once, in the row too, not only at the next claim.
         WriteSettings = $"""
@@ -51,6 +52,7 @@ internal sealed class ClusterSql
                 UPDATE {settings} SET workers_per_node = $2, max_running = $3, max_running_per_key = $4, starts_per_second = $5,
                     start_burst = $6, tokens = least(tokens, coalesce($6::double precision, greatest(ceil($5::double precision), 1))),
                     fair_share = $9, tenant_default_weight = $10, tenant_weights = $11::jsonb, max_running_per_tenant = $12,
+                    tenant_starts_per_second = $13, tenant_start_burst = $14,
                     version = version + 1, updated_at = now(), updated_by = $7
                 WHERE queue = $1
                 RETURNING version, updated_at),

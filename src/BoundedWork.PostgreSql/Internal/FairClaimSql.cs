@@ -35,6 +35,21 @@ namespace BoundedWork.PostgreSql.Internal;
 /// asked for while a lane cut short by its share has more; its summary says so (<c>more</c>) and the node claims again
 /// at once (while a claim takes anything).
 /// </para>
+/// <para>
+/// <b>A start rate per tenant</b> (<c>tenant_starts_per_second</c> R, <c>tenant_start_burst</c> B, schema version 12):
+/// <see cref="RatedClaim"/>, run when the settings version the node claims under sets R (a claim under another version
+/// claims nothing, whichever text it ran). Each tenant has a token bucket, a row of <c>tenant_tokens</c> (none: full),
+/// read by the claim refilled to the database's clock taken once the lock is held (clock_timestamp: the claims of the
+/// queue take turns, so that clock only moves forward from one claim to the next, unless the server's clock is set
+/// back, which refills nothing) and capped at B; the tenant's room is at most its whole tokens, so a tenant without one
+/// offers nothing and the other lanes take the turns; the claim writes the bucket of each tenant it took items of, less
+/// what it took, in its own transaction. A tenant not written keeps its row: refilled later from the same point, it holds
+/// what it would have held had it been written (refilling and capping commute). So the claims of a tenant, fleet-wide,
+/// are at most B + R × L in any span of L seconds of that clock, and at most B + R × L after a change of R or B (the
+/// bucket is capped at the new B at the first claim after it). The summary's wake-up (next_due) is also when the next
+/// token of a rated tenant left with less than one is due. Without R, <see cref="Claim"/> is the statement it was before
+/// R existed: no bucket read or written.
+/// </para>
 /// </remarks>
 internal sealed class FairClaimSql
 {
@@ -43,11 +58,26 @@ internal sealed class FairClaimSql
 
     public FairClaimSql(StorageSql sql)
     {
-        var items = sql.Items;
-        var schema = sql.Schema.Replace("'", "''", StringComparison.Ordinal);
+        Lock = $"SELECT pg_advisory_xact_lock({LockClass}, hashtext('{sql.Schema.Replace("'", "''", StringComparison.Ordinal)}.' || $1::text))";
+        Claim = Build(sql, rated: false);
+        RatedClaim = Build(sql, rated: true);
+    }
 
-        // $1 queue: the queue's fair claims take turns (held until the batch's implicit transaction ends).
-        Lock = $"SELECT pg_advisory_xact_lock({LockClass}, hashtext('{schema}.' || $1::text))";
+    /// <summary>Gets the statement that makes the queue's fair claims take turns ($1 queue), run first in the claim's batch.</summary>
+    public string Lock { get; }
+
+    /// <summary>Gets the fair claim (see the remarks), for settings without a per-tenant start rate.</summary>
+    public string Claim { get; }
+
+    /// <summary>
+    /// Gets the fair claim under a per-tenant start rate (<c>tenant_starts_per_second</c>; see the remarks): the same
+    /// claim, each rated tenant's room also bounded by its whole tokens, and its bucket spent for what it took.
+    /// </summary>
+    public string RatedClaim { get; }
+
+    private static string Build(StorageSql sql, bool rated)
+    {
+        var items = sql.Items;
 
         // An item may be claimed as the plain claim decides it: no older unfinished item of its key and no running item
         // of its key (index probes, OFFSET 0 keeps them probes), its key not paused.
@@ -64,6 +94,15 @@ internal sealed class FairClaimSql
                 AND NOT {sql.KeyPausedNow("$1", c + ".ordering_key")}))
             """;
 
+        // The summary's more: a lane cut short by its share held more than it offered while the claim took fewer than
+        // $2. Its lines after the first are indented for their place in the statement (see StorageSql.ClaimResult).
+        const string More = """
+            (SELECT count(*) FROM claimed) < $2 AND EXISTS (
+                       SELECT 1 FROM quotas q
+                       WHERE q.share_bound
+                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
+            """;
+
         // Parameters as the plain claim's: $1 queue, $2 how many, $3 node, $4 lease, $5 the settings version the node
         // claims under (nothing is claimed unless it is still the queue's), $6 how many ready items to count as waiting.
         // Promotions first, as the plain claim makes them. Then the tenants with ready items (a skip scan of
@@ -72,7 +111,42 @@ internal sealed class FairClaimSql
         // another transaction holds, and rows changed since this snapshot: xmin), claimed. Returns the plain claim's two
         // row types (see PlainClaimRow) and one more summary column, more: whether a lane held more ready items than its
         // quota while the claim took fewer than $2 (the node claims again at once).
-        Claim = $"""
+        // Under a per-tenant start rate (rated): the rate and burst with the settings; the database's clock once the lock
+        // is held (clock_timestamp, not now(): the transaction's start, taken before the lock, is not in the claims'
+        // order); each rated tenant's tokens, its row refilled to that clock (no row: a full bucket), capped by the burst;
+        // its room no more than its whole tokens (none: it offers nothing, and the other lanes take the turns); and its
+        // row written for what it took (spent). The wake-up is also when the next token of a tenant left short is due.
+        var tokens = sql.TenantTokens;
+        var rate = rated ? ",\n                       s.tenant_starts_per_second AS rate, coalesce(s.tenant_start_burst, greatest(ceil(s.tenant_starts_per_second), 1))::double precision AS burst" : "";
+        var clock = rated ? "\n            clock AS MATERIALIZED (SELECT clock_timestamp() AS at)," : "";
+        var laneTokens = rated
+            ? ",\n                       CASE WHEN st.rate IS NULL THEN NULL ELSE least(st.burst, coalesce("
+              + "\n                           (SELECT b.tokens + st.rate * greatest(extract(epoch FROM (SELECT at FROM clock) - b.tokens_at)::double precision, 0)"
+              + $"\n                            FROM {tokens} b WHERE b.queue = $1 AND b.tenant = l.tenant), st.burst)) END AS tokens"
+            : "";
+        var looseTokens = rated ? ", NULL::double precision" : "";
+        var passTokens = rated ? ", tokens" : "";
+        var room = "CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END";
+        room = rated ? $"least({room}, coalesce(floor(tokens)::bigint, $2::bigint))" : room;
+        var claimedTenant = rated ? ", i.tenant" : "";
+        var spent = rated
+            ? "\n            spent AS ("
+              + $"\n                INSERT INTO {tokens} AS b (queue, tenant, tokens, tokens_at)"
+              + "\n                SELECT $1, q.tenant, q.tokens - n.taken, (SELECT at FROM clock)"
+              + "\n                FROM (SELECT c.tenant, count(*) AS taken FROM claimed c WHERE c.tenant IS NOT NULL GROUP BY c.tenant) n"
+              + "\n                JOIN quotas q ON q.tenant = n.tenant"
+              + "\n                WHERE q.tokens IS NOT NULL"
+              + "\n                ON CONFLICT (queue, tenant) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at"
+              + "\n                RETURNING b.tenant, b.tokens),"
+            : "";
+        var scheduled = $"extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision";
+        var nextDue = rated
+            ? $"least({scheduled},"
+              + "\n                         (SELECT min((1 - coalesce(sp.tokens, q.tokens)) / st.rate) FROM quotas q CROSS JOIN settings st LEFT JOIN spent sp ON sp.tenant = q.tenant"
+              + "\n                          WHERE q.tokens IS NOT NULL AND coalesce(sp.tokens, q.tokens) < 1))"
+            : scheduled;
+
+        return $"""
             WITH RECURSIVE promoted AS (
                 UPDATE {items} SET state = 0 WHERE id = ANY(ARRAY(
                     SELECT id FROM {items} WHERE queue = $1 AND state = 5 AND run_at <= now()
@@ -80,8 +154,8 @@ internal sealed class FairClaimSql
                 RETURNING 1),
             settings AS (
                 SELECT coalesce(s.version, 0) AS version, coalesce(s.tenant_default_weight, 1) AS default_weight,
-                       s.tenant_weights AS weights, s.max_running_per_tenant AS bound
-                FROM (SELECT 1) one LEFT JOIN {sql.QueueSettings} s ON s.queue = $1),
+                       s.tenant_weights AS weights, s.max_running_per_tenant AS bound{rate}
+                FROM (SELECT 1) one LEFT JOIN {sql.QueueSettings} s ON s.queue = $1),{clock}
             seen(tenant) AS (
                 (SELECT t.tenant FROM {items} t WHERE t.queue = $1 AND t.state = 0 AND t.tenant IS NOT NULL ORDER BY t.tenant LIMIT 1)
                 UNION ALL
@@ -98,20 +172,20 @@ internal sealed class FairClaimSql
                 WHERE h.tenant IS NULL AND {Free("h")}),
             lanes AS (
                 SELECT l.tenant, greatest(coalesce((st.weights ->> l.tenant)::integer, st.default_weight), 1) AS weight, st.bound,
-                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant = l.tenant) AS running
+                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant = l.tenant) AS running{laneTokens}
                 FROM seen l CROSS JOIN settings st
                 WHERE l.tenant IS NOT NULL
                 UNION ALL
                 SELECT NULL, greatest(st.default_weight, 1), NULL,
-                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant IS NULL)
+                       (SELECT count(*) FROM {items} r WHERE r.queue = $1 AND r.state = 1 AND r.tenant IS NULL){looseTokens}
                 FROM settings st WHERE EXISTS (SELECT 1 FROM loose)),
             shares AS (
-                SELECT tenant, weight, running,
+                SELECT tenant, weight, running{passTokens},
                        greatest(ceil(($2 + sum(running) OVER ())::numeric * weight / sum(weight) OVER () - running), 1)::bigint AS share,
-                       CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END AS room
+                       {room} AS room
                 FROM lanes),
             quotas AS (
-                SELECT tenant, weight, running, least(share, room) AS quota, share < room AS share_bound FROM shares),
+                SELECT tenant, weight, running, least(share, room) AS quota, share < room AS share_bound{passTokens} FROM shares),
             offered AS (
                 SELECT c.id, c.version, c.priority, c.run_at, q.tenant, q.weight, q.running, q.quota
                 FROM quotas q CROSS JOIN LATERAL (
@@ -137,38 +211,8 @@ internal sealed class FairClaimSql
                 WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM locked))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
-            peek AS (
-                SELECT p.id, p.run_at FROM {items} p
-                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
-                ORDER BY p.priority DESC, p.run_at, p.id
-                LIMIT $6),
-            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
-                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, NULL::boolean AS more
-            FROM claimed
-            UNION ALL
-            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
-                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
-                   true, (SELECT count(*) FROM promoted)::integer,
-                   extract(epoch FROM (SELECT min(run_at) FROM {items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
-                   (SELECT version FROM settings), (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
-                   (SELECT count(*) FROM claimed) < $2 AND EXISTS (
-                       SELECT 1 FROM quotas q
-                       WHERE q.share_bound
-                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
+            {sql.ClaimedPeekWaiting("locked", claimedTenant, spent)}
+            {sql.ClaimResult("(SELECT version FROM settings)", More, rated ? nextDue : null)}
             """;
     }
-
-    /// <summary>Gets the statement that makes the queue's fair claims take turns ($1 queue), run first in the claim's batch.</summary>
-    public string Lock { get; }
-
-    /// <summary>Gets the fair claim (see the remarks).</summary>
-    public string Claim { get; }
 }

@@ -15,10 +15,12 @@ internal sealed class PermitGrantSql
         var nodes = sql.Nodes;
 
         // The limits, with the burst's default (ceil(rate), at least 1), the per-key limit, the version and whether fair
-        // share is on (read with the version: the node claims fairly exactly under the versions that say so); no row: no limits.
+        // share is on and its per-tenant start rate (read with the version: the node claims fairly, and rated, exactly under
+        // the versions that say so); no row: no limits.
         LockSettings = $"""
             SELECT s.max_running, s.starts_per_second,
-                   coalesce(s.start_burst, greatest(ceil(s.starts_per_second), 1))::integer, s.max_running_per_key, s.version, s.fair_share
+                   coalesce(s.start_burst, greatest(ceil(s.starts_per_second), 1))::integer, s.max_running_per_key, s.version, s.fair_share,
+                   s.tenant_starts_per_second
             FROM {settings} s WHERE s.queue = $1 FOR UPDATE
             """;
 

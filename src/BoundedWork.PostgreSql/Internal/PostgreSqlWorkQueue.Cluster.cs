@@ -144,6 +144,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueCluster
                         new NpgsqlParameter<int> { TypedValue = next.FairShare?.DefaultWeight ?? 1 },
                         new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlTypes.NpgsqlDbType.Text, TypedValue = ClusterSettingsRules.WeightsJson(next.FairShare) },
                         Optional(next.FairShare?.MaxRunningPerTenant),
+                        Optional(next.FairShare?.StartsPerSecondPerTenant),
+                        Optional(next.FairShare?.StartsBurstPerTenant),
                     },
                 };
                 await using (write.ConfigureAwait(false))

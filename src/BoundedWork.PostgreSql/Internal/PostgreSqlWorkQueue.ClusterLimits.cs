@@ -79,7 +79,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
                 WriteGrant(connection, null, new PermitGrant(null, _permits.InUse, 0, 0, 0));
             }
 
-            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version, settings.FairShare is not null);
+            _permits.NoGrant(settings.MaxRunningPerKey, settings.Version, settings.FairShare is not null, settings.FairShare?.StartsPerSecondPerTenant is not null);
             Apply(_permits.Rebalance()); // no running limit: the reserve goes back to ready
             ReleasePrefetchedNoLongerAllowed(); // a lowered per-key limit binds the prefetched items held
             ReportLimits(wasLimited);
@@ -93,6 +93,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
         int perKey;
         long version;
         bool fairShare;
+        bool tenantRated;
         using (var lockSettings = new NpgsqlCommand(statements.LockSettings, connection, transaction) { Parameters = { new NpgsqlParameter<string> { TypedValue = Name } } })
         using (var reader = lockSettings.ExecuteReader())
         {
@@ -105,6 +106,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
             perKey = reader.GetInt32(3);
             version = reader.GetInt64(4);
             fairShare = reader.GetBoolean(5);
+            tenantRated = !reader.IsDBNull(6);
         }
 
         var others = new List<NodeGrant>();
@@ -144,7 +146,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IClusterPermitSource
 
         transaction.Commit();
         var lifetime = _options.NodeHeartbeatInterval * 3;
-        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime, fairShare))
+        if (_permits.Granted(grant, limits, perKey, version, startedAt, lifetime, fairShare, tenantRated))
         {
             _logger.PermitGrantRestored(Name);
         }

@@ -71,6 +71,7 @@ internal sealed class StorageSql
         QueueSettings = s + ".queue_settings";
         Nodes = s + ".nodes";
         PausedKeys = s + ".paused_keys";
+        TenantTokens = s + ".tenant_tokens";
         NotifyChannel = ChannelName("boundedwork", schema);
         CancelChannel = ChannelName("boundedwork_cancel", schema);
         SettingsChannel = ChannelName("boundedwork_settings", schema);
@@ -270,6 +271,22 @@ internal sealed class StorageSql
                 ADD COLUMN tenant_weights jsonb,
                 ADD COLUMN max_running_per_tenant integer CHECK (max_running_per_tenant > 0);
             """,
+
+            // Version 12: a start rate per tenant (see FairClaimSql): two settings columns, and each tenant's token
+            // bucket, a row written only by the fair claims of its queue (under their lock) when the tenant's items are
+            // claimed. No row: a full bucket. Nullable columns and a new table: no rewrite.
+            $"""
+            ALTER TABLE {QueueSettings}
+                ADD COLUMN tenant_starts_per_second double precision CHECK (tenant_starts_per_second > 0 AND tenant_starts_per_second < 'Infinity'),
+                ADD COLUMN tenant_start_burst integer CHECK (tenant_start_burst > 0);
+            CREATE TABLE {TenantTokens} (
+                queue text NOT NULL,
+                tenant text NOT NULL,
+                tokens double precision NOT NULL,
+                tokens_at timestamptz NOT NULL,
+                PRIMARY KEY (queue, tenant)
+            );
+            """,
         ];
 
         // An item's row from the enqueue's parameters: $1 queue, $2 payload, $3 ordering key, $4 priority, $5 run_at
@@ -388,28 +405,8 @@ internal sealed class StorageSql
                 ORDER BY c.priority DESC, c.run_at, c.id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM next))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
-            peek AS (
-                SELECT p.id, p.run_at FROM {Items} p
-                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
-                ORDER BY p.priority DESC, p.run_at, p.id
-                LIMIT $6),
-            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
-                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait
-            FROM claimed
-            UNION ALL
-            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
-                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
-                   true, (SELECT count(*) FROM promoted)::integer,
-                   extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
-                   {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
+            {ClaimedPeekWaiting("next")}
+            {ClaimResult(settingsVersion)}
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
@@ -615,6 +612,9 @@ internal sealed class StorageSql
     /// <summary>Gets the table of paused ordering keys (schema version 10): one row per paused key of a queue.</summary>
     public string PausedKeys { get; }
 
+    /// <summary>Gets the table of the tenants' start-rate buckets (schema version 12): one row per queue and tenant whose items were claimed under a per-tenant start rate.</summary>
+    public string TenantTokens { get; }
+
     /// <summary>
     /// A condition true while the queue <paramref name="queue"/> is paused fleet-wide: its settings row has a pause
     /// reason and no end, or an end still to come on the database's clock. One probe of the settings' primary key.
@@ -625,6 +625,50 @@ internal sealed class StorageSql
     /// <summary>A condition true while the ordering key <paramref name="key"/> of <paramref name="queue"/> is paused: one probe of <see cref="PausedKeys"/>' primary key (<c>OFFSET 0</c> keeps it a probe).</summary>
     public string KeyPausedNow(string queue, string key) =>
         $"EXISTS (SELECT 1 FROM {PausedKeys} pk WHERE pk.queue = {queue} AND pk.ordering_key = {key} AND (pk.paused_until IS NULL OR pk.paused_until > now()) OFFSET 0)";
+
+    /// <summary>
+    /// The last three CTEs of a claim that returns <see cref="PlainClaimRow"/> rows (<see cref="Claim"/>, and
+    /// <see cref="FairClaimSql.Claim"/>): <c>claimed</c>, the rows whose ids the CTE <paramref name="source"/> holds,
+    /// leased to node $3 for $4; <c>peek</c>, the first $6 ready items in claim order; <c>waiting</c>, those of them the
+    /// claim did not take. Comma-separated, no comma after the last; its lines after the first indented as the
+    /// statement's, for the start of a line of it. <paramref name="returningMore"/>: more columns of the claimed rows (a
+    /// leading comma); <paramref name="afterClaimed"/>: CTEs that read <c>claimed</c>, each ending with a comma.
+    /// </summary>
+    public string ClaimedPeekWaiting(string source, string returningMore = "", string afterClaimed = "") => $"""
+        claimed AS (
+            UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
+            WHERE i.id = ANY(ARRAY(SELECT id FROM {source}))
+            RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery{returningMore}),{afterClaimed}
+        peek AS (
+            SELECT p.id, p.run_at FROM {Items} p
+            WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
+            ORDER BY p.priority DESC, p.run_at, p.id
+            LIMIT $6),
+        waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
+        """;
+
+    /// <summary>
+    /// The final select of a claim that ends with <see cref="ClaimedPeekWaiting"/> (and has a <c>promoted</c> CTE): the
+    /// claimed rows (summary false), then one summary row (summary true) with the promotions, the seconds until the next
+    /// scheduled item is due, the settings version (<paramref name="version"/>, an expression) and the waiting items.
+    /// <paramref name="more"/>, when given, is one more summary column, <c>more</c> (a boolean expression; its lines after
+    /// the first indented as the statement's, seven spaces in). <paramref name="nextDue"/>, when given, is the next wake-up
+    /// instead of the next scheduled item's due time (in seconds).
+    /// </summary>
+    public string ClaimResult(string version, string? more = null, string? nextDue = null) => $"""
+        SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
+               false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
+               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}
+        FROM claimed
+        UNION ALL
+        SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+               NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
+               true, (SELECT count(*) FROM promoted)::integer,
+               {nextDue ?? $"extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision"},
+               {version}, (SELECT count(*) FROM waiting),
+               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)}
+        """;
 
 
     public string Enqueue { get; }

@@ -6,7 +6,8 @@ namespace BoundedWork.Hosting;
 /// <summary>
 /// Fair share across tenants for a durable queue, fleet-wide (<see cref="WorkQueueClusterSettings.FairShare"/>): claims
 /// take ready items from the tenants with ready items in weighted turn (<see cref="EnqueueOptions.Tenant"/>), not in one
-/// global order, and a tenant never has more than <see cref="MaxRunningPerTenant"/> items running across the fleet.
+/// global order, a tenant never has more than <see cref="MaxRunningPerTenant"/> items running across the fleet, and
+/// its items are claimed at most <see cref="StartsPerSecondPerTenant"/> per second (with <see cref="StartsBurstPerTenant"/>).
 /// Change it with the queue's other fleet-wide settings, for example
 /// <c>s =&gt; s with { FairShare = (s.FairShare ?? new()).WithWeight("acme", 4) }</c>.
 /// </summary>
@@ -38,6 +39,23 @@ public sealed record WorkQueueFairShare
     /// <value><see langword="null"/>: no bound. At least 1.</value>
     public int? MaxRunningPerTenant { get; init; }
 
+    /// <summary>
+    /// Gets the most items of one tenant that may start per second across every node: a token bucket per tenant of this
+    /// rate and <see cref="StartsBurstPerTenant"/>, kept in the database, refilled from the database's clock and spent
+    /// where items are claimed (one token per item claimed; a token spent is not given back, even when the node that
+    /// claimed the item dies). A tenant without tokens takes no turn: the other tenants' items are claimed meanwhile.
+    /// Items without a tenant are not limited by it. A change binds, fleet-wide, from the next claim.
+    /// </summary>
+    /// <value><see langword="null"/>: no limit. A finite number above 0.</value>
+    public double? StartsPerSecondPerTenant { get; init; }
+
+    /// <summary>
+    /// Gets the most items of one tenant that may start at once after it was idle (the size of its token bucket); only
+    /// read when <see cref="StartsPerSecondPerTenant"/> is set.
+    /// </summary>
+    /// <value><see langword="null"/>: one second's worth of the rate, rounded up, at least 1. At least 1.</value>
+    public int? StartsBurstPerTenant { get; init; }
+
     /// <summary>Gets the weight of <paramref name="tenant"/>: its entry in <see cref="Weights"/>, or <see cref="DefaultWeight"/>.</summary>
     /// <param name="tenant">The tenant.</param>
     /// <returns>The weight.</returns>
@@ -61,14 +79,16 @@ public sealed record WorkQueueFairShare
         other is not null
         && DefaultWeight == other.DefaultWeight
         && MaxRunningPerTenant == other.MaxRunningPerTenant
+        && Nullable.Equals(StartsPerSecondPerTenant, other.StartsPerSecondPerTenant)
+        && StartsBurstPerTenant == other.StartsBurstPerTenant
         && (Weights?.Count ?? 0) == (other.Weights?.Count ?? 0)
         && (Weights is null || other.Weights is null || Weights.All(w => other.Weights.TryGetValue(w.Key, out var v) && v == w.Value));
 
     /// <inheritdoc/>
-    public override int GetHashCode() => HashCode.Combine(DefaultWeight, MaxRunningPerTenant, Weights?.Count ?? 0);
+    public override int GetHashCode() => HashCode.Combine(DefaultWeight, MaxRunningPerTenant, Weights?.Count ?? 0, StartsPerSecondPerTenant, StartsBurstPerTenant);
 
-    /// <summary>A short form for logs and the audit: the default weight, the weights by tenant, the bound.</summary>
+    /// <summary>A short form for logs and the audit: the default weight, the weights by tenant, the bound, the start rate and its burst.</summary>
     /// <returns>The settings, invariant.</returns>
     public override string ToString() => string.Create(CultureInfo.InvariantCulture,
-        $"FairShare {{ DefaultWeight = {DefaultWeight}, Weights = [{string.Join(", ", (Weights ?? s_noWeights).OrderBy(w => w.Key, StringComparer.Ordinal).Select(w => $"{w.Key}: {w.Value}"))}], MaxRunningPerTenant = {MaxRunningPerTenant?.ToString(CultureInfo.InvariantCulture) ?? "none"} }}");
+        $"FairShare {{ DefaultWeight = {DefaultWeight}, Weights = [{string.Join(", ", (Weights ?? s_noWeights).OrderBy(w => w.Key, StringComparer.Ordinal).Select(w => $"{w.Key}: {w.Value}"))}], MaxRunningPerTenant = {MaxRunningPerTenant?.ToString(CultureInfo.InvariantCulture) ?? "none"}, StartsPerSecondPerTenant = {StartsPerSecondPerTenant?.ToString(CultureInfo.InvariantCulture) ?? "none"}, StartsBurstPerTenant = {StartsBurstPerTenant?.ToString(CultureInfo.InvariantCulture) ?? "none"} }}");
 }

@@ -275,7 +275,8 @@ internal sealed class ClaimLoop : IDisposable
         // The running limit binds: up to one more item per permit held, kept unstarted until a permit frees (the
         // plain claim only: the keyed claim's per-key count is the statement's own).
         var perKey = take.PerKey;
-        var room = perKey <= 1 ? _permits.ReserveSlots(wanted, take.Count) : 0;
+        // (None under a per-tenant start rate: its tokens are spent at the claim, so every item claimed starts at once.)
+        var room = perKey <= 1 && !take.TenantRated ? _permits.ReserveSlots(wanted, take.Count) : 0;
 
         var claimed = new List<StoredItem>(Math.Min(take.Count, 64));
         var summary = default(ClaimSummary);
@@ -299,7 +300,7 @@ internal sealed class ClaimLoop : IDisposable
             if (fair)
             {
                 // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
-                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0), take.TenantRated);
                 using var fairReader = batch.ExecuteReader();
                 fairReader.NextResult(); // past the lock's row
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);

@@ -88,6 +88,7 @@ internal sealed class ClusterPermits(TimeProvider time)
     private bool _rated;
     private int _perKey = 1;
     private bool _fairShare;
+    private bool _tenantRated;
     private long _version = -1;
     private bool _stale;
     private long _expiresAt;
@@ -213,15 +214,16 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>
-    /// Under a start rate, what a claim of up to <paramref name="wanted"/> items may ask for: no more than the node's
-    /// idle workers (<paramref name="workers"/> minus the items claimed whose handler has not ended), so that every item
-    /// it claims starts at once and the tokens promised are spent at once. Without a rate, <paramref name="wanted"/>.
+    /// Under a start rate (the queue's, or a per-tenant rate of its fair share), what a claim of up to
+    /// <paramref name="wanted"/> items may ask for: no more than the node's idle workers (<paramref name="workers"/>
+    /// minus the items claimed whose handler has not ended), so that every item it claims starts at once and the tokens
+    /// promised are spent at once. Without a rate, <paramref name="wanted"/>.
     /// </summary>
     public int StartRoom(int wanted, int workers)
     {
         lock (SyncObj)
         {
-            return _rated ? Math.Min(wanted, Math.Max(workers - _inUse, 0)) : wanted;
+            return _rated || _tenantRated ? Math.Min(wanted, Math.Max(workers - _inUse, 0)) : wanted;
         }
     }
 
@@ -285,7 +287,7 @@ internal sealed class ClusterPermits(TimeProvider time)
         {
             if (_version < 0 || _stale)
             {
-                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey, FairShare = _fairShare };
+                return new PermitTake(0, _version, Bound: false, LapsedNow: false) { PerKey = _perKey, FairShare = _fairShare, TenantRated = _tenantRated };
             }
 
             var lapsedNow = false;
@@ -299,7 +301,7 @@ internal sealed class ClusterPermits(TimeProvider time)
                     SetShareLocked(0, 0);
                 }
 
-                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey, FairShare = _fairShare };
+                return new PermitTake(0, _version, Bound: true, lapsedNow) { PerKey = _perKey, FairShare = _fairShare, TenantRated = _tenantRated };
             }
 
             var count = Math.Max(wanted, 0);
@@ -318,7 +320,7 @@ internal sealed class ClusterPermits(TimeProvider time)
             }
 
             _inUse += count;
-            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey, FairShare = _fairShare };
+            return new PermitTake(count, _version, Bound: count < wanted && (_allowed is not null || _rated), LapsedNow: false) { Rated = _rated, RateBound = rateBound, PerKey = _perKey, FairShare = _fairShare, TenantRated = _tenantRated };
         }
     }
 
@@ -429,11 +431,12 @@ internal sealed class ClusterPermits(TimeProvider time)
 
     /// <summary>A renewal committed: the grant holds until <paramref name="startedAt"/> plus <paramref name="lifetime"/> (the node's own clock).</summary>
     /// <returns><see langword="true"/> if the grant had lapsed.</returns>
-    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime, bool fairShare = false)
+    public bool Granted(PermitGrant grant, GrantLimits limits, int perKey, long version, long startedAt, TimeSpan lifetime, bool fairShare = false, bool tenantRated = false)
     {
         lock (SyncObj)
         {
             _fairShare = fairShare;
+            _tenantRated = fairShare && tenantRated;
             _allowed = grant.Allowed;
             _rated = limits.StartsPerSecond is not null;
             SetShareLocked(_rated ? grant.Rate : 0, _rated ? grant.Burst : 0);
@@ -452,11 +455,12 @@ internal sealed class ClusterPermits(TimeProvider time)
     }
 
     /// <summary>The queue has no running or rate limit under settings <paramref name="version"/> (<paramref name="perKey"/> may be above one).</summary>
-    public void NoGrant(int perKey, long version, bool fairShare = false)
+    public void NoGrant(int perKey, long version, bool fairShare = false, bool tenantRated = false)
     {
         lock (SyncObj)
         {
             _fairShare = fairShare;
+            _tenantRated = fairShare && tenantRated;
             _allowed = null;
             _rated = false;
             SetShareLocked(0, 0);
@@ -736,4 +740,7 @@ internal readonly record struct PermitTake(int Count, long Version, bool Bound, 
 
     /// <summary>Gets a value indicating whether the settings <see cref="Version"/> turn fair share on (the claim is the fair claim).</summary>
     public bool FairShare { get; init; }
+
+    /// <summary>Gets a value indicating whether the settings <see cref="Version"/> set a per-tenant start rate (the fair claim is the rated one, and no reserve is claimed).</summary>
+    public bool TenantRated { get; init; }
 }

@@ -132,16 +132,23 @@ internal sealed class FairClaimStatement(FairClaimSql sql)
     /// <summary>Gets the claim's text.</summary>
     public string Text { get; } = sql.Claim;
 
+    /// <summary>Gets the claim's text under a per-tenant start rate.</summary>
+    public string RatedText { get; } = sql.RatedClaim;
+
     /// <summary>Gets the lock's text.</summary>
     public string LockText { get; } = sql.Lock;
 
-    /// <summary>Creates the batch on <paramref name="connection"/>; its reader's first result is the lock's (one row), its second the claim's.</summary>
-    public NpgsqlBatch Batch(NpgsqlConnection connection, in PlainClaimParameters parameters)
+    /// <summary>
+    /// Creates the batch on <paramref name="connection"/>; its reader's first result is the lock's (one row), its second
+    /// the claim's: <see cref="RatedText"/> when the settings version claimed under sets a per-tenant start rate
+    /// (<paramref name="rated"/>), else <see cref="Text"/> (a claim under another version claims nothing either way).
+    /// </summary>
+    public NpgsqlBatch Batch(NpgsqlConnection connection, in PlainClaimParameters parameters, bool rated = false)
     {
         var batch = new NpgsqlBatch(connection);
         var lockCommand = new NpgsqlBatchCommand(LockText);
         lockCommand.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Queue });
-        var claim = new NpgsqlBatchCommand(Text);
+        var claim = new NpgsqlBatchCommand(rated ? RatedText : Text);
         ClaimParameters.AddLeading(claim.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
         claim.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
         claim.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
