@@ -57,7 +57,7 @@ public sealed class StarvationTests(PostgresFixture postgres)
     }
 
     [Fact]
-    public async Task StarvedThreadPool_ABacklog_OutcomesRideWithTheClaimsInOneBatch()
+    public async Task StarvedThreadPool_ABacklog_OutcomesRideWithTheClaims()
     {
         // A backlog in the table before the node starts; its handlers wait at a gate, so its claims come back full.
         const int Items = 40;
@@ -71,16 +71,24 @@ public sealed class StarvationTests(PostgresFixture postgres)
         }
 
         using var gate = new ManualResetEventSlim();
-        var behavior = new Behavior { Handle = (_, _) => gate.Wait(QueueNode.Patience) };
+        using var started = new ManualResetEventSlim();
+        var behavior = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                started.Set();
+                gate.Wait(QueueNode.Patience);
+            },
+        };
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
             storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 1);
         var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
-        if (!SpinWait.SpinUntil(() => !behavior.Deliveries.IsEmpty, QueueNode.Patience))
+        if (!started.Wait(QueueNode.Patience))
         {
             Assert.Fail("The first item did not start.");
         }
 
-        // Starved from here on: the claim loop carries the outcomes (a batch of two statements) on its own thread.
+        // Starved from here on: the claim loop carries the outcomes (a transaction of its own) on its own thread.
         using (var starvation = ThreadPoolStarvation.Begin())
         {
             gate.Set();

@@ -289,7 +289,8 @@ internal sealed class ClaimLoop : IDisposable
             using var connection = _dataSource.OpenConnection();
             // Carried outcomes are written first, in the claim's transaction (each statement sent on its own, as the
             // writer's hand-off does): the claim sees their rows settled, and one commit ends both.
-            using var transaction = riders is null ? null : connection.BeginTransaction();
+            // A fair claim runs in a transaction too: its lock, then the claim (see FairClaimStatement).
+            using var transaction = riders is null && !fair ? null : connection.BeginTransaction();
             var recorded = 0L;
             if (riders is not null)
             {
@@ -299,10 +300,10 @@ internal sealed class ClaimLoop : IDisposable
 
             if (fair)
             {
-                // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
-                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0), take.TenantRated);
-                using var fairReader = batch.ExecuteReader();
-                fairReader.NextResult(); // past the lock's row
+                // Fair share: the queue's fair claims take turns (the lock, held until the commit, then the claim).
+                _claims.Fair.Lock(connection, transaction!, _settings.Queue);
+                using var fairClaim = _claims.Fair.Command(connection, transaction!, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0), take.TenantRated);
+                using var fairReader = fairClaim.ExecuteReader();
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
                 Interlocked.Increment(ref _fairClaims);
             }
