@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.Threading.Tasks.Dataflow;
 using BenchmarkDotNet.Attributes;
 using BoundedWork.Benchmarks.Contenders;
@@ -17,9 +18,11 @@ namespace BoundedWork.Benchmarks;
 /// other combinations of the two parameters).
 /// </para>
 /// <para>
-/// BoundedExecutor runs in its default configuration (<c>FlowExecutionContext = true</c>) unless the method's name
-/// ends in <c>FlowOff</c>, and the producer threads carry a request's ExecutionContext (<see cref="RequestContext"/>),
-/// so the default cases measure what request code gets.
+/// BoundedExecutor runs in its default configuration (<c>FlowExecutionContext = true</c>, no <c>FairShare</c>) unless
+/// the method's name ends in <c>FlowOff</c> (no ExecutionContext flow) or <c>Tenants1</c> / <c>Tenants100</c> (fair share
+/// on, items submitted through <c>ForTenant</c>: against <see cref="Executor_Execute"/> in the same run, what tenants
+/// cost and that an executor without them keeps its path), and the producer threads carry a request's ExecutionContext
+/// (<see cref="RequestContext"/>), so the default cases measure what request code gets.
 /// </para>
 /// <para>
 /// Executors, threads, blocks and limiters are built once per benchmark case in a GlobalSetup and torn down in
@@ -87,6 +90,27 @@ public class ThroughputBenchmarks
             for (var i = 0; i < count; i++)
             {
                 executor.Execute(work);
+            }
+        });
+    }
+
+    [GlobalSetup(Target = nameof(Executor_Execute_Tenants1))]
+    public void SetupExecutorTenants1() => SetupTenants(1);
+
+    [GlobalSetup(Target = nameof(Executor_Execute_Tenants100))]
+    public void SetupExecutorTenants100() => SetupTenants(100);
+
+    /// <summary>Fair share on (default weights, no per-tenant bounds); each producer submits to the tenants in turn, from its own offset.</summary>
+    private void SetupTenants(int tenants)
+    {
+        _executor = CreateExecutor(flowExecutionContext: true, new FairShareSettings());
+        var work = _counter.Work;
+        var lanes = Enumerable.Range(0, tenants).Select(t => _executor.ForTenant("t" + t.ToString(CultureInfo.InvariantCulture))).ToArray();
+        StartProducers((producer, count) =>
+        {
+            for (var i = 0; i < count; i++)
+            {
+                lanes[(i + producer) % lanes.Length].Execute(work);
             }
         });
     }
@@ -255,6 +279,14 @@ public class ThroughputBenchmarks
     [Benchmark(OperationsPerInvoke = Items)]
     public void Executor_Execute_FlowOff() => RunOperation();
 
+    /// <summary><c>executor.ForTenant(t).Execute(Action)</c> with <c>FairShare</c> set, every item of one tenant: the fair-share path at its most contended.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_Execute_Tenants1() => RunOperation();
+
+    /// <summary><c>executor.ForTenant(t).Execute(Action)</c> with <c>FairShare</c> set, the items spread over 100 tenants in turn.</summary>
+    [Benchmark(OperationsPerInvoke = Items)]
+    public void Executor_Execute_Tenants100() => RunOperation();
+
     /// <summary><c>BoundedExecutor.Execute&lt;TState&gt;(static lambda, state)</c>, Wait policy, default configuration.</summary>
     [Benchmark(OperationsPerInvoke = Items)]
     public void Executor_ExecuteWithState() => RunOperation();
@@ -288,7 +320,7 @@ public class ThroughputBenchmarks
 
     private void StartProducers(Action<int, int> produce) => _producers = new ProducerGang(Producers, Items, produce);
 
-    private BoundedExecutor CreateExecutor(bool flowExecutionContext) => new(new BoundedExecutorOptions
+    private BoundedExecutor CreateExecutor(bool flowExecutionContext, FairShareSettings? fairShare = null) => new(new BoundedExecutorOptions
     {
         Name = "bench",
         WorkerCount = Workers,
@@ -297,6 +329,7 @@ public class ThroughputBenchmarks
         QueueCapacity = Capacity,
         RejectionPolicy = RejectionPolicy.Wait,
         FlowExecutionContext = flowExecutionContext,
+        FairShare = fairShare,
     });
 
     private string Describe()

@@ -9,7 +9,8 @@ namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
 /// The <c>consumer</c> verb: one consumer node in its own process, started by the driver (<c>--claims-per-worker</c>
-/// for the drain shape, <c>--handler-ms</c> and <c>--record-spans</c> for the cluster shape). It prints <c>READY</c> once
+/// for the drain shape, <c>--handler-ms</c> and <c>--record-spans</c> for the cluster shape, <c>--witness</c> for the
+/// fair-share shape: the handlers' own start and end copied into a table of the benchmark's, see <see cref="Witness"/>). It prints <c>READY</c> once
 /// its host has started, then every 100 ms <c>COUNT handled last-ended cpu-ticks</c> and, when recording starts, one
 /// <c>S number started</c> line per item (when recording spans, one <c>E number started ended</c> line per item); it stops on <c>STOP</c> or the end of its standard input (the driver went
 /// away), and prints <c>STOPPED</c>. Log lines (warnings and errors only) go to standard error.
@@ -31,9 +32,10 @@ internal static class ConsumerNode
         var claimsPerWorker = arguments.Int("claims-per-worker", 2, 1, 100);
         var recordSpans = arguments.Flag("record-spans");
         var handlerDelay = TimeSpan.FromMilliseconds(arguments.Int("handler-ms", 0, 0, 60_000));
+        var witness = arguments.Flag("witness") ? new Witness(connectionString, schema) : null;
         arguments.CheckAllUsed();
 
-        var recorder = new Recorder(recordStarts, recordSpans) { HandlerDelay = handlerDelay };
+        var recorder = new Recorder(recordStarts, recordSpans) { HandlerDelay = handlerDelay, Witness = witness };
         using var host = BuildHost(recorder, workers, builder => builder.UsePostgreSql(connectionString, BenchJson.Default.BenchItem, o =>
         {
             o.Schema = schema;
@@ -64,6 +66,8 @@ internal static class ConsumerNode
         var lifetime = host.Services.GetRequiredService<IHostApplicationLifetime>();
         using var stopping = lifetime.ApplicationStopping.Register(stop.Cancel);
         var reporter = Task.Run(() => ReportAsync(recorder, output, stop.Token), CancellationToken.None);
+        using var witnessStop = new CancellationTokenSource();
+        var witnessCopier = witness is null ? Task.CompletedTask : Task.Run(() => witness.RunAsync(witnessStop.Token), CancellationToken.None);
         var input = new Thread(() =>
         {
             while (Console.In.ReadLine() is { } line && line != "STOP")
@@ -79,6 +83,14 @@ internal static class ConsumerNode
         using (var deadline = new CancellationTokenSource(StopTimeout))
         {
             await host.StopAsync(deadline.Token);
+        }
+
+        // The witness's last runs are in the table before the node says it stopped.
+        await witnessStop.CancelAsync();
+        await witnessCopier;
+        if (witness is not null)
+        {
+            await witness.FlushAsync(CancellationToken.None);
         }
 
         Report(recorder, output);

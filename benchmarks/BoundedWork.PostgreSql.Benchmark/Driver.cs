@@ -178,6 +178,11 @@ internal sealed partial class Driver : IAsyncDisposable
             await ClusterAsync();
         }
 
+        if (s.Shapes.Contains("fair"))
+        {
+            await FairShareAsync();
+        }
+
         if (_rows.Count > 0 || _bloat.Count > 0)
         {
             Console.Out.Write(Render());
@@ -189,6 +194,12 @@ internal sealed partial class Driver : IAsyncDisposable
             Console.Out.WriteLine();
             Console.Out.Write(cluster);
             await WriteClusterFilesAsync(cluster);
+        }
+
+        if (s.Shapes.Contains("fair"))
+        {
+            Console.Out.WriteLine();
+            Console.Out.Write(RenderFairShare());
         }
     }
 
@@ -898,8 +909,8 @@ internal sealed partial class Driver : IAsyncDisposable
         if (_rows.Any(row => row.Counts is not null))
         {
             text.AppendLine();
-            text.AppendLine("| row (counts per measured item, pg_stat_statements) | consumer processes × workers | statements (= round trips) | enqueue statements | NOTIFY statements of their own | claims | items per claim | outcome writes | items per outcome write | WAL bytes | WAL flushes | planning µs | execution µs |");
-            text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+            text.AppendLine("| row (counts per measured item, pg_stat_statements) | consumer processes × workers | statements | round trips | enqueue statements | NOTIFY statements of their own | claims | items per claim | outcome writes | items per outcome write | WAL bytes | WAL flushes | planning µs | execution µs |");
+            text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
             foreach (var row in _rows.Where(row => row.Counts is not null))
             {
                 text.AppendLine(CultureInfo.InvariantCulture, $"| {row.Name} | {row.Shape} | {row.Counts!.Describe(row.Items)} |");

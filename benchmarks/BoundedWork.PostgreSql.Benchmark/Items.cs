@@ -7,10 +7,14 @@ namespace BoundedWork.PostgreSql.Benchmark;
 
 /// <summary>
 /// The benchmark's item: a sequence number, so the driver can match a handler start with its enqueue, and, in the
-/// cluster shape's keyed cases, an ordering key (left out of the payload when null, so the other rows store what they
-/// always stored).
+/// cluster shape's keyed cases, an ordering key; in the fair-share shape, its tenant (the handler's witness records it;
+/// the queue takes it from the enqueue's options). Both are left out of the payload when null, so the other rows store
+/// what they always stored.
 /// </summary>
-public sealed record BenchItem(int Number, [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Key = null);
+public sealed record BenchItem(
+    int Number,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Key = null,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] string? Tenant = null);
 
 /// <summary>Source-generated JSON metadata of <see cref="BenchItem"/>.</summary>
 [JsonSerializable(typeof(BenchItem))]
@@ -31,6 +35,9 @@ public sealed class Recorder(bool recordStarts, bool recordSpans = false)
 
     /// <summary>Gets how long each handler blocks (<see cref="Thread.Sleep(TimeSpan)"/>), as a blocking call to a dependency would.</summary>
     public TimeSpan HandlerDelay { get; init; }
+
+    /// <summary>Gets the witness the handlers record their own start and end in (the fair-share shape; null: none).</summary>
+    public Witness? Witness { get; init; }
 
     public long Count => Interlocked.Read(ref _count);
 
@@ -84,6 +91,7 @@ public sealed class BenchHandler(Recorder recorder) : IBlockingWorkHandler<Bench
             Thread.Sleep(recorder.HandlerDelay);
         }
 
+        recorder.Witness?.Record(item, started, Stopwatch.GetTimestamp());
         recorder.Handled(item.Number, started);
     }
 }

@@ -38,7 +38,9 @@ internal sealed class Settings
     /// Gets the shapes to run: <c>per-item</c> (the rows of one enqueue per transaction), <c>enqueue</c> (enqueue only,
     /// unkeyed and with ordering keys: one for every producer, one per producer; not in the default list), <c>latency</c>, <c>bulk</c>
     /// (bulk insert, library against binary COPY), <c>drain</c>, and <c>cluster</c> (the cluster limits: what they cost
-    /// when they do not bind, and whether they hold when they do; not in the default list, see cluster-limits.sh).
+    /// when they do not bind, and whether they hold when they do; not in the default list, see cluster-limits.sh), and
+    /// <c>fair</c> (fair share across tenants against FIFO, 3 consumer processes and a witness; not in the default list,
+    /// see fair-share-durable.sh).
     /// </summary>
     public IReadOnlySet<string> Shapes { get; private init; } = new HashSet<string>();
 
@@ -51,6 +53,23 @@ internal sealed class Settings
     /// <summary>Gets the claims per worker of the drain shape's consumers (the per-item rows keep the default, 2).</summary>
     public int DrainClaimsPerWorker { get; private init; }
 
+    /// <summary>
+    /// Gets the library's claims per worker in the drain shape when it differs from the reference's (0: the same,
+    /// <see cref="DrainClaimsPerWorker"/>). The library's node holds at most workers × claims per worker items until their
+    /// outcomes are written; the reference holds up to two claims' worth plus the outcomes it has not written yet, so
+    /// twice the reference's setting, or more, compares the two at the same number of items in flight.
+    /// </summary>
+    public int DrainLibraryClaimsPerWorker { get; private init; }
+
+    /// <summary>
+    /// Gets a value indicating whether the drain shape also runs the reference bounded as the library's node is (it holds
+    /// at most workers × claims per worker items until their outcomes are written), a third side in the alternation.
+    /// </summary>
+    public bool DrainBoundedReference { get; private init; }
+
+    /// <summary>Gets the library's claims per worker in the drain shape.</summary>
+    public int DrainLibraryClaims => DrainLibraryClaimsPerWorker > 0 ? DrainLibraryClaimsPerWorker : DrainClaimsPerWorker;
+
     /// <summary>Gets how many times the bulk-insert comparison runs each side, alternating.</summary>
     public int BulkRounds { get; private init; }
 
@@ -60,12 +79,15 @@ internal sealed class Settings
     /// <summary>Gets the cluster shape's options.</summary>
     public ClusterSettings Cluster { get; private init; } = null!;
 
-    /// <summary>Gets a value indicating whether only the cluster shape runs (then the in-memory baseline row does not).</summary>
-    public bool ClusterOnly => Shapes.Count == 1 && Shapes.Contains("cluster");
+    /// <summary>Gets the fair-share shape's options.</summary>
+    public FairSettings Fair { get; private init; } = null!;
+
+    /// <summary>Gets a value indicating whether only the cluster and fair-share shapes run (then the in-memory baseline row does not).</summary>
+    public bool ClusterOnly => Shapes.All(shape => shape is "cluster" or "fair");
 
     private static HashSet<string> ParseShapes(string text)
     {
-        string[] known = ["per-item", "enqueue", "latency", "bulk", "drain", "cluster"];
+        string[] known = ["per-item", "enqueue", "latency", "bulk", "drain", "cluster", "fair"];
         var shapes = text.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).ToHashSet(StringComparer.Ordinal);
         return shapes.Count > 0 && shapes.All(known.Contains)
             ? shapes
@@ -102,9 +124,12 @@ internal sealed class Settings
             DrainItems = arguments.Int("drain-items", quick ? 5000 : 200_000, 1),
             BulkBatch = arguments.Int("bulk-batch", 5000, 1, 100_000),
             DrainClaimsPerWorker = arguments.Int("drain-claims-per-worker", 50, 1, 100),
+            DrainLibraryClaimsPerWorker = arguments.Int("drain-library-claims-per-worker", 0, 0, 100),
+            DrainBoundedReference = arguments.Flag("drain-bounded-reference"),
             BulkRounds = arguments.Int("bulk-rounds", quick ? 1 : 3, 1, 100),
             DrainRounds = arguments.Int("drain-rounds", quick ? 1 : 3, 1, 100),
             Cluster = ClusterSettings.From(arguments, quick),
+            Fair = FairSettings.From(arguments, quick),
         };
         arguments.CheckAllUsed();
         return settings;
@@ -196,5 +221,74 @@ internal sealed class ClusterSettings
         CommandLine = arguments.Text("command-line"),
         Commit = arguments.Text("commit"),
         Strict = arguments.Flag("strict"),
+    };
+}
+
+/// <summary>The options of the fair-share shape (<c>--shapes fair</c>, or benchmarks/fair-share-durable.sh).</summary>
+internal sealed class FairSettings
+{
+    /// <summary>Gets the consumer processes.</summary>
+    public int Consumers { get; private init; }
+
+    /// <summary>Gets the workers per consumer process.</summary>
+    public int Workers { get; private init; }
+
+    /// <summary>Gets how long each handler blocks, in milliseconds: with the workers, the fleet's capacity.</summary>
+    public int HandlerMilliseconds { get; private init; }
+
+    /// <summary>Gets the offered load as a multiple of the fleet's capacity (1.5: 150%).</summary>
+    public double Load { get; private init; }
+
+    /// <summary>Gets how many tenants send: one heavy, the rest quiet.</summary>
+    public int Tenants { get; private init; }
+
+    /// <summary>Gets how many times as much as each quiet tenant the heavy tenant sends.</summary>
+    public double Heavy { get; private init; }
+
+    /// <summary>Gets the heavy tenant's weight under fair share (the others have the default, 1).</summary>
+    public int HeavyWeight { get; private init; }
+
+    /// <summary>Gets the most items of one tenant running at once under fair share (MaxRunningPerTenant; 0: two thirds of the fleet's workers).</summary>
+    public int Bound { get; private init; }
+
+    /// <summary>Gets how long each overload run is measured (items enqueued in that window), after its warm-up.</summary>
+    public double Seconds { get; private init; }
+
+    /// <summary>Gets the warm-up of each overload run (its items are not measured).</summary>
+    public double WarmUpSeconds { get; private init; }
+
+    /// <summary>Gets how many rounds run, each with one overload run and one backlogged run per mode, the order alternating.</summary>
+    public int Rounds { get; private init; }
+
+    /// <summary>Gets the longest window of the backlogged runs (shares while every tenant has a backlog).</summary>
+    public double BacklogSeconds { get; private init; }
+
+    /// <summary>Gets how long one quiet tenant runs alone at its rate (the reference wait).</summary>
+    public double ReferenceSeconds { get; private init; }
+
+    /// <summary>Gets the fleet's workers.</summary>
+    public int FleetWorkers => Consumers * Workers;
+
+    /// <summary>Gets the fleet's capacity, items per second: every worker busy with handlers of <see cref="HandlerMilliseconds"/>.</summary>
+    public double Capacity => FleetWorkers * 1000.0 / HandlerMilliseconds;
+
+    /// <summary>Gets the bound the runs with fair share set.</summary>
+    public int EffectiveBound => Bound > 0 ? Bound : Math.Max(1, FleetWorkers * 2 / 3);
+
+    public static FairSettings From(Arguments arguments, bool quick) => new()
+    {
+        Consumers = arguments.Int("fair-consumers", 3, 1, 32),
+        Workers = arguments.Int("fair-workers", 4, 1, 64),
+        HandlerMilliseconds = arguments.Int("fair-handler-ms", 50, 1, 10_000),
+        Load = arguments.Double("fair-load", 1.5, 0.1, 10),
+        Tenants = arguments.Int("fair-tenants", 10, 2, 1000),
+        Heavy = arguments.Double("fair-heavy", 20, 1, 1000),
+        HeavyWeight = arguments.Int("fair-heavy-weight", 2, 1, 1000),
+        Bound = arguments.Int("fair-bound", 0, 0, 10_000),
+        Seconds = arguments.Double("fair-seconds", quick ? 2 : 15, 0.5, 3600),
+        WarmUpSeconds = arguments.Double("fair-warmup", quick ? 0.5 : 3, 0, 3600),
+        Rounds = arguments.Int("fair-rounds", quick ? 1 : 2, 1, 100),
+        BacklogSeconds = arguments.Double("fair-backlog-seconds", quick ? 1.5 : 6, 0.5, 3600),
+        ReferenceSeconds = arguments.Double("fair-reference-seconds", quick ? 1 : 10, 0.5, 3600),
     };
 }

@@ -84,7 +84,7 @@ public sealed class ItemSearchTests(PostgresFixture postgres, ITestOutputHelper 
         var schema = await postgres.NewSchemaAsync();
         await using var node = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
         // A million rows: 400,000 ready over three priorities, 200,000 scheduled, 400,000 dead; one rare payload.
-        await postgres.ExecuteAsync($$"""
+        await PlanCost.FillAsync(postgres, $$"""
             INSERT INTO {{schema}}.items (queue, payload, ordering_key, priority, state, run_at, finished_at, last_error)
             SELECT 'notices', jsonb_build_object('Number', i), 'k' || (i % 1000), CASE WHEN i % 10 < 4 THEN (i % 3) - 1 ELSE 0 END,
                    CASE WHEN i % 10 < 4 THEN 0 WHEN i % 10 < 6 THEN 5 ELSE 3 END,
@@ -333,31 +333,8 @@ public sealed class ItemSearchTests(PostgresFixture postgres, ITestOutputHelper 
         command.CommandText = "EXPLAIN (ANALYZE, FORMAT JSON) " + command.CommandText;
         var json = (string)(await command.ExecuteScalarAsync())!;
         using var document = JsonDocument.Parse(json);
-        return (Examined(document.RootElement[0].GetProperty("Plan")), json);
+        return (PlanCost.Examined(document.RootElement[0].GetProperty("Plan")), json);
     }
-
-    private static long Examined(JsonElement node)
-    {
-        long sum = 0;
-        if (node.GetProperty("Node Type").GetString()!.Contains("Scan", StringComparison.Ordinal)
-            && node.TryGetProperty("Relation Name", out var relation) && relation.GetString() == "items")
-        {
-            var perLoop = node.GetProperty("Actual Rows").GetDouble() + Property(node, "Rows Removed by Filter") + Property(node, "Rows Removed by Index Recheck");
-            sum += (long)Math.Ceiling(perLoop * node.GetProperty("Actual Loops").GetDouble());
-        }
-
-        if (node.TryGetProperty("Plans", out var children))
-        {
-            foreach (var child in children.EnumerateArray())
-            {
-                sum += Examined(child);
-            }
-        }
-
-        return sum;
-    }
-
-    private static double Property(JsonElement node, string name) => node.TryGetProperty(name, out var value) ? value.GetDouble() : 0;
 
     private sealed record Row(long Id, short State, int Priority, string? Key, DateTimeOffset EnqueuedAt, DateTimeOffset RunAt, DateTimeOffset? FinishedAt, string? Error, JsonElement Payload);
 

@@ -108,15 +108,15 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         await transaction.RollbackAsync();
         var plan = document.RootElement[0].GetProperty("Plan");
 
-        Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), Claimed(plan));
-        var examined = Examined(plan);
+        Assert.Equal(Math.Min(Count, keys * Math.Min(PerKey - runningPerKey, itemsPerKey)), PlanCost.Claimed(plan));
+        var examined = PlanCost.Examined(plan);
         Assert.True(examined <= Bound, $"{examined} rows examined, more than {Bound}.");
     }
 
     /// <summary>Keys k0..k{keys-1} interleaved in enqueue order, the first <paramref name="runningPerKey"/> of each key running; then an analyze.</summary>
     private async Task FillAsync(KeyedClaim claim, int keys, int itemsPerKey, int runningPerKey, bool analyze = true)
     {
-        await postgres.ExecuteAsync($"""
+        await PlanCost.FillAsync(postgres, $"""
             INSERT INTO {claim.Items} (queue, payload, ordering_key)
             SELECT '{KeyedClaim.Queue}', jsonb_build_object(), 'k' || (g % {keys}) FROM generate_series(0, {(keys * itemsPerKey) - 1}) g ORDER BY g;
             UPDATE {claim.Items} SET state = 1, attempts = 1, lease_owner = 'other', lease_until = now() + interval '1 hour'
@@ -130,74 +130,11 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
     private static async Task<(long Examined, long Claimed)> ExplainAsync(KeyedClaim claim, string statement, bool generic, int perKey = PerKey)
     {
         await using var connection = await claim.OpenAsync();
-        await using var transaction = await connection.BeginTransactionAsync();
-        const string types = "text, int, text, interval, int, bigint";
-        var arguments = $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {perKey}, 0";
-        await using (var prepare = new NpgsqlCommand(
-            $"SET LOCAL plan_cache_mode = {(generic ? "force_generic_plan" : "force_custom_plan")}; PREPARE measured ({types}) AS {statement}", connection, transaction))
-        {
-            await prepare.ExecuteNonQueryAsync();
-        }
-
-        string json;
-        await using (var explain = new NpgsqlCommand($"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE measured ({arguments})", connection, transaction))
-        {
-            json = (string)(await explain.ExecuteScalarAsync())!;
-        }
-
-        await transaction.RollbackAsync();
-        await using (var deallocate = new NpgsqlCommand("DEALLOCATE measured", connection))
-        {
-            await deallocate.ExecuteNonQueryAsync();
-        }
-
-        using var document = JsonDocument.Parse(json);
+        using var document = await PlanCost.ExplainPreparedAsync(connection, statement, "text, int, text, interval, int, bigint",
+            $"'{KeyedClaim.Queue}', {Count}, 'test', interval '1 hour', {perKey}, 0", generic);
         Assert.False(document.RootElement[0].TryGetProperty("JIT", out _), "The claim was JIT-compiled: the queue's session settings must turn JIT off.");
         var plan = document.RootElement[0].GetProperty("Plan");
-        return (Examined(plan), Claimed(plan));
-    }
-
-    /// <summary>Rows the plan's scans of the items table returned or filtered out, over all their loops.</summary>
-    private static long Examined(JsonElement node)
-    {
-        long sum = 0;
-        if (node.GetProperty("Node Type").GetString()!.Contains("Scan", StringComparison.Ordinal)
-            && node.TryGetProperty("Relation Name", out var relation) && relation.GetString() == "items")
-        {
-            var perLoop = node.GetProperty("Actual Rows").GetDouble() + Property(node, "Rows Removed by Filter") + Property(node, "Rows Removed by Index Recheck");
-            sum += (long)Math.Ceiling(perLoop * node.GetProperty("Actual Loops").GetDouble());
-        }
-
-        if (node.TryGetProperty("Plans", out var children))
-        {
-            foreach (var child in children.EnumerateArray())
-            {
-                sum += Examined(child);
-            }
-        }
-
-        return sum;
-    }
-
-    /// <summary>Rows the claim's update wrote (the ModifyTable node with the lease: the one that is not the promotion).</summary>
-    private static long Claimed(JsonElement node)
-    {
-        long claimed = 0;
-        if (node.GetProperty("Node Type").GetString() == "ModifyTable"
-            && node.TryGetProperty("Subplan Name", out var name) && name.GetString() == "CTE claimed")
-        {
-            claimed = (long)node.GetProperty("Actual Rows").GetDouble();
-        }
-
-        if (node.TryGetProperty("Plans", out var children))
-        {
-            foreach (var child in children.EnumerateArray())
-            {
-                claimed += Claimed(child);
-            }
-        }
-
-        return claimed;
+        return (PlanCost.Examined(plan), PlanCost.Claimed(plan));
     }
 
     private static async Task ExecuteAsync(NpgsqlConnection connection, string sql)
@@ -205,6 +142,4 @@ public sealed class KeyedClaimCostTests(PostgresFixture postgres)
         await using var command = new NpgsqlCommand(sql, connection);
         await command.ExecuteNonQueryAsync();
     }
-
-    private static double Property(JsonElement node, string name) => node.TryGetProperty(name, out var value) ? value.GetDouble() : 0;
 }

@@ -10,10 +10,11 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// <para>
 /// <b>Taking turns.</b> The claims of one fair queue take turns across the fleet: each runs <see cref="Lock"/> (a
-/// transaction-scoped advisory lock of the queue) and then <see cref="Claim"/> in one implicit transaction (one batch,
-/// one round trip). The claim's snapshot is taken after the lock is held, so it sees every earlier claim's items as
+/// transaction-scoped advisory lock of the queue) and then <see cref="Claim"/> in one transaction (two statements and
+/// the commit; not a batch, which would wait for a ThreadPool thread). The claim's snapshot is taken after the lock is held, so it sees every earlier claim's items as
 /// running: the per-tenant counts it decides by are exact, not a snapshot that another node's claim in flight could
-/// make stale. The lock is held for the claim statement alone.
+/// make stale. The lock is held for the claim statement and the commit (and, when the claim carries outcomes, their
+/// write before it).
 /// </para>
 /// <para>
 /// <b>The order.</b> Each tenant t with ready items is a lane, of weight w(t) and with r(t) items running (state
@@ -92,6 +93,15 @@ internal sealed class FairClaimSql
                     WHERE r.queue = {c}.queue AND r.ordering_key = {c}.ordering_key AND r.state = 1
                     OFFSET 0)
                 AND NOT {sql.KeyPausedNow("$1", c + ".ordering_key")}))
+            """;
+
+        // The summary's more: a lane cut short by its share held more than it offered while the claim took fewer than
+        // $2. Its lines after the first are indented for their place in the statement (see StorageSql.ClaimResult).
+        const string More = """
+            (SELECT count(*) FROM claimed) < $2 AND EXISTS (
+                       SELECT 1 FROM quotas q
+                       WHERE q.share_bound
+                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota)
             """;
 
         // Parameters as the plain claim's: $1 queue, $2 how many, $3 node, $4 lease, $5 the settings version the node
@@ -202,33 +212,8 @@ internal sealed class FairClaimSql
                 WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM locked))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant),{spent}
-            peek AS (
-                SELECT p.id, p.run_at FROM {items} p
-                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
-                ORDER BY p.priority DESC, p.run_at, p.id
-                LIMIT $6),
-            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
-                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, NULL::boolean AS more, tenant
-            FROM claimed
-            UNION ALL
-            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
-                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
-                   true, (SELECT count(*) FROM promoted)::integer,
-                   {nextDue},
-                   (SELECT version FROM settings), (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
-                   (SELECT count(*) FROM claimed) < $2 AND EXISTS (
-                       SELECT 1 FROM quotas q
-                       WHERE q.share_bound
-                         AND (SELECT count(*) FROM placed p WHERE p.tenant IS NOT DISTINCT FROM q.tenant AND p.place <= q.quota) >= q.quota),
-                   NULL::text
+            {sql.ClaimedPeekWaiting("locked", afterClaimed: spent)}
+            {sql.ClaimResult("(SELECT version FROM settings)", More, rated ? nextDue : null)}
             """;
     }
 }

@@ -405,29 +405,8 @@ internal sealed class StorageSql
                 ORDER BY c.priority DESC, c.run_at, c.id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
-                WHERE i.id = ANY(ARRAY(SELECT id FROM next))
-                RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant),
-            peek AS (
-                SELECT p.id, p.run_at FROM {Items} p
-                WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
-                ORDER BY p.priority DESC, p.run_at, p.id
-                LIMIT $6),
-            waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
-            SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
-                   false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-                   NULL::bigint AS waiting, NULL::double precision AS oldest_wait, tenant
-            FROM claimed
-            UNION ALL
-            SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
-                   NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
-                   true, (SELECT count(*) FROM promoted)::integer,
-                   extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
-                   {settingsVersion}, (SELECT count(*) FROM waiting),
-                   coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
-                   NULL::text
+            {ClaimedPeekWaiting("next")}
+            {ClaimResult(settingsVersion)}
             """;
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
@@ -664,6 +643,52 @@ internal sealed class StorageSql
     /// <summary>A condition true while the ordering key <paramref name="key"/> of <paramref name="queue"/> is paused: one probe of <see cref="PausedKeys"/>' primary key (<c>OFFSET 0</c> keeps it a probe).</summary>
     public string KeyPausedNow(string queue, string key) =>
         $"EXISTS (SELECT 1 FROM {PausedKeys} pk WHERE pk.queue = {queue} AND pk.ordering_key = {key} AND (pk.paused_until IS NULL OR pk.paused_until > now()) OFFSET 0)";
+
+    /// <summary>
+    /// The last three CTEs of a claim that returns <see cref="PlainClaimRow"/> rows (<see cref="Claim"/>, and
+    /// <see cref="FairClaimSql.Claim"/>): <c>claimed</c>, the rows whose ids the CTE <paramref name="source"/> holds,
+    /// leased to node $3 for $4; <c>peek</c>, the first $6 ready items in claim order; <c>waiting</c>, those of them the
+    /// claim did not take. Comma-separated, no comma after the last; its lines after the first indented as the
+    /// statement's, for the start of a line of it. <paramref name="returningMore"/>: more columns of the claimed rows (a
+    /// leading comma); <paramref name="afterClaimed"/>: CTEs that read <c>claimed</c>, each ending with a comma.
+    /// </summary>
+    public string ClaimedPeekWaiting(string source, string returningMore = "", string afterClaimed = "") => $"""
+        claimed AS (
+            UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
+            WHERE i.id = ANY(ARRAY(SELECT id FROM {source}))
+            RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
+                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant{returningMore}),{afterClaimed}
+        peek AS (
+            SELECT p.id, p.run_at FROM {Items} p
+            WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
+            ORDER BY p.priority DESC, p.run_at, p.id
+            LIMIT $6),
+        waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
+        """;
+
+    /// <summary>
+    /// The final select of a claim that ends with <see cref="ClaimedPeekWaiting"/> (and has a <c>promoted</c> CTE): the
+    /// claimed rows (summary false), then one summary row (summary true) with the promotions, the seconds until the next
+    /// scheduled item is due, the settings version (<paramref name="version"/>, an expression) and the waiting items.
+    /// <paramref name="more"/>, when given, is one more summary column, <c>more</c> (a boolean expression; its lines after
+    /// the first indented as the statement's, seven spaces in). <paramref name="nextDue"/>, when given, is the next wake-up
+    /// instead of the next scheduled item's due time (in seconds). The claimed item's tenant is the last column (null in
+    /// the summary), after every other, so that no column moved when it was added.
+    /// </summary>
+    public string ClaimResult(string version, string? more = null, string? nextDue = null) => $"""
+        SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
+               false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
+               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}, tenant
+        FROM claimed
+        UNION ALL
+        SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
+               NULL::smallint, NULL::timestamptz, NULL::text, NULL::bigint,
+               true, (SELECT count(*) FROM promoted)::integer,
+               {nextDue ?? $"extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision"},
+               {version}, (SELECT count(*) FROM waiting),
+               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)},
+               NULL::text
+        """;
 
 
     public string Enqueue { get; }

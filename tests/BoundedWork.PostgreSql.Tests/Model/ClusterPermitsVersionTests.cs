@@ -8,46 +8,36 @@ namespace BoundedWork.PostgreSql.Tests.Model;
 /// </summary>
 public sealed class ClusterPermitsVersionTests
 {
-    [Fact]
-    public void ClaimSawItsPermitsVersion_GrantRenewedToANewerOneMeanwhile_NotStale_TheNodeGoesOnClaiming()
+    /// <summary>
+    /// A claim took 2 permits under version 1; then the grant was renewed to version 2 while its statement ran, or not;
+    /// the claim saw version <paramref name="seen"/>. Whether the claim is stale, whether the node must renew its grant,
+    /// and how many permits the node can take once the claim's are back (after the renewal, when it was missing: all).
+    /// </summary>
+    [Theory]
+    [InlineData(true, 1, false, false, 2)] // saw its permits' version, grant renewed to a newer one meanwhile: not stale, the node goes on claiming
+    [InlineData(true, 2, true, false, 2)] // saw a newer version, the renewal caught up meanwhile: stale claim, no renewal, the node goes on claiming
+    [InlineData(false, 2, true, true, 0)] // saw a newer version, grant not renewed: stale claim, nothing more until the renewal
+    public void Stale_ClaimAgainstItsPermitsVersionAndTheGrantNow(bool renewedMeanwhile, long seen, bool stale, bool renew, int takenAfter)
     {
         var permits = Granted(version: 1);
         var take = permits.Take(2);
         Assert.Equal((2, 1L), (take.Count, take.Version));
 
-        Grant(permits, version: 2); // the renewal committed while the claim's statement ran under version 1
-        Assert.False(permits.Stale(take.Version, seen: 1, out var renew));
-        Assert.False(renew);
+        if (renewedMeanwhile)
+        {
+            Grant(permits, version: 2); // committed while the claim's statement ran
+        }
+
+        Assert.Equal(stale, permits.Stale(take.Version, seen, out var renewal));
+        Assert.Equal(renew, renewal);
         permits.Return(2, take.Rated);
-        Assert.Equal(2, permits.Take(2).Count);
-    }
+        Assert.Equal(takenAfter, permits.Take(2).Count);
 
-    [Fact]
-    public void ClaimSawANewerVersion_RenewalCaughtUpMeanwhile_StaleClaim_NoRenewal_TheNodeGoesOnClaiming()
-    {
-        var permits = Granted(version: 1);
-        var take = permits.Take(2);
-
-        Grant(permits, version: 2); // the change and the renewal both committed while the claim ran
-        Assert.True(permits.Stale(take.Version, seen: 2, out var renew));
-        Assert.False(renew);
-        permits.Return(2, take.Rated);
-        Assert.Equal(2, permits.Take(2).Count);
-    }
-
-    [Fact]
-    public void ClaimSawANewerVersion_GrantNotRenewed_StaleClaim_NothingMoreUntilTheRenewal()
-    {
-        var permits = Granted(version: 1);
-        var take = permits.Take(2);
-
-        Assert.True(permits.Stale(take.Version, seen: 2, out var renew));
-        Assert.True(renew);
-        permits.Return(2, take.Rated);
-        Assert.Equal(0, permits.Take(2).Count);
-
-        Grant(permits, version: 2);
-        Assert.Equal(2, permits.Take(2).Count);
+        if (!renewedMeanwhile)
+        {
+            Grant(permits, version: 2);
+            Assert.Equal(2, permits.Take(2).Count);
+        }
     }
 
     private static ClusterPermits Granted(long version)
