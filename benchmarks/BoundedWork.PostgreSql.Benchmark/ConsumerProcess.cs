@@ -16,6 +16,7 @@ internal sealed class ConsumerProcess : IAsyncDisposable
     private readonly TaskCompletionSource _stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private long _count;
     private long _lastEnded;
+    private long _maxHeld = -1;
     private long _cpuTicks;
 
     private ConsumerProcess(Process process, int index)
@@ -169,6 +170,9 @@ internal sealed class ConsumerProcess : IAsyncDisposable
         return consumer;
     }
 
+    /// <summary>Gets the most items the consumer held at once (claimed, outcome not yet written), as a reference consumer reports it; -1: not reported.</summary>
+    public long MaxHeld => Interlocked.Read(ref _maxHeld);
+
     private void OnOutput(string? line)
     {
         if (line is null)
@@ -183,6 +187,9 @@ internal sealed class ConsumerProcess : IAsyncDisposable
                 Interlocked.Exchange(ref _cpuTicks, long.Parse(parts[3], CultureInfo.InvariantCulture));
                 Interlocked.Exchange(ref _lastEnded, long.Parse(parts[2], CultureInfo.InvariantCulture));
                 Interlocked.Exchange(ref _count, long.Parse(parts[1], CultureInfo.InvariantCulture));
+                break;
+            case "HELD" when parts.Length == 2:
+                Interlocked.Exchange(ref _maxHeld, long.Parse(parts[1], CultureInfo.InvariantCulture));
                 break;
             case "S" when parts.Length == 3:
                 Starts.Enqueue((int.Parse(parts[1], CultureInfo.InvariantCulture), long.Parse(parts[2], CultureInfo.InvariantCulture)));

@@ -15,7 +15,7 @@ namespace BoundedWork.PostgreSql.Benchmark;
 /// </summary>
 internal sealed partial class Driver
 {
-    private readonly List<(int Consumers, DrainRun Library, DrainRun Reference)> _drainComparisons = [];
+    private readonly List<(int Consumers, DrainRun Library, DrainRun Reference, DrainRun? Bounded)> _drainComparisons = [];
 
     /// <summary>
     /// Bulk insert, <see cref="Settings.BulkBatch"/> items per statement, each batch its own transaction: the library's
@@ -149,27 +149,37 @@ internal sealed partial class Driver
     {
         var rounds = _settings.DrainRounds;
         Progress($"drain: {_settings.DrainItems} items bulk-inserted, then drained by {consumerCount} consumer process(es) x {_settings.Workers} workers, "
-            + $"{_settings.DrainClaimsPerWorker} claims per worker; the library against the hand-written reference, alternating {rounds} times");
+            + $"{ClaimsLabel()}; the library against the hand-written reference, alternating {rounds} times");
         var library = new List<DrainRun>();
         var reference = new List<DrainRun>();
+        var bounded = new List<DrainRun>();
+        DrainSide[] sides = _settings.DrainBoundedReference ? [DrainSide.Library, DrainSide.Reference, DrainSide.BoundedReference] : [DrainSide.Library, DrainSide.Reference];
         for (var round = 0; round < rounds; round++)
         {
-            bool[] order = round % 2 == 0 ? [false, true] : [true, false];
-            foreach (var isReference in order)
+            // Which side goes first rotates, so a drift of the machine falls on every side alike.
+            for (var turn = 0; turn < sides.Length; turn++)
             {
-                (isReference ? reference : library).Add(await DrainOnceAsync(consumerCount, round, isReference));
+                var side = sides[(round + turn) % sides.Length];
+                var run = await DrainOnceAsync(consumerCount, round, side);
+                (side switch { DrainSide.Library => library, DrainSide.Reference => reference, _ => bounded }).Add(run);
             }
         }
 
         static DrainRun Median(List<DrainRun> runs) => runs.OrderBy(r => r.Rate).ElementAt(runs.Count / 2);
         var (lib, refer) = (Median(library), Median(reference));
-        _drainComparisons.Add((consumerCount, lib, refer));
-        var counted = library.Concat(reference).All(r => r.Counted);
-        _notes.Add($"Drain, {consumerCount} consumer process(es): median of {rounds} alternating round(s) each, library / reference {Format(lib.Rate / refer.Rate, "0.00")}x; "
-            + $"items/s per round: library {string.Join(", ", library.Select(r => Format(r.Rate, "#,0")))}; reference {string.Join(", ", reference.Select(r => Format(r.Rate, "#,0")))}; "
-            + (counted ? "every run: every item completed, one delivery and one handler run each." : "a run miscounted: see its note."));
+        var boundedMedian = bounded.Count > 0 ? Median(bounded) : null;
+        _drainComparisons.Add((consumerCount, lib, refer, boundedMedian));
+        var counted = library.Concat(reference).Concat(bounded).All(r => r.Counted);
+        _notes.Add($"Drain, {consumerCount} consumer process(es): median of {rounds} alternating round(s) each, library / reference {Format(lib.Rate / refer.Rate, "0.00")}x"
+            + (boundedMedian is null ? "" : $", library / bounded reference {Format(lib.Rate / boundedMedian.Rate, "0.00")}x")
+            + $"; items/s per round: library {string.Join(", ", library.Select(r => Format(r.Rate, "#,0")))}; reference {string.Join(", ", reference.Select(r => Format(r.Rate, "#,0")))}"
+            + (boundedMedian is null ? "" : $"; bounded reference {string.Join(", ", bounded.Select(r => Format(r.Rate, "#,0")))}")
+            + "; " + (counted ? "every run: every item completed, one delivery and one handler run each" : "a run miscounted: see its note")
+            + $"; items held at once per process (claimed, outcome not yet written): library at most {_settings.Workers * _settings.DrainLibraryClaims} (its bound, workers × claims per worker), "
+            + $"reference up to {string.Join(", ", reference.Select(r => Format(r.MaxHeld, "#,0")))} (measured; nothing bounds it but its channel)"
+            + (boundedMedian is null ? "." : $", bounded reference up to {string.Join(", ", bounded.Select(r => Format(r.MaxHeld, "#,0")))} (measured; its bound {_settings.Workers * _settings.DrainClaimsPerWorker})."));
 
-        var shape = $"{consumerCount} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker";
+        var shape = $"{consumerCount} × {_settings.Workers}, {ClaimsLabel()}";
         Row ToRow(string name, DrainRun run) => new(name, shape, _settings.DrainItems)
         {
             EnqueueRate = run.InsertRate,
@@ -183,8 +193,14 @@ internal sealed partial class Driver
         [
             ToRow("PostgreSQL, bulk-inserted then drained", lib),
             ToRow("reference (Npgsql only, no library), bulk-inserted then drained", refer),
+            .. boundedMedian is null ? Array.Empty<Row>() : [ToRow("bounded reference (Npgsql only, holds at most workers × claims per worker), bulk-inserted then drained", boundedMedian)],
         ];
     }
+
+    /// <summary>The drain's claims per worker, as the tables show them: the library's too when it differs.</summary>
+    private string ClaimsLabel() => _settings.DrainLibraryClaims == _settings.DrainClaimsPerWorker
+        ? $"{_settings.DrainClaimsPerWorker} claims/worker"
+        : $"{_settings.DrainClaimsPerWorker} claims/worker (library {_settings.DrainLibraryClaims})";
 
     /// <summary>
     /// One drain: <see cref="Settings.DrainItems"/> items bulk-inserted with the library's <c>EnqueueManyAsync</c>
@@ -195,10 +211,11 @@ internal sealed partial class Driver
     /// reference, both with <see cref="Settings.Workers"/> workers and claims of up to workers ×
     /// <see cref="Settings.DrainClaimsPerWorker"/>; handlers do nothing. The schema is dropped afterwards.
     /// </summary>
-    private async Task<DrainRun> DrainOnceAsync(int consumerCount, int round, bool reference)
+    private async Task<DrainRun> DrainOnceAsync(int consumerCount, int round, DrainSide drainSide)
     {
-        var side = reference ? "reference" : "library";
-        var schema = string.Create(CultureInfo.InvariantCulture, $"bench_drain_c{consumerCount}_{(reference ? "ref" : "lib")}_{round}");
+        var reference = drainSide != DrainSide.Library;
+        var side = drainSide switch { DrainSide.Library => "library", DrainSide.Reference => "reference", _ => "bounded reference" };
+        var schema = string.Create(CultureInfo.InvariantCulture, $"bench_drain_c{consumerCount}_{drainSide switch { DrainSide.Library => "lib", DrainSide.Reference => "ref", _ => "refb" }}_{round}");
         var what = $"drain, {consumerCount} consumer(s), {side}, round {round + 1}";
         var items = _settings.DrainItems;
         Progress(what);
@@ -206,10 +223,11 @@ internal sealed partial class Driver
         List<ConsumerProcess> consumers = [];
         try
         {
-            var claims = _settings.DrainClaimsPerWorker.ToString(CultureInfo.InvariantCulture);
+            var claims = (reference ? _settings.DrainClaimsPerWorker : _settings.DrainLibraryClaims).ToString(CultureInfo.InvariantCulture);
             consumers = reference
                 ? await ConsumerProcess.StartManyAsync(consumerCount,
-                    [.. ConsumerArguments(schema), "--claims-per-worker", claims, "--channel", "boundedwork." + schema], _cancellation, verb: "reference-consumer")
+                    [.. ConsumerArguments(schema), "--claims-per-worker", claims, "--channel", "boundedwork." + schema, .. drainSide == DrainSide.BoundedReference ? ["--bounded"] : Array.Empty<string>()],
+                    _cancellation, verb: "reference-consumer")
                 : await ConsumerProcess.StartManyAsync(consumerCount, [.. ConsumerArguments(schema), "--claims-per-worker", claims], _cancellation);
             var queue = host.Services.GetRequiredService<IPostgreSqlWorkQueue<BenchItem>>();
             Func<long> count = () => consumers.Sum(c => c.Count);
@@ -229,7 +247,10 @@ internal sealed partial class Driver
             var consumersUsed = Sum(consumers.Select(c => c.Cpu)) - consumerCpu;
             var counted = await CheckDeliveriesAsync(schema, warmUp + items, consumers.Sum(c => c.Count), what);
             await PrintStatementsAsync(what, items);
-            return new DrainRun(Rate(items, committed, ended), insertRate, Milliseconds(ended, completed), consumersUsed, serverUsed, counts, counted);
+            return new DrainRun(Rate(items, committed, ended), insertRate, Milliseconds(ended, completed), consumersUsed, serverUsed, counts, counted)
+            {
+                MaxHeld = reference ? consumers.Max(c => c.MaxHeld) : _settings.Workers * _settings.DrainLibraryClaims,
+            };
         }
         finally
         {
@@ -250,7 +271,19 @@ internal sealed partial class Driver
     }
 
     /// <summary>One drain's measurements: items/s (commit to the last handler's end), the insert's rate, the outcome writer's lag, CPU, what the server ran, and whether every item was counted.</summary>
-    private sealed record DrainRun(double Rate, double InsertRate, double RowsCompletedAfter, TimeSpan ConsumerCpu, TimeSpan ServerCpu, StatementCounts Counts, bool Counted);
+    /// <summary>The sides of the drain comparison.</summary>
+    private enum DrainSide
+    {
+        Library,
+        Reference,
+        BoundedReference,
+    }
+
+    private sealed record DrainRun(double Rate, double InsertRate, double RowsCompletedAfter, TimeSpan ConsumerCpu, TimeSpan ServerCpu, StatementCounts Counts, bool Counted)
+    {
+        /// <summary>Gets the most items one consumer held at once (claimed, outcome not yet written): measured for the reference, the bound (workers × claims per worker) for the library.</summary>
+        public long MaxHeld { get; init; }
+    }
 
     /// <summary>
     /// Inserts items <paramref name="first"/> .. <paramref name="first"/> + <paramref name="count"/> - 1 with bulk
@@ -293,16 +326,17 @@ internal sealed partial class Driver
     private string RenderDrainComparison()
     {
         var text = new StringBuilder();
-        text.AppendLine("| drain, library against the hand-written reference (medians) | consumer processes × workers | library items/s | reference items/s | library / reference | statements (= round trips) per item: library / reference | server CPU µs/item: library / reference | consumer CPU µs/item: library / reference | wall µs/item: library / reference |");
-        text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        text.AppendLine("| drain, library against the hand-written reference (medians) | consumer processes × workers | library items/s | reference items/s | library / reference | bounded reference items/s | library / bounded reference | round trips per item: library / reference | server CPU µs/item: library / reference | consumer CPU µs/item: library / reference | wall µs/item: library / reference |");
+        text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         var items = (double)_settings.DrainItems;
-        foreach (var (consumers, library, reference) in _drainComparisons)
+        foreach (var (consumers, library, reference, bounded) in _drainComparisons)
         {
             string Pair(Func<DrainRun, double> value, string format) => $"{Format(value(library), format)} / {Format(value(reference), format)}";
             text.AppendLine(CultureInfo.InvariantCulture,
-                $"| {_settings.DrainItems} items, {_settings.DrainRounds} round(s) each | {consumers} × {_settings.Workers}, {_settings.DrainClaimsPerWorker} claims/worker | "
+                $"| {_settings.DrainItems} items, {_settings.DrainRounds} round(s) each | {consumers} × {_settings.Workers}, {ClaimsLabel()} | "
                 + $"{Format(library.Rate, "#,0")} | {Format(reference.Rate, "#,0")} | {Format(library.Rate / reference.Rate, "0.00")}x | "
-                + $"{Pair(r => r.Counts.Total / items, "0.0000")} | {Pair(r => r.ServerCpu.TotalMicroseconds / items, "0.0")} | "
+                + $"{(bounded is null ? "–" : Format(bounded.Rate, "#,0"))} | {(bounded is null ? "–" : Format(library.Rate / bounded.Rate, "0.00") + "x")} | "
+                + $"{Pair(r => r.Counts.RoundTrips / items, "0.0000")} | {Pair(r => r.ServerCpu.TotalMicroseconds / items, "0.0")} | "
                 + $"{Pair(r => r.ConsumerCpu.TotalMicroseconds / items, "0.0")} | {Pair(r => 1_000_000 / r.Rate, "0.0")} |");
         }
 

@@ -909,8 +909,8 @@ internal sealed partial class Driver : IAsyncDisposable
         if (_rows.Any(row => row.Counts is not null))
         {
             text.AppendLine();
-            text.AppendLine("| row (counts per measured item, pg_stat_statements) | consumer processes × workers | statements (= round trips) | enqueue statements | NOTIFY statements of their own | claims | items per claim | outcome writes | items per outcome write | WAL bytes | WAL flushes | planning µs | execution µs |");
-            text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+            text.AppendLine("| row (counts per measured item, pg_stat_statements) | consumer processes × workers | statements | round trips | enqueue statements | NOTIFY statements of their own | claims | items per claim | outcome writes | items per outcome write | WAL bytes | WAL flushes | planning µs | execution µs |");
+            text.AppendLine("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
             foreach (var row in _rows.Where(row => row.Counts is not null))
             {
                 text.AppendLine(CultureInfo.InvariantCulture, $"| {row.Name} | {row.Shape} | {row.Counts!.Describe(row.Items)} |");

@@ -6,14 +6,14 @@ using BoundedWork.PostgreSql.Benchmark;
 //                      cluster limits, benchmarks/cluster-limits.sh)
 //   consumer [options] one consumer node; the driver starts these as child processes
 //   reference-consumer [options]  the drain shape's hand-written reference (Npgsql only), started the same way
-string[] flags = ["quick", "record-starts", "record-spans", "statements", "strict", "witness"];
+string[] flags = ["quick", "record-starts", "record-spans", "statements", "strict", "witness", "drain-bounded-reference", "bounded"];
 if (args.Length == 0 || args[0] is not ("run" or "consumer" or "reference-consumer"))
 {
     Console.Error.WriteLine("""
         Usage: run [--quick] [--items N] [--warmup-items N] [--producers P] [--consumers 1,2,4] [--workers W]
                    [--latency-rate R] [--latency-seconds S] [--latency-warmup S]
                    [--bloat SECONDS] [--bloat-rate R] [--bloat-sample S] [--fsync on|off] [--statements] [--server-dir-file F]
-                   [--shapes per-item,latency,bulk,drain,cluster] [--drain-items N] [--bulk-batch B] [--drain-claims-per-worker C] [--bulk-rounds R] [--drain-rounds R]
+                   [--shapes per-item,latency,bulk,drain,cluster] [--drain-items N] [--bulk-batch B] [--drain-claims-per-worker C] [--drain-library-claims-per-worker C] [--drain-bounded-reference] [--bulk-rounds R] [--drain-rounds R]
                    cluster shape: [--cluster-items N] [--cluster-rounds R] [--cluster-consumers 1,2,4] [--cluster-workers W] [--cluster-claims-per-worker C]
                    [--cluster-keys K] [--binding-consumers P] [--binding-workers W] [--handler-ms MS] [--max-running N] [--rate R]
                    [--binding-keys K] [--max-running-per-key M] [--binding-seconds S] [--binding-warmup S] [--cluster-out DIR]
@@ -23,7 +23,7 @@ if (args.Length == 0 || args[0] is not ("run" or "consumer" or "reference-consum
                    [--fair-reference-seconds S]
                consumer --connection CS --schema S [--workers W] [--claims-per-worker C] [--record-starts] [--record-spans] [--witness] [--handler-ms MS]
                         [--retention-ms MS] [--cleanup-ms MS]
-               reference-consumer --connection CS --schema S --channel C [--workers W] [--claims-per-worker C]
+               reference-consumer --connection CS --schema S --channel C [--workers W] [--claims-per-worker C] [--bounded]
         """);
     return 2;
 }

@@ -20,6 +20,10 @@ namespace BoundedWork.PostgreSql.Benchmark;
 /// <item><description>an outcome writer marks every id it has been given since its last write completed, in one
 /// statement (<c>UPDATE ... SET state = 2 WHERE id = ANY($1)</c>).</description></item>
 /// </list>
+/// Nothing bounds what it holds (items claimed whose outcomes are not written yet) but the channel: up to two claims'
+/// worth and the outcomes not yet written. With <c>--bounded</c> it holds at most workers × claims-per-worker, the
+/// library's node's bound: a claim takes only the room that written outcomes freed (it waits for a write when there is none). It reports the most it held at once (<c>HELD n</c> every 100 ms), which the
+/// driver prints beside the library's bound (workers × claims per worker per node).
 /// At least once: an item is marked completed only after its handler ran; an item whose process died stays running
 /// until its lease (5 minutes: the handlers are short, so there is no heartbeat) expires, and every 30 s the claim loop
 /// makes such items ready again. A failed statement is logged on standard error and tried again 100 ms later. Npgsql
@@ -41,6 +45,7 @@ internal static class ReferenceConsumer
         var channelName = arguments.Required("channel");
         var workers = arguments.Int("workers", 2, 1, 64);
         var batch = workers * arguments.Int("claims-per-worker", 2, 1, 100);
+        var bounded = arguments.Flag("bounded"); // hold at most `batch` items until their outcomes are written, as the library's node does
         arguments.CheckAllUsed();
 
         var table = "\"" + schema + "\".items";
@@ -65,6 +70,20 @@ internal static class ReferenceConsumer
         await using var dataSource = builder.Build();
 
         var recorder = new Recorder(recordStarts: false);
+        long held = 0, maxHeld = 0; // items claimed whose outcome is not written yet, and the most at once
+        using var roomFreed = new SemaphoreSlim(0, 1);
+        void Held(long change)
+        {
+            var now = Interlocked.Add(ref held, change);
+            for (var max = Interlocked.Read(ref maxHeld); now > max; max = Interlocked.Read(ref maxHeld))
+            {
+                if (Interlocked.CompareExchange(ref maxHeld, now, max) == max)
+                {
+                    break;
+                }
+            }
+        }
+
         var claimed = Channel.CreateBounded<(long Id, string Payload)>(new BoundedChannelOptions(batch) { SingleWriter = true });
         var handled = Channel.CreateUnbounded<long>(new UnboundedChannelOptions { SingleReader = true });
         using var stop = new CancellationTokenSource();
@@ -139,6 +158,28 @@ internal static class ReferenceConsumer
                     nextReap = Stopwatch.GetTimestamp() + (long)(ReapInterval.TotalSeconds * Stopwatch.Frequency);
                 }
 
+                var want = batch;
+                if (bounded)
+                {
+                    // Bounded like the library's node: claim only the room that written outcomes freed.
+                    while (Interlocked.Read(ref held) >= batch && !stop.IsCancellationRequested)
+                    {
+                        try
+                        {
+                            await roomFreed.WaitAsync(PollInterval, stop.Token);
+                        }
+                        catch (OperationCanceledException)
+                        {
+                        }
+                    }
+
+                    want = (int)(batch - Interlocked.Read(ref held));
+                    if (want <= 0)
+                    {
+                        continue; // stopping
+                    }
+                }
+
                 var items = await RetryAsync("claim", async connection =>
                 {
                     await using var claim = new NpgsqlCommand(claimSql, connection)
@@ -146,7 +187,7 @@ internal static class ReferenceConsumer
                         Parameters =
                         {
                             new NpgsqlParameter<string> { TypedValue = ConsumerNode.QueueName },
-                            new NpgsqlParameter<int> { TypedValue = batch },
+                            new NpgsqlParameter<int> { TypedValue = want },
                             new NpgsqlParameter<TimeSpan> { TypedValue = Lease },
                         },
                     };
@@ -159,6 +200,7 @@ internal static class ReferenceConsumer
 
                     return rows;
                 });
+                Held(items.Count);
                 foreach (var item in items)
                 {
                     await claimed.Writer.WriteAsync(item); // waits while a whole batch is queued
@@ -212,6 +254,19 @@ internal static class ReferenceConsumer
                     await using var complete = new NpgsqlCommand(completeSql, connection) { Parameters = { new NpgsqlParameter<long[]> { TypedValue = batchIds } } };
                     return await complete.ExecuteNonQueryAsync();
                 });
+                Held(-batchIds.Length);
+                if (bounded && roomFreed.CurrentCount == 0)
+                {
+                    try
+                    {
+                        roomFreed.Release();
+                    }
+                    catch (SemaphoreFullException)
+                    {
+                        // Already signalled.
+                    }
+                }
+
                 ids.Clear();
             }
         });
@@ -224,6 +279,24 @@ internal static class ReferenceConsumer
         }
 
         var reporter = Task.Run(() => ConsumerNode.ReportAsync(recorder, output, stop.Token));
+        var heldReporter = Task.Run(async () =>
+        {
+            try
+            {
+                while (true)
+                {
+                    await Task.Delay(TimeSpan.FromMilliseconds(100), stop.Token);
+                    lock (output)
+                    {
+                        output.WriteLine(string.Create(System.Globalization.CultureInfo.InvariantCulture, $"HELD {Interlocked.Read(ref maxHeld)}"));
+                        output.Flush();
+                    }
+                }
+            }
+            catch (OperationCanceledException)
+            {
+            }
+        });
         var input = new Thread(() =>
         {
             while (Console.In.ReadLine() is { } line && line != "STOP")
@@ -236,6 +309,7 @@ internal static class ReferenceConsumer
         input.Start();
 
         await reporter;
+        await heldReporter;
         await Task.WhenAll(claimLoop, workersDone, writer, listenLoop);
         await Task.WhenAll(workerLoops); // their failures, if any
         var loaded = AppDomain.CurrentDomain.GetAssemblies().Select(a => a.GetName().Name)

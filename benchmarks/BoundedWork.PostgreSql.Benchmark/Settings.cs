@@ -53,6 +53,23 @@ internal sealed class Settings
     /// <summary>Gets the claims per worker of the drain shape's consumers (the per-item rows keep the default, 2).</summary>
     public int DrainClaimsPerWorker { get; private init; }
 
+    /// <summary>
+    /// Gets the library's claims per worker in the drain shape when it differs from the reference's (0: the same,
+    /// <see cref="DrainClaimsPerWorker"/>). The library's node holds at most workers × claims per worker items until their
+    /// outcomes are written; the reference holds up to two claims' worth plus the outcomes it has not written yet, so
+    /// twice the reference's setting, or more, compares the two at the same number of items in flight.
+    /// </summary>
+    public int DrainLibraryClaimsPerWorker { get; private init; }
+
+    /// <summary>
+    /// Gets a value indicating whether the drain shape also runs the reference bounded as the library's node is (it holds
+    /// at most workers × claims per worker items until their outcomes are written), a third side in the alternation.
+    /// </summary>
+    public bool DrainBoundedReference { get; private init; }
+
+    /// <summary>Gets the library's claims per worker in the drain shape.</summary>
+    public int DrainLibraryClaims => DrainLibraryClaimsPerWorker > 0 ? DrainLibraryClaimsPerWorker : DrainClaimsPerWorker;
+
     /// <summary>Gets how many times the bulk-insert comparison runs each side, alternating.</summary>
     public int BulkRounds { get; private init; }
 
@@ -107,6 +124,8 @@ internal sealed class Settings
             DrainItems = arguments.Int("drain-items", quick ? 5000 : 200_000, 1),
             BulkBatch = arguments.Int("bulk-batch", 5000, 1, 100_000),
             DrainClaimsPerWorker = arguments.Int("drain-claims-per-worker", 50, 1, 100),
+            DrainLibraryClaimsPerWorker = arguments.Int("drain-library-claims-per-worker", 0, 0, 100),
+            DrainBoundedReference = arguments.Flag("drain-bounded-reference"),
             BulkRounds = arguments.Int("bulk-rounds", quick ? 1 : 3, 1, 100),
             DrainRounds = arguments.Int("drain-rounds", quick ? 1 : 3, 1, 100),
             Cluster = ClusterSettings.From(arguments, quick),

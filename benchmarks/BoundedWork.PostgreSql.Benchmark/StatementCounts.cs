@@ -8,9 +8,17 @@ namespace BoundedWork.PostgreSql.Benchmark;
 /// on the library's statement texts; the driver's own queries match none): how many calls and rows. Every library
 /// statement is one round trip (single statements, prepared automatically), so calls are round trips too. The drain
 /// shape's hand-written reference (<see cref="ReferenceConsumer"/>) marks its statements with comments, counted the same way.
+/// Round trips are the statements and the <c>COMMIT</c>s of explicit transactions (the claim that carries outcomes writes
+/// them and claims in one transaction: three round trips).
 /// </summary>
 internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims, long ClaimedRows, long Outcomes, long Heartbeats, long Other)
 {
+    /// <summary>Gets how many explicit transactions were committed (a <c>COMMIT</c> is a round trip of its own; its <c>BEGIN</c> goes with the transaction's first statement).</summary>
+    public long Commits { get; init; }
+
+    /// <summary>Gets the round trips: every statement, and every <c>COMMIT</c> of an explicit transaction.</summary>
+    public long RoundTrips => Total + Commits;
+
     /// <summary>Gets the server time spent planning and executing the library's statements, in milliseconds (wall-clock time of the backends, which includes waiting for a core on a busy machine).</summary>
     public (double Planning, double Execution) Time { get; init; }
 
@@ -21,7 +29,7 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
 
     public static async Task<StatementCounts> ReadAsync(NpgsqlDataSource database, CancellationToken cancellationToken)
     {
-        long enqueues = 0, notifies = 0, claims = 0, claimRows = 0, outcomes = 0, heartbeats = 0, other = 0;
+        long enqueues = 0, notifies = 0, claims = 0, claimRows = 0, outcomes = 0, commits = 0, heartbeats = 0, other = 0;
         double planning = 0, execution = 0;
         var command = database.CreateCommand("SELECT query, calls, rows, total_plan_time, total_exec_time FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'");
         await using (command)
@@ -58,6 +66,10 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
                         claims += calls;
                         claimRows += rows - calls; // each claim returns one last row that is not an item
                     }
+                    else if (query.Equals("COMMIT", StringComparison.OrdinalIgnoreCase))
+                    {
+                        commits += calls; // the claim that carries outcomes (and the hand-off) run in an explicit transaction
+                    }
                     else if (Has("BoundedWork outcomes"))
                     {
                         outcomes += calls;
@@ -89,7 +101,7 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
             await using (reader)
             {
                 await reader.ReadAsync(cancellationToken);
-                return new StatementCounts(enqueues, notifies, claims, claimRows, outcomes, heartbeats, other) { Wal = (reader.GetInt64(0), reader.GetInt64(1)), Time = (planning, execution) };
+                return new StatementCounts(enqueues, notifies, claims, claimRows, outcomes, heartbeats, other) { Wal = (reader.GetInt64(0), reader.GetInt64(1)), Time = (planning, execution), Commits = commits };
             }
         }
     }
@@ -99,6 +111,6 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
     {
         static string F(double value) => value.ToString(value >= 10 ? "0" : value >= 0.1 ? "0.00" : "0.0000", CultureInfo.InvariantCulture);
         var perItem = (double)items;
-        return $"{F(Total / perItem)} | {F(Enqueues / perItem)} | {F(Notifies / perItem)} | {F(Claims / perItem)} | {(Claims > 0 ? F(ClaimedRows / (double)Claims) : "–")} | {F(Outcomes / perItem)} | {(Outcomes > 0 ? F(items / (double)Outcomes) : "–")} | {F(Wal.Bytes / perItem)} | {F(Wal.Syncs / perItem)} | {F(Time.Planning * 1000 / perItem)} | {F(Time.Execution * 1000 / perItem)}";
+        return $"{F(Total / perItem)} | {F(RoundTrips / perItem)} | {F(Enqueues / perItem)} | {F(Notifies / perItem)} | {F(Claims / perItem)} | {(Claims > 0 ? F(ClaimedRows / (double)Claims) : "–")} | {F(Outcomes / perItem)} | {(Outcomes > 0 ? F(items / (double)Outcomes) : "–")} | {F(Wal.Bytes / perItem)} | {F(Wal.Syncs / perItem)} | {F(Time.Planning * 1000 / perItem)} | {F(Time.Execution * 1000 / perItem)}";
     }
 }

@@ -1,6 +1,8 @@
+using BoundedWork.Hosting;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
 using BoundedWork.Testing;
+using Microsoft.Extensions.DependencyInjection;
 using Npgsql;
 
 namespace BoundedWork.PostgreSql.Tests;
@@ -35,6 +37,71 @@ public sealed class StarvationTests(PostgresFixture postgres)
 
         // The outcome writer's hand-off (two statements in one transaction) ran while the pool was starved.
         Assert.True(((PostgreSqlWorkQueue<Notice>)node.Queue).HandedOffCount > 0, "No item was handed off.");
+    }
+
+    [Fact]
+    public async Task StarvedThreadPool_FairShare_ItemsAreStillClaimedHandledAndRecorded()
+    {
+        // Fair share is on before the node starts, which reads it before its first claim: every claim is a fair claim.
+        var schema = await postgres.NewSchemaAsync();
+        await using (var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema))
+        {
+            await producer.Host.Services.GetServices<IWorkQueueCluster>().Single()
+                .UpdateSettingsAsync(s => s with { FairShare = new WorkQueueFairShare() }, "test");
+        }
+
+        var behavior = new Behavior();
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior);
+        EnqueueAndHandleWhileStarved(node, behavior, schema, number => new Notice(number));
+        Assert.True(((PostgreSqlWorkQueue<Notice>)node.Queue).ClaimLoop.FairClaims > 0, "No fair claim ran.");
+    }
+
+    [Fact]
+    public async Task StarvedThreadPool_ABacklog_OutcomesRideWithTheClaims()
+    {
+        // A backlog in the table before the node starts; its handlers wait at a gate, so its claims come back full.
+        const int Items = 40;
+        var schema = await postgres.NewSchemaAsync();
+        await using (var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema))
+        {
+            for (var number = 0; number < Items; number++)
+            {
+                await producer.Queue.EnqueueAsync(new Notice(number));
+            }
+        }
+
+        using var gate = new ManualResetEventSlim();
+        using var started = new ManualResetEventSlim();
+        var behavior = new Behavior
+        {
+            Handle = (_, _) =>
+            {
+                started.Set();
+                gate.Wait(QueueNode.Patience);
+            },
+        };
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior,
+            storage: o => o.ClaimsPerWorker = 2, executor: o => o.WorkerCount = 1);
+        var queue = (PostgreSqlWorkQueue<Notice>)node.Queue;
+        if (!started.Wait(QueueNode.Patience))
+        {
+            Assert.Fail("The first item did not start.");
+        }
+
+        // Starved from here on: the claim loop carries the outcomes (a transaction of its own) on its own thread.
+        using (var starvation = ThreadPoolStarvation.Begin())
+        {
+            gate.Set();
+            if (!SpinWait.SpinUntil(() => CountCompleted(schema) == Items, QueueNode.Patience))
+            {
+                Assert.Fail($"{CountCompleted(schema)} of {Items} outcomes were written. " + ThreadStacks.Capture());
+            }
+
+            Assert.True(starvation.IsStarved, "The pool was not starved the whole time: the probe ran.");
+        }
+
+        Assert.True(queue.ClaimLoop.CarriedClaims > 0, "No claim carried outcomes.");
+        Assert.Equal(Items, behavior.Deliveries.Count);
     }
 
     private void EnqueueAndHandleWhileStarved(QueueNode node, Behavior behavior, string schema, Func<int, Notice> notice)

@@ -10,10 +10,11 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <remarks>
 /// <para>
 /// <b>Taking turns.</b> The claims of one fair queue take turns across the fleet: each runs <see cref="Lock"/> (a
-/// transaction-scoped advisory lock of the queue) and then <see cref="Claim"/> in one implicit transaction (one batch,
-/// one round trip). The claim's snapshot is taken after the lock is held, so it sees every earlier claim's items as
+/// transaction-scoped advisory lock of the queue) and then <see cref="Claim"/> in one transaction (two statements and
+/// the commit; not a batch, which would wait for a ThreadPool thread). The claim's snapshot is taken after the lock is held, so it sees every earlier claim's items as
 /// running: the per-tenant counts it decides by are exact, not a snapshot that another node's claim in flight could
-/// make stale. The lock is held for the claim statement alone.
+/// make stale. The lock is held for the claim statement and the commit (and, when the claim carries outcomes, their
+/// write before it).
 /// </para>
 /// <para>
 /// <b>The order.</b> Each tenant t with ready items is a lane, of weight w(t) and with r(t) items running (state
@@ -128,7 +129,7 @@ internal sealed class FairClaimSql
         var passTokens = rated ? ", tokens" : "";
         var room = "CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END";
         room = rated ? $"least({room}, coalesce(floor(tokens)::bigint, $2::bigint))" : room;
-        var claimedTenant = rated ? ", i.tenant" : "";
+        // The claimed rows always carry their tenant (the last column of the result; the rated claim's spent tokens count by it).
         var spent = rated
             ? "\n            spent AS ("
               + $"\n                INSERT INTO {tokens} AS b (queue, tenant, tokens, tokens_at)"
@@ -211,7 +212,7 @@ internal sealed class FairClaimSql
                 WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
-            {sql.ClaimedPeekWaiting("locked", claimedTenant, spent)}
+            {sql.ClaimedPeekWaiting("locked", afterClaimed: spent)}
             {sql.ClaimResult("(SELECT version FROM settings)", More, rated ? nextDue : null)}
             """;
     }

@@ -54,6 +54,8 @@ internal sealed class ClaimLoop : IDisposable
     private readonly WakeSignal _wake = new();
     private int _booked;
     private long _claimed;
+    private long _carried;
+    private long _fairClaims;
     private bool _carrying;
     private int _waitingForOutcomes;
 
@@ -77,6 +79,12 @@ internal sealed class ClaimLoop : IDisposable
 
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
+
+    /// <summary>Gets how many of the loop's claims were fair claims (a statistic for tests).</summary>
+    public long FairClaims => Interlocked.Read(ref _fairClaims);
+
+    /// <summary>Gets how many of the loop's claims carried outcomes (a statistic for tests and benchmarks).</summary>
+    public long CarriedClaims => Interlocked.Read(ref _carried);
 
     /// <summary>Wakes the loop: it claims again as soon as its claim in flight (if any) is done.</summary>
     public void Wake() => _wake.Set();
@@ -282,7 +290,8 @@ internal sealed class ClaimLoop : IDisposable
             using var connection = _dataSource.OpenConnection();
             // Carried outcomes are written first, in the claim's transaction (each statement sent on its own, as the
             // writer's hand-off does): the claim sees their rows settled, and one commit ends both.
-            using var transaction = riders is null ? null : connection.BeginTransaction();
+            // A fair claim runs in a transaction too: its lock, then the claim (see FairClaimStatement).
+            using var transaction = riders is null && !fair ? null : connection.BeginTransaction();
             var recorded = 0L;
             if (riders is not null)
             {
@@ -292,11 +301,12 @@ internal sealed class ClaimLoop : IDisposable
 
             if (fair)
             {
-                // Fair share: the queue's fair claims take turns (a lock, then the claim, in one round trip).
-                using var batch = _claims.Fair.Batch(connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0), take.TenantRated);
-                using var fairReader = batch.ExecuteReader();
-                fairReader.NextResult(); // past the lock's row
+                // Fair share: the queue's fair claims take turns (the lock, held until the commit, then the claim).
+                _claims.Fair.Lock(connection, transaction!, _settings.Queue);
+                using var fairClaim = _claims.Fair.Command(connection, transaction!, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0), take.TenantRated);
+                using var fairReader = fairClaim.ExecuteReader();
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
+                Interlocked.Increment(ref _fairClaims);
             }
             else
             {
@@ -319,6 +329,7 @@ internal sealed class ClaimLoop : IDisposable
                 var written = riders;
                 riders = null;
                 _outcomes!.RidersWritten(written, recorded); // settled: their room is what this claim booked
+                Interlocked.Increment(ref _carried);
             }
         }
         finally

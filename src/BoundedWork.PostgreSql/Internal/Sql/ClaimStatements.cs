@@ -123,9 +123,10 @@ internal sealed class PlainClaimStatement(string text)
 }
 
 /// <summary>
-/// The fair claim (<see cref="FairClaimSql"/>): its lock and its claim in one batch (one round trip, one implicit
-/// transaction: the claim's snapshot is taken once the queue's fair claims' lock is held), with the plain claim's
-/// parameters; rows <see cref="FairClaimRow"/> and its summary, after the lock's result.
+/// The fair claim (<see cref="FairClaimSql"/>): its lock, then its claim, two statements in one explicit transaction (the
+/// claim's snapshot is taken once the queue's fair claims' lock is held; the commit releases the lock), with the plain
+/// claim's parameters; rows <see cref="FairClaimRow"/> and its summary. Not an <c>NpgsqlBatch</c>: Npgsql's synchronous
+/// batches wait for a ThreadPool thread, and claims must go on while the pool is starved (StarvationTests).
 /// </summary>
 internal sealed class FairClaimStatement(FairClaimSql sql)
 {
@@ -138,23 +139,26 @@ internal sealed class FairClaimStatement(FairClaimSql sql)
     /// <summary>Gets the lock's text.</summary>
     public string LockText { get; } = sql.Lock;
 
-    /// <summary>
-    /// Creates the batch on <paramref name="connection"/>; its reader's first result is the lock's (one row), its second
-    /// the claim's: <see cref="RatedText"/> when the settings version claimed under sets a per-tenant start rate
-    /// (<paramref name="rated"/>), else <see cref="Text"/> (a claim under another version claims nothing either way).
-    /// </summary>
-    public NpgsqlBatch Batch(NpgsqlConnection connection, in PlainClaimParameters parameters, bool rated = false)
+    /// <summary>Runs the lock in <paramref name="transaction"/>: the queue's fair claims take turns; it is held until the transaction ends.</summary>
+    public void Lock(NpgsqlConnection connection, NpgsqlTransaction transaction, string queue)
     {
-        var batch = new NpgsqlBatch(connection);
-        var lockCommand = new NpgsqlBatchCommand(LockText);
-        lockCommand.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Queue });
-        var claim = new NpgsqlBatchCommand(rated ? RatedText : Text);
+        using var command = new NpgsqlCommand(LockText, connection, transaction);
+        command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = queue });
+        command.ExecuteNonQuery();
+    }
+
+    /// <summary>
+    /// Creates the claim in <paramref name="transaction"/>, after <see cref="Lock"/>: <see cref="RatedText"/> when the
+    /// settings version claimed under sets a per-tenant start rate (<paramref name="rated"/>), else <see cref="Text"/> (a
+    /// claim under another version claims nothing either way).
+    /// </summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, NpgsqlTransaction transaction, in PlainClaimParameters parameters, bool rated = false)
+    {
+        var claim = new NpgsqlCommand(rated ? RatedText : Text, connection, transaction);
         ClaimParameters.AddLeading(claim.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
         claim.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
         claim.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
-        batch.BatchCommands.Add(lockCommand);
-        batch.BatchCommands.Add(claim);
-        return batch;
+        return claim;
     }
 }
 
