@@ -63,6 +63,15 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     /// <value>Defaults to 5 seconds. Between 100 milliseconds and 1 hour.</value>
     public TimeSpan StatisticsInterval { get; set; } = TimeSpan.FromSeconds(5);
 
+    /// <summary>
+    /// Gets or sets how many tenants get their own series in the per-tenant statistics and metrics of the queue (its
+    /// busiest tenants by ready and running items, read with the statistics every <see cref="StatisticsInterval"/>):
+    /// the rest are counted together as <see cref="TenantStatistics.OtherTenants"/>, so a metrics backend is never
+    /// flooded, as <see cref="FairShareSettings.TenantSeriesLimit"/> does for an executor.
+    /// </summary>
+    /// <value>Defaults to 20. Between 0 (every tenant counted together) and <see cref="FairShareSettings.MaxTenantSeriesLimit"/>.</value>
+    public int TenantSeriesLimit { get; set; } = 20;
+
     /// <summary>Gets or sets the longest wait between two attempts to reach the database after a connection or query failure (the wait doubles from 100 milliseconds).</summary>
     /// <value>Defaults to 5 seconds. Between 100 milliseconds and 5 minutes.</value>
     public TimeSpan MaxReconnectDelay { get; set; } = TimeSpan.FromSeconds(5);
@@ -114,6 +123,11 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
 
         Check(errors, nameof(CleanupInterval), CleanupInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromDays(1));
         Check(errors, nameof(StatisticsInterval), StatisticsInterval, TimeSpan.FromMilliseconds(100), TimeSpan.FromHours(1));
+        if (TenantSeriesLimit is < 0 or > FairShareSettings.MaxTenantSeriesLimit)
+        {
+            errors.Add($"TenantSeriesLimit must be between 0 and {FairShareSettings.MaxTenantSeriesLimit} (was {TenantSeriesLimit}).");
+        }
+
         Check(errors, nameof(MaxReconnectDelay), MaxReconnectDelay, TimeSpan.FromMilliseconds(100), TimeSpan.FromMinutes(5));
         if (ClusterPermitWaitThreshold != Timeout.InfiniteTimeSpan)
         {

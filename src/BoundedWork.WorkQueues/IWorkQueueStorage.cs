@@ -61,4 +61,13 @@ public sealed record WorkQueueStorageStatistics
 
     /// <summary>Gets when the statistics were read; <see cref="DateTimeOffset.MinValue"/> before the first read.</summary>
     public DateTimeOffset ReadAt { get; init; }
+
+    /// <summary>
+    /// Gets the busiest tenants of the queue (<see cref="EnqueueOptions.Tenant"/>) by stored items ready and running,
+    /// busiest first, read with the rest of the statistics: at most the storage's tenant series limit, then the other
+    /// tenants counted together as <see cref="BoundedWork.TenantStatistics.OtherTenants"/>. Items without a tenant are
+    /// not counted here.
+    /// </summary>
+    /// <value>Empty when no ready or running item has a tenant, or when the storage does not count tenants.</value>
+    public IReadOnlyList<WorkQueueTenantStatistics> Tenants { get; init; } = [];
 }

@@ -35,7 +35,7 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal(Now, json.GetProperty("readAt").GetDateTimeOffset());
         var settings = json.GetProperty("settings");
         Assert.Equal(
-            ["workersPerNode", "maxRunning", "maxRunningPerKey", "startsPerSecond", "startBurst", "version", "updatedAt", "updatedBy"],
+            ["workersPerNode", "maxRunning", "maxRunningPerKey", "startsPerSecond", "startBurst", "version", "updatedAt", "updatedBy", "fairShare"],
             settings.EnumerateObject().Select(p => p.Name));
         Assert.Equal(8, settings.GetProperty("workersPerNode").GetInt32());
         Assert.Equal(JsonValueKind.Null, settings.GetProperty("startBurst").ValueKind);

@@ -93,6 +93,22 @@ public sealed class TenantAdminTests : IAsyncLifetime
         Assert.Equal(before, _server.Payments.Settings);
     }
 
+    [Theory]
+    [InlineData(new byte[] { 0xFF, 0xFE })]
+    [InlineData(new byte[] { 0xC3 })]
+    public async Task PatchSettings_TenantNameInMalformedUtf8_IsAProblemNamingTheFieldAndChangesNothing(byte[] name)
+    {
+        _server.Payments.Reconfigure(s => s with { FairShare = new FairShareSettings() });
+        var before = _server.Payments.Settings;
+        byte[] body = [.. """{"tenantWeights": {" """u8.ToArray()[..^1], .. name, .. "\": 4}}"u8.ToArray()];
+
+        using var response = await _server.Client.SendRawChangeAsync(HttpMethod.Patch, "/bounded-work/executors/payments", body);
+
+        var problem = await AdminApiTests.AssertProblem(response, HttpStatusCode.BadRequest, "tenantWeights");
+        Assert.True(problem.GetProperty("errors").TryGetProperty("tenantWeights", out _));
+        Assert.Equal(before, _server.Payments.Settings);
+    }
+
     [Fact]
     public async Task PatchSettings_TenantWeightsWithFairShareOff_IsRefusedNamingTheField()
     {

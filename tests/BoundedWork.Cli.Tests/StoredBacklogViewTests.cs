@@ -48,6 +48,22 @@ public sealed class StoredBacklogViewTests
         Assert.DoesNotContain("STORED", Render(Views.Executors(list, withHistory: false)), StringComparison.Ordinal);
     }
 
+    [Fact]
+    public void Show_DurableQueue_ListsTheBusiestStoredTenants_NamesMadeSafeAndCutShort()
+    {
+        var storage = Storage[..^1] + $$""","tenants":[{"tenant":"acme","ready":120,"running":4,"completed":10,"failed":1,"deadLettered":2},{"tenant":"evil\r\nforged\u001b[31m","ready":3,"running":1},{"tenant":"{{new string('x', 60)}}","ready":2,"running":0},{"tenant":"(other)","ready":7,"running":2}]}""";
+
+        var shown = Render(Views.Executor(JsonDocument.Parse(Executor(storage)).RootElement));
+
+        Assert.Contains("busiest tenants (stored)", shown, StringComparison.Ordinal);
+        Assert.Contains("acme: ready 120, running 4; on this node completed 10, failed 1, dead 2", shown, StringComparison.Ordinal);
+        Assert.Contains(@"evil\r\nforged\u001b[31m: ready 3, running 1", shown, StringComparison.Ordinal);
+        Assert.DoesNotContain('\u001b', shown);
+        Assert.Contains(new string('x', Views.MaxTenantShown - 1) + "…: ready 2, running 0", shown, StringComparison.Ordinal);
+        Assert.Contains("(other): ready 7, running 2", shown, StringComparison.Ordinal);
+        Assert.DoesNotContain("busiest tenants (stored)", Render(Views.Executor(JsonDocument.Parse(Executor(Storage)).RootElement)), StringComparison.Ordinal);
+    }
+
     private static string Executor(string? storage, string name = "payments") =>
         $$"""{"name":"{{name}}","isShutdown":false,"workers":{"busy":4,"live":4,"target":4,"max":8,"slow":0,"peak":4},"queue":{"length":4,"capacity":1024,"oldestItemAgeMs":5,"waitingProducers":0},"settings":{"rejectionPolicy":"Abort"},"rates":{"completed":40},"counters":{},"history":{"queueLength":[1,2,3]}{{(storage is null ? "" : ",\"storage\":" + storage)}}}""";
 

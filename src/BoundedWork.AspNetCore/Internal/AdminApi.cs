@@ -394,7 +394,8 @@ internal sealed class AdminApi(IBoundedExecutorRegistry registry, IEnumerable<IW
             s.Cancelled,
             _deadLetterQueues.Contains(storage.QueueName),
             _clusterQueues.Contains(storage.QueueName),
-            _itemQueues.Contains(storage.QueueName));
+            _itemQueues.Contains(storage.QueueName),
+            s.Tenants is { Count: > 0 } tenants ? [.. tenants.Select(static t => new StoredTenantView(t.Tenant, t.Ready, t.Running, t.Completed, t.Failed, t.DeadLettered))] : null);
     }
 
     private static List<RunningItemView> DescribeRunning(BoundedExecutor executor) =>

@@ -102,7 +102,15 @@ internal sealed record StorageView(
     long Cancelled = 0,
     bool DeadLetters = false,
     bool Cluster = false,
-    bool Items = false);
+    bool Items = false,
+    [property: JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] IReadOnlyList<StoredTenantView>? Tenants = null);
+
+/// <summary>
+/// One of a durable queue's busiest tenants by stored items (only while some ready or running item has a tenant), as
+/// the node last read them: ready and running across every node, and this node's completed, failed (a retry stored) and
+/// dead-lettered deliveries of the tenant; <c>(other)</c> counts the tenants past the storage's series limit together.
+/// </summary>
+internal sealed record StoredTenantView(string Tenant, long Ready, long Running, long Completed, long Failed, long DeadLettered);
 
 /// <summary>
 /// An item running on a worker now (only in GET {prefix}/executors/{name}): the worker's thread name, how long the item

@@ -25,6 +25,10 @@ internal static partial class AdminLog
         string previousStartBurst,
         string startBurst);
 
+    [LoggerMessage(EventId = 214, EventName = "ClusterFairShareChanged", Level = LogLevel.Information,
+        Message = "Fair share of work queue '{QueueName}' changed by {User} ({RemoteAddress}) through the admin console, version {PreviousVersion} -> {Version}: {FairShareChange}.")]
+    public static partial void ClusterFairShareChanged(this ILogger logger, string queueName, string user, string remoteAddress, long previousVersion, long version, string fairShareChange);
+
     [LoggerMessage(EventId = 212, EventName = "ClusterSettingsChangeRefused", Level = LogLevel.Warning,
         Message = "Refused a change to the fleet-wide settings of work queue '{QueueName}' by {User} ({RemoteAddress}) through the admin console: {StatusCode} {Reason}")]
     public static partial void ClusterSettingsChangeRefused(this ILogger logger, string queueName, string user, string remoteAddress, int statusCode, string reason);

@@ -150,6 +150,17 @@ internal sealed partial class ClusterApi
                 ClusterSettingsRequest.Format(after.StartsPerSecond),
                 ClusterSettingsRequest.Format(before.StartBurst),
                 ClusterSettingsRequest.Format(after.StartBurst));
+            if (!Equals(before.FairShare, after.FairShare))
+            {
+                // Fair share has its own entry: its change lists each tenant whose weight changed.
+                _logger.ClusterFairShareChanged(
+                    AdminLog.Escape(queue),
+                    AdminLog.Escape(request.User),
+                    request.RemoteAddress,
+                    before.Version,
+                    after.Version,
+                    FairShareRequest.Describe(before.FairShare, after.FairShare));
+            }
         }
 
         foreach (var field in ClusterSettingsRequest.Changed(before, after))
@@ -167,7 +178,7 @@ internal sealed partial class ClusterApi
     }
 
     private static ClusterSettingsView View(WorkQueueClusterSettings s) =>
-        new(s.WorkersPerNode, s.MaxRunning, s.MaxRunningPerKey, s.StartsPerSecond, s.StartBurst, s.Version, s.UpdatedAt, s.UpdatedBy);
+        new(s.WorkersPerNode, s.MaxRunning, s.MaxRunningPerKey, s.StartsPerSecond, s.StartBurst, s.Version, s.UpdatedAt, s.UpdatedBy, FairShareRequest.View(s.FairShare));
 
     /// <summary>An <see cref="ArgumentException"/>'s message without the " (Parameter 'x')" the runtime appends.</summary>
     private static string MessageOf(ArgumentException exception)

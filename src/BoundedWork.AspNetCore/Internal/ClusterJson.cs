@@ -29,7 +29,10 @@ internal sealed record QueuePauseView(string? Key, string Reason, DateTimeOffset
 /// <summary>POST {prefix}/queues/{name}/pause and /resume: what the request did, and the pauses in force after it.</summary>
 internal sealed record QueuePauseResponse(string Queue, bool Changed, QueuePauseView? Pause, QueuePausesView Pauses);
 
-/// <summary>The fleet-wide settings, under the names PATCH takes, with their version and who changed them last.</summary>
+/// <summary>
+/// The fleet-wide settings, under the names PATCH takes, with their version and who changed them last. <c>FairShare</c>
+/// is null while fair share across tenants is off.
+/// </summary>
 internal sealed record ClusterSettingsView(
     int? WorkersPerNode,
     int? MaxRunning,
@@ -38,7 +41,14 @@ internal sealed record ClusterSettingsView(
     int? StartBurst,
     long Version,
     DateTimeOffset? UpdatedAt,
-    string? UpdatedBy);
+    string? UpdatedBy,
+    FairShareView? FairShare);
+
+/// <summary>
+/// Fair share across tenants, fleet-wide, under the names PATCH takes in <c>fairShare</c>: the default weight, the
+/// tenants with a weight of their own (ordered by name), and the most items of one tenant running at once (null: no bound).
+/// </summary>
+internal sealed record FairShareView(int DefaultWeight, IReadOnlyDictionary<string, int> TenantWeights, int? MaxRunningPerTenant);
 
 /// <summary>
 /// The cluster limits and their use: <c>Running</c> (stored items in state running) of <c>MaxRunning</c> (null: no

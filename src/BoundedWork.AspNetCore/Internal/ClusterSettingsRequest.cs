@@ -17,6 +17,7 @@ internal static class ClusterSettingsRequest
     public const string MaxRunningPerKey = "maxRunningPerKey";
     public const string StartsPerSecond = "startsPerSecond";
     public const string StartBurst = "startBurst";
+    public const string FairShare = "fairShare";
 
     /// <summary>The largest body read, as for an executor's settings.</summary>
     public const int MaxBodyBytes = SettingsRequest.MaxBodyBytes;
@@ -25,7 +26,7 @@ internal static class ClusterSettingsRequest
     public const int MaxLimit = 1_000_000;
 
     /// <summary>The fields a change takes, in the order the documents list them.</summary>
-    public static readonly string[] Fields = [WorkersPerNode, MaxRunning, MaxRunningPerKey, StartsPerSecond, StartBurst];
+    public static readonly string[] Fields = [WorkersPerNode, MaxRunning, MaxRunningPerKey, StartsPerSecond, StartBurst, FairShare];
 
     /// <summary>
     /// Parses a body (any of <see cref="Fields"/>, at least one) into a change of the settings that sets exactly the
@@ -80,6 +81,9 @@ internal static class ClusterSettingsRequest
                 case StartBurst when ReadInt32(ref reader, field, 1, MaxLimit, errors) is { } value:
                     changes.Add(s => s with { StartBurst = value });
                     break;
+                case FairShare when FairShareRequest.Read(ref reader, errors) is { } change:
+                    changes.Add(s => s with { FairShare = change(s.FairShare) });
+                    break;
             }
         }
 
@@ -104,6 +108,11 @@ internal static class ClusterSettingsRequest
     public static string FieldOf(ArgumentException exception)
     {
         var message = WithoutStoragePrefix(exception.Message);
+        if (FairShareRequest.FieldOf(message) is { } fairShareField)
+        {
+            return fairShareField;
+        }
+
         foreach (var candidate in (ReadOnlySpan<string?>)[exception.ParamName, exception.Message.Split(' ', 2)[0], message.Split(' ', 2)[0]])
         {
             var field = Array.Find(Fields, f => string.Equals(f, candidate, StringComparison.OrdinalIgnoreCase));
@@ -166,9 +175,14 @@ internal static class ClusterSettingsRequest
         {
             yield return StartBurst;
         }
+
+        if (!Equals(before.FairShare, after.FairShare))
+        {
+            yield return FairShare;
+        }
     }
 
-    private static int? ReadInt32(ref Utf8JsonReader reader, string field, int min, int max, FieldErrors errors)
+    internal static int? ReadInt32(ref Utf8JsonReader reader, string field, int min, int max, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.Number)
         {

@@ -287,7 +287,15 @@ internal static partial class SettingsRequest
         var problems = new List<string>();
         while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
         {
-            var tenant = reader.GetString() ?? string.Empty;
+            // A name whose bytes are not UTF-8 text is this field's problem, not a failure of the request.
+            if (!JsonChangeReader.TryGetText(ref reader, out var tenant))
+            {
+                problems.Add("tenantWeights: a tenant's name is not valid UTF-8 text.");
+                reader.Read();
+                reader.Skip();
+                continue;
+            }
+
             reader.Read();
             var shown = $"\"{JsonEncodedText.Encode(Shorten(tenant))}\""; // quoted and escaped: a name may hold anything
             if (FairShareSettings.GetTenantError(tenant) is { } nameError)

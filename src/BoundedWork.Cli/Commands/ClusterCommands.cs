@@ -20,7 +20,7 @@ internal static class ClusterCommands
 {
     private const string Name = "cluster";
 
-    private static readonly string[] s_fields = ["workersPerNode", "maxRunning", "maxRunningPerKey", "startsPerSecond", "startBurst"];
+    private static readonly string[] s_fields = ["workersPerNode", "maxRunning", "maxRunningPerKey", "startsPerSecond", "startBurst", "fairShare"];
 
     public static Command Create()
     {
@@ -55,10 +55,12 @@ internal static class ClusterCommands
         var clearMaxRunning = new Option<bool>("--clear-max-running") { Description = "Remove the limit on items running at once." };
         var clearRate = new Option<bool>("--clear-starts-per-second") { Description = "Remove the limit on starts per second." };
         var clearBurst = new Option<bool>("--clear-start-burst") { Description = "Go back to the default burst, one second's worth of starts." };
-        var command = new Command("set", "Change a durable queue's fleet-wide settings in one all-or-nothing step; every node applies them within a second or two: 'bw cluster set payments --max-running 20 --starts-per-second 50'.")
+        var fairShare = new FairShareOptions();
+        var command = new Command("set", "Change a durable queue's fleet-wide settings in one all-or-nothing step; every node applies them within a second or two: 'bw cluster set payments --max-running 20 --starts-per-second 50', 'bw cluster set payments --tenant-weight acme=4 --max-running-per-tenant 10'.")
         {
             queue, workersPerNode, maxRunning, perKey, rate, burst, clearWorkers, clearMaxRunning, clearRate, clearBurst,
         };
+        fairShare.AddTo(command);
         var pairs = new (Option Value, Option<bool> Clear, string Field)[]
         {
             (workersPerNode, clearWorkers, "workersPerNode"),
@@ -76,9 +78,10 @@ internal static class ClusterCommands
                 }
             }
 
-            if (pairs.All(p => result.GetResult(p.Value) is null && !result.GetValue(p.Clear)) && result.GetResult(perKey) is null)
+            fairShare.Validate(result);
+            if (pairs.All(p => result.GetResult(p.Value) is null && !result.GetValue(p.Clear)) && result.GetResult(perKey) is null && !fairShare.IsGiven(result))
             {
-                result.AddError("set needs at least one setting: --workers-per-node, --max-running, --max-running-per-key, --starts-per-second, --start-burst, or a --clear-... option.");
+                result.AddError("set needs at least one setting: --workers-per-node, --max-running, --max-running-per-key, --starts-per-second, --start-burst, a fair share option (--default-weight, --tenant-weight, ...), or a --clear-... option.");
             }
         });
         command.SetAction(result =>
@@ -89,6 +92,7 @@ internal static class ClusterCommands
             Add(body, "maxRunningPerKey", result.GetValue(perKey), clear: false);
             Add(body, "startsPerSecond", result.GetValue(rate), result.GetValue(clearRate));
             Add(body, "startBurst", result.GetValue(burst), result.GetValue(clearBurst));
+            fairShare.AddChange(body, result);
             return ChangeAnswer.Send(
                 result,
                 "PATCH",
@@ -122,8 +126,10 @@ internal static class ClusterCommands
 
     private static string Path(string queue) => $"/queues/{Uri.EscapeDataString(queue)}/{Name}";
 
-    /// <summary>A setting as the tool prints it: its value, or <c>none</c> for a limit that is not set.</summary>
-    private static string Value(JsonElement doc, params string[] path) => doc.Get(path).ValueKind is JsonValueKind.Number ? doc.Text(path) : "none";
+    /// <summary>A setting as the tool prints it: its value, or <c>none</c> for a limit that is not set; fair share in one line.</summary>
+    private static string Value(JsonElement doc, params string[] path) =>
+        path[^1] == "fairShare" ? FairShareOptions.Describe(doc.Get(path), Safe)
+        : doc.Get(path).ValueKind is JsonValueKind.Number ? doc.Text(path) : "none";
 
     private static Rows View(JsonElement cluster)
     {
@@ -173,11 +179,12 @@ internal static class ClusterCommands
         }
 
         var paused = new Markup(pauseLines.Count == 0 ? "[grey]not paused[/]" : string.Join("\n", pauseLines));
+        var fair = new Markup("[grey]fair share across tenants:[/] " + Markup.Escape(FairShareOptions.Describe(settings.Get("fairShare"), Safe)));
 
         var nodes = cluster.Items("nodes").ToList();
         if (nodes.Count == 0)
         {
-            return new Rows(header, paused, grid, stored, new Markup("[grey]No live node consumes the queue.[/]"));
+            return new Rows(header, paused, grid, fair, stored, new Markup("[grey]No live node consumes the queue.[/]"));
         }
 
         var table = new Table().Border(TableBorder.Simple);
@@ -214,7 +221,7 @@ internal static class ClusterCommands
                 node.Flag("pinnedLocally") ? "[yellow]pinned locally[/]" : "-");
         }
 
-        return new Rows(header, paused, grid, stored, table);
+        return new Rows(header, paused, grid, fair, stored, table);
     }
 
     private static string Number(double value) => value.ToString("0.###", CultureInfo.InvariantCulture);

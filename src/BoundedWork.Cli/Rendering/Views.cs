@@ -166,6 +166,13 @@ internal static class Views
         if (Stored(e) is { Length: > 0 } stored)
         {
             Row("stored", Markup.Escape(stored) + " [grey](in the storage, every node's; the queue above is this node's executor)[/]");
+            var firstStored = true;
+            foreach (var tenant in e.Items("storage", "tenants"))
+            {
+                // As the executor's tenants below: the application's callers' text, shown safe and cut short.
+                Row(firstStored ? "busiest tenants (stored)" : string.Empty, Markup.Escape($"{TenantName(tenant)}: ready {tenant.Long("ready")}, running {tenant.Long("running")}; on this node completed {tenant.Long("completed")}, failed {tenant.Long("failed")}, dead {tenant.Long("deadLettered")}"));
+                firstStored = false;
+            }
         }
         Row("settings", Markup.Escape($"policy {e.Text("settings", "rejectionPolicy")}, waitTimeout {e.Text("settings", "waitTimeout")}, slowItemThreshold {e.Text("settings", "slowItemThreshold")}, queueWaitThreshold {e.Text("settings", "queueWaitThreshold")}"));
         if (e.Text("rateLimit", "kind") is { Length: > 0 } kind && kind != "none")
@@ -200,8 +207,7 @@ internal static class Views
             var first = true;
             foreach (var tenant in e.Items("tenants"))
             {
-                var name = Commands.ClusterCommands.Safe(tenant.Text("tenant"));
-                name = name.Length > MaxTenantShown ? name[..(MaxTenantShown - 1)] + "…" : name;
+                var name = TenantName(tenant);
                 Row(first ? "busiest tenants" : string.Empty, Markup.Escape(
                     $"{name}: weight {tenant.Long("weight")}, queued {tenant.Long("queued")}, running {tenant.Long("running")}, completed {tenant.Long("completed")}, failed {tenant.Long("failed")}, refused {tenant.Long("refused")}, wait {Doc.Duration(tenant.Number("averageWaitMs"))}"));
                 first = false;
@@ -219,6 +225,13 @@ internal static class Views
 
         IRenderable items = e.Items("running").Any() ? running : new Markup("[grey]No item is running now.[/]");
         return new Rows(new Markup($"[bold]{Markup.Escape(e.Text("name"))}[/]"), grid, items);
+    }
+
+    /// <summary>A tenant's name as <c>bw show</c> prints it: control characters as escapes, at most <see cref="MaxTenantShown"/> characters.</summary>
+    private static string TenantName(JsonElement tenant)
+    {
+        var name = Commands.ClusterCommands.Safe(tenant.Text("tenant"));
+        return name.Length > MaxTenantShown ? name[..(MaxTenantShown - 1)] + "…" : name;
     }
 
     public static IRenderable ThreadPool(JsonElement pool, bool withHistory)

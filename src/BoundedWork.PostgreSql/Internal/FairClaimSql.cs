@@ -129,7 +129,7 @@ internal sealed class FairClaimSql
         var passTokens = rated ? ", tokens" : "";
         var room = "CASE WHEN tenant IS NULL OR bound IS NULL THEN $2::bigint ELSE least($2::bigint, greatest(bound - running, 0)) END";
         room = rated ? $"least({room}, coalesce(floor(tokens)::bigint, $2::bigint))" : room;
-        var claimedTenant = rated ? ", i.tenant" : "";
+        // The claimed rows always carry their tenant (the last column of the result; the rated claim's spent tokens count by it).
         var spent = rated
             ? "\n            spent AS ("
               + $"\n                INSERT INTO {tokens} AS b (queue, tenant, tokens, tokens_at)"
@@ -212,7 +212,7 @@ internal sealed class FairClaimSql
                 WHERE i.id = ANY(ARRAY(SELECT id FROM chosen))
                   AND i.xmin = (SELECT c.version FROM chosen c WHERE c.id = i.id)
                 FOR UPDATE SKIP LOCKED),
-            {sql.ClaimedPeekWaiting("locked", claimedTenant, spent)}
+            {sql.ClaimedPeekWaiting("locked", afterClaimed: spent)}
             {sql.ClaimResult("(SELECT version FROM settings)", More, rated ? nextDue : null)}
             """;
     }

@@ -80,7 +80,7 @@ internal sealed class KeyedClaimSql
                 UPDATE {items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
                 WHERE i.id = ANY(ARRAY(SELECT id FROM taken))
                 RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                          i.traceparent, i.tracestate, i.ordering_key, i.delivery)
+                          i.traceparent, i.tracestate, i.ordering_key, i.delivery, i.tenant)
             """;
 
         // $1 queue, $2 how many the node wants, $3 node, $4 lease, $5 M, $6 the settings version the node read M under
@@ -147,7 +147,7 @@ internal sealed class KeyedClaimSql
                 SELECT greatest(least((SELECT count(*) FROM head), $2::bigint) - (SELECT count(*) FROM taken), 0) AS held)
             SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, ordering_key, delivery,
                    false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS held_back,
-                   NULL::double precision AS oldest_wait, NULL::bigint AS version
+                   NULL::double precision AS oldest_wait, NULL::bigint AS version, tenant
             FROM claimed
             UNION ALL
             SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -157,7 +157,7 @@ internal sealed class KeyedClaimSql
                    (SELECT held FROM left_behind),
                    CASE WHEN (SELECT held FROM left_behind) = 0 THEN 0 ELSE coalesce(extract(epoch FROM now() - (
                        SELECT min(h.run_at) FROM head h WHERE h.id NOT IN (SELECT id FROM taken))), 0) END::double precision,
-                   (SELECT version FROM settings)
+                   (SELECT version FROM settings), NULL::text
             """;
 
         // The hand-off (see OutcomeHandOff): the same rule, walking only the keys $6 (the keys of the items whose final
@@ -178,7 +178,7 @@ internal sealed class KeyedClaimSql
                 SELECT t.id, t.ordering_key, t.version FROM ({Turns("eligible")}) t WHERE {notPaused} AND {KeyNotPaused("t.ordering_key")} ORDER BY t.turn, t.id LIMIT $2),
             {lockTakeClaim}
             SELECT c.id, c.payload, c.attempts, c.attempt_base, c.enqueued_at, c.ordered, c.traceparent, c.tracestate, c.ordering_key,
-                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery
+                   (SELECT e.load FROM eligible e WHERE e.id = c.id) >= $7 AS prefetched, c.delivery, c.tenant
             FROM claimed c
             """;
     }
@@ -188,8 +188,8 @@ internal sealed class KeyedClaimSql
     /// outcome statement: the <see cref="ClaimPerKey"/> rule over the keys <c>$6</c> (text[]) only. $1 queue, $2 at most
     /// how many, $3 node, $4 lease, $5 the bound (M, or M + 1 when it may take reserves), $6 the keys, $7 M, $8 the keys
     /// it may take a reserve for (text[]; an item whose count is M). Returns the claimed rows in the columns of
-    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool) and the delivery
-    /// token (10), no summary.
+    /// <see cref="ClaimPerKey"/> (the ordering key at 8), then whether the row is a reserve (9, bool), the delivery
+    /// token (10) and the tenant (11), no summary.
     /// </summary>
     public string HandOff { get; }
 

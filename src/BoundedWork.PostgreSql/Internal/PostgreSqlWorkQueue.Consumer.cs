@@ -263,6 +263,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                 // Finished despite a cancellation asked meanwhile: it completed.
                 Post(item, OutcomeKind.Completed);
                 StorageMetrics.Completed.Add(1, StorageMetrics.QueueTag(Name));
+                TenantOutcomes.Add(item.Tenant, TenantOutcomes.Outcome.Completed);
                 break;
             case StoredOutcomeKind.Cancelled:
                 // The handler stopped (or failed) after its item was cancelled: not retried, not a dead letter.
@@ -277,6 +278,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
             case StoredOutcomeKind.Retry:
                 Post(item, OutcomeKind.Retry, outcome.RetryDelay, Describe(outcome.Exception));
                 StorageMetrics.Retried.Add(1, StorageMetrics.QueueTag(Name));
+                TenantOutcomes.Add(item.Tenant, TenantOutcomes.Outcome.Failed);
                 _logger.RetryStored(Name, item.Id, item.Attempts, outcome.RetryDelay, outcome.Exception!);
                 break;
             default:
@@ -297,6 +299,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     {
         Post(item, OutcomeKind.Dead, error: reason + ": " + Describe(exception));
         StorageMetrics.DeadLettered.Add(1, StorageMetrics.QueueTag(Name));
+        TenantOutcomes.Add(item.Tenant, TenantOutcomes.Outcome.DeadLettered);
     }
 
     /// <summary>

@@ -21,7 +21,7 @@ namespace BoundedWork.PostgreSql.Internal;
 /// outcomes, notifying the other nodes (<see cref="Notifier"/>), renewing this node's leases, reading statistics
 /// plus cleanup, and the cluster heartbeat (this node's row, the fleet-wide settings: <see cref="ClusterNode"/>).
 /// </remarks>
-internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, INotificationListenerHost, IDisposable
+internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPostgreSqlWorkQueue<T>, IClaimLoopHost, INotificationListenerHost, ITenantOutcomeSource, IDisposable
 {
     // The life of a delivery (the invariants cited are numbered in docs/durable-invariants.md).
     //
@@ -92,6 +92,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly ItemStatements _statements;
     private readonly StorageHealth _health;
 
+    /// <summary>Gets this node's outcomes per tenant (the storage's meter reads them).</summary>
+    public TenantOutcomes TenantOutcomes { get; }
+
     /// <summary>This node's view of the queue's cluster limits: which claim it runs, and what its last claim held back.</summary>
     private readonly ClusterPermits _permits;
     private readonly OutcomeWriter _outcomes;
@@ -143,6 +146,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         _sql = new StorageSql(options.Schema);
         _claims = new ClaimStatements(_sql);
         _statements = new ItemStatements(_sql);
+        TenantOutcomes = new TenantOutcomes(_options.TenantSeriesLimit);
         _health = new StorageHealth(() =>
         {
             _dataSource.Clear();
@@ -236,6 +240,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var connection = await _asyncSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
+            WorkQueueStorageStatistics statistics;
             var command = _statements.Statistics.Command(connection, Name);
             await using (command.ConfigureAwait(false))
             {
@@ -243,7 +248,23 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                 await using (reader.ConfigureAwait(false))
                 {
                     await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
-                    return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+                    statistics = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+                }
+            }
+
+            var tenants = _statements.TenantStatistics.Command(connection, Name, _options.TenantSeriesLimit);
+            await using (tenants.ConfigureAwait(false))
+            {
+                var rows = await tenants.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (rows.ConfigureAwait(false))
+                {
+                    var read = new List<WorkQueueTenantStatistics>();
+                    while (await rows.ReadAsync(cancellationToken).ConfigureAwait(false))
+                    {
+                        read.Add(TenantStatisticsStatement.Read(rows));
+                    }
+
+                    return statistics with { Tenants = WithOutcomes(read) };
                 }
             }
         }
@@ -368,9 +389,34 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     {
         using var connection = _dataSource.OpenConnection();
         using var command = _statements.Statistics.Command(connection, Name);
-        using var reader = command.ExecuteReader();
-        reader.Read();
-        return StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+        WorkQueueStorageStatistics statistics;
+        using (var reader = command.ExecuteReader())
+        {
+            reader.Read();
+            statistics = StatisticsStatement.Read(reader, _options.TimeProvider.GetUtcNow());
+        }
+
+        using var tenants = _statements.TenantStatistics.Command(connection, Name, _options.TenantSeriesLimit);
+        using var rows = tenants.ExecuteReader();
+        var read = new List<WorkQueueTenantStatistics>();
+        while (rows.Read())
+        {
+            read.Add(TenantStatisticsStatement.Read(rows));
+        }
+
+        return statistics with { Tenants = WithOutcomes(read) };
+    }
+
+    /// <summary>The busiest tenants read from the database, each with what became of its deliveries on this node.</summary>
+    private List<WorkQueueTenantStatistics> WithOutcomes(List<WorkQueueTenantStatistics> tenants)
+    {
+        if (tenants.Count == 0)
+        {
+            return tenants;
+        }
+
+        var outcomes = TenantOutcomes.Read().ToDictionary(t => t.Tenant, StringComparer.Ordinal);
+        return [.. tenants.Select(t => outcomes.TryGetValue(t.Tenant, out var o) ? t with { Completed = o.Completed, Failed = o.Failed, DeadLettered = o.DeadLettered } : t)];
     }
 
     /// <summary>

@@ -30,6 +30,10 @@ internal static class StorageMetrics
     {
         s_meter.CreateObservableGauge("boundedwork.storage.items", ObserveItems, "{item}",
             "Stored items of the queue by state (ready, scheduled, running, dead_lettered, completed, cancelled), as last read from the database.");
+        s_meter.CreateObservableGauge("boundedwork.storage.tenant.items", ObserveTenantItems, "{item}",
+            "Stored items of each tenant by state (ready, running), as last read from the database: the busiest tenants (TenantSeriesLimit), the rest as \"(other)\".");
+        s_meter.CreateObservableCounter("boundedwork.storage.tenant.outcomes", ObserveTenantOutcomes, "{item}",
+            "This node's deliveries of each tenant by outcome (completed, failed, dead_lettered): the first TenantSeriesLimit tenants seen, the rest as \"(other)\".");
         s_meter.CreateObservableGauge("boundedwork.storage.oldest_ready_age", ObserveOldestAge, "s",
             "How long the oldest ready item has waited, as last read from the database.");
         s_meter.CreateObservableGauge("boundedwork.storage.available", ObserveAvailable, "{boolean}",
@@ -60,6 +64,36 @@ internal static class StorageMetrics
             yield return new Measurement<long>(statistics.DeadLettered, tag, new("boundedwork.storage.state", "dead_lettered"));
             yield return new Measurement<long>(statistics.Completed, tag, new("boundedwork.storage.state", "completed"));
             yield return new Measurement<long>(statistics.Cancelled, tag, new("boundedwork.storage.state", "cancelled"));
+        }
+    }
+
+    /// <summary>Each queue's busiest tenants as its node last read them: at most its series limit + 1 tenants per state.</summary>
+    private static IEnumerable<Measurement<long>> ObserveTenantItems()
+    {
+        foreach (var queue in s_queues.Keys)
+        {
+            var tag = QueueTag(queue.QueueName);
+            foreach (var tenant in queue.Statistics.Tenants)
+            {
+                var tenantTag = new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, tenant.Tenant);
+                yield return new Measurement<long>(tenant.Ready, tag, new("boundedwork.storage.state", "ready"), tenantTag);
+                yield return new Measurement<long>(tenant.Running, tag, new("boundedwork.storage.state", "running"), tenantTag);
+            }
+        }
+    }
+
+    private static IEnumerable<Measurement<long>> ObserveTenantOutcomes()
+    {
+        foreach (var queue in s_queues.Keys.OfType<ITenantOutcomeSource>())
+        {
+            var tag = QueueTag(queue.QueueName);
+            foreach (var (tenant, completed, failed, deadLettered) in queue.TenantOutcomes.Read())
+            {
+                var tenantTag = new KeyValuePair<string, object?>(BoundedWorkDiagnostics.TenantTag, tenant);
+                yield return new Measurement<long>(completed, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "completed"));
+                yield return new Measurement<long>(failed, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "failed"));
+                yield return new Measurement<long>(deadLettered, tag, tenantTag, new(BoundedWorkDiagnostics.OutcomeTag, "dead_lettered"));
+            }
         }
     }
 

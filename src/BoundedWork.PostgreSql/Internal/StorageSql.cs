@@ -455,6 +455,24 @@ internal sealed class StorageSql
                    (SELECT count(*) FROM {Items} WHERE queue = $1 AND state = 4)
             """;
 
+        // The busiest tenants of queue $1 by ready and running items, the first $2 each in a row of its own and the rest
+        // in one row with a null tenant, busiest first. Each count is an index-only scan of the partial index that holds
+        // only tenant items of its state (items_ready_tenant, items_running_tenant, schema version 11), grouped in the
+        // index's order: it reads one index entry per ready or running tenant item, nothing of a queue without tenants.
+        TenantStatistics = $"""
+            WITH per AS (
+                SELECT tenant, sum(ready)::bigint AS ready, sum(running)::bigint AS running FROM (
+                    SELECT tenant, count(*) AS ready, 0::bigint AS running FROM {Items}
+                    WHERE queue = $1 AND state = 0 AND tenant IS NOT NULL AND run_at <= now() GROUP BY tenant
+                    UNION ALL
+                    SELECT tenant, 0::bigint, count(*) FROM {Items}
+                    WHERE queue = $1 AND state = 1 AND tenant IS NOT NULL GROUP BY tenant) counts
+                GROUP BY tenant),
+            ranked AS (SELECT tenant, ready, running, row_number() OVER (ORDER BY ready + running DESC, tenant) AS n FROM per),
+            series AS (SELECT CASE WHEN n <= $2::integer THEN tenant END AS series, ready, running, n FROM ranked)
+            SELECT series, sum(ready)::bigint, sum(running)::bigint FROM series GROUP BY series ORDER BY min(n)
+            """;
+
         // Cancels item $2 of queue $1, whatever its state, under the row's lock (so a claim or an outcome racing with it
         // is either before or after, never half-seen): a ready or scheduled item is cancelled ($3 its last_error) and
         // wakes the nodes ($4) if it held an ordering key; a running item gets cancel_requested_at and a notification
@@ -639,7 +657,7 @@ internal sealed class StorageSql
             UPDATE {Items} i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
             WHERE i.id = ANY(ARRAY(SELECT id FROM {source}))
             RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery{returningMore}),{afterClaimed}
+                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant{returningMore}),{afterClaimed}
         peek AS (
             SELECT p.id, p.run_at FROM {Items} p
             WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -654,12 +672,14 @@ internal sealed class StorageSql
     /// scheduled item is due, the settings version (<paramref name="version"/>, an expression) and the waiting items.
     /// <paramref name="more"/>, when given, is one more summary column, <c>more</c> (a boolean expression; its lines after
     /// the first indented as the statement's, seven spaces in). <paramref name="nextDue"/>, when given, is the next wake-up
-    /// instead of the next scheduled item's due time (in seconds).
+    /// instead of the next scheduled item's due time (in seconds). <paramref name="recorded"/>, when given, is one more
+    /// summary column after those, <c>recorded</c> (<see cref="ClaimCarrying"/>). The claimed item's tenant is the last
+    /// column (null in the summary), after every other, so that no column moved when it was added.
     /// </summary>
     public string ClaimResult(string version, string? more = null, string? nextDue = null, string? recorded = null) => $"""
         SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
                false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}{(recorded is null ? string.Empty : ", NULL::bigint AS recorded")}
+               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}{(recorded is null ? string.Empty : ", NULL::bigint AS recorded")}, tenant
         FROM claimed
         UNION ALL
         SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -667,7 +687,8 @@ internal sealed class StorageSql
                true, (SELECT count(*) FROM promoted)::integer,
                {nextDue ?? $"extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision"},
                {version}, (SELECT count(*) FROM waiting),
-               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)}{(recorded is null ? string.Empty : ",\n       " + recorded + " AS recorded")}
+               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)}{(recorded is null ? string.Empty : ",\n       " + recorded + " AS recorded")},
+               NULL::text
         """;
 
 
@@ -714,6 +735,9 @@ internal sealed class StorageSql
     public string ReapExpired { get; }
 
     public string Statistics { get; }
+
+    /// <summary>Gets the per-tenant statistics read (see its comment in the constructor).</summary>
+    public string TenantStatistics { get; }
 
     public string Cleanup { get; }
 

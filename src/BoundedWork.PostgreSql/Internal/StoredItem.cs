@@ -27,6 +27,9 @@ internal sealed class StoredItem(IStoredItemOwner owner, long id, string payload
 
     public long Id { get; } = id;
 
+    /// <summary>Gets the item's tenant as its claim read it (<see langword="null"/>: none), for the per-tenant outcome counts.</summary>
+    public string? Tenant { get; init; }
+
     /// <summary>Gets or sets a value indicating whether the delivery holds a cluster permit (false while it waits in the node's reserve); set under the permits' lock.</summary>
     public bool HoldsPermit { get; set; } = true;
 

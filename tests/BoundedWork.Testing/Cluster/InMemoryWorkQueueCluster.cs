@@ -130,6 +130,12 @@ public sealed class InMemoryWorkQueueCluster(string queueName, TimeProvider? tim
         {
             throw new ArgumentException($"StartBurst must be at least 1 (was {settings.StartBurst}).", nameof(settings));
         }
+
+        if (settings.FairShare is not null && settings.MaxRunningPerKey > 1)
+        {
+            // As the PostgreSQL storage: the fair claim keeps each ordering key's items one at a time.
+            throw new ArgumentException($"FairShare cannot be set while MaxRunningPerKey is above 1 (it is {settings.MaxRunningPerKey}).", nameof(settings));
+        }
     }
 
     /// <inheritdoc/>

@@ -8,7 +8,8 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <see cref="HandOffRow"/> (<see cref="KeyedClaimSql.HandOff"/>). Every claimed row starts with the same eight columns;
 /// what follows up to its delivery token is each statement's own. The two claims return a second row type in the same
 /// result, their summary (<see cref="ClaimSummary"/>): flagged by a <c>summary</c> column, with columns of its own after
-/// the item's (null in the claimed rows, as the item's are in the summary), so no column means two things.
+/// the item's (null in the claimed rows, as the item's are in the summary), so no column means two things. The item's
+/// tenant comes last in every row (null in the summary), so that no earlier column moved when it was added.
 /// </summary>
 internal static class ClaimRows
 {
@@ -22,12 +23,15 @@ internal static class ClaimRows
     private const int TraceState = 7;
 
 
-    /// <summary>Reads a claimed row whose ordering key is at <paramref name="key"/> and delivery token at <paramref name="delivery"/>.</summary>
-    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader, int key, int delivery) =>
+    /// <summary>Reads a claimed row whose ordering key is at <paramref name="key"/>, delivery token at <paramref name="delivery"/> and tenant at <paramref name="tenant"/>.</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader, int key, int delivery, int tenant) =>
         new(owner, reader.GetInt64(Id), reader.GetString(Payload), reader.GetInt32(Attempts), reader.GetInt32(AttemptBase),
             reader.GetFieldValue<DateTimeOffset>(EnqueuedAt), reader.GetBoolean(Ordered),
             reader.IsDBNull(TraceParent) ? null : reader.GetString(TraceParent), reader.IsDBNull(TraceState) ? null : reader.GetString(TraceState),
-            reader.IsDBNull(key) ? null : reader.GetString(key), reader.GetInt64(delivery));
+            reader.IsDBNull(key) ? null : reader.GetString(key), reader.GetInt64(delivery))
+        {
+            Tenant = reader.IsDBNull(tenant) ? null : reader.GetString(tenant),
+        };
 
     /// <summary>The seconds until the next scheduled item is due, from a summary's column (null: none).</summary>
     public static TimeSpan? NextDue(NpgsqlDataReader reader, int column) =>
@@ -51,6 +55,7 @@ internal sealed class PlainClaimRow : IClaimRows
     private const int Version = 15;
     private const int Waiting = 16;
     private const int OldestWait = 17;
+    private const int Tenant = 18;
 
     private PlainClaimRow()
     {
@@ -60,9 +65,12 @@ internal sealed class PlainClaimRow : IClaimRows
     public static bool IsSummary(NpgsqlDataReader reader) => reader.GetBoolean(Summary);
 
     /// <summary>Reads a claimed item with its place in the claim order (the reserve starts them in it).</summary>
-    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ReadItem(owner, reader, Tenant);
+
+    /// <summary>Reads a claimed item with its place in the claim order, its tenant at <paramref name="tenant"/> (a statement with more summary columns).</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader, int tenant)
     {
-        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery);
+        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery, tenant);
         item.Priority = reader.GetInt16(Priority);
         item.RunAt = reader.GetFieldValue<DateTimeOffset>(RunAt);
         return item;
@@ -84,6 +92,7 @@ internal sealed class PlainClaimRow : IClaimRows
 internal sealed class CarryingClaimRow : IClaimRows
 {
     private const int Recorded = 18;
+    private const int Tenant = 19;
 
     private CarryingClaimRow()
     {
@@ -92,8 +101,8 @@ internal sealed class CarryingClaimRow : IClaimRows
     /// <summary>Gets a value indicating whether the row is the summary, not a claimed item.</summary>
     public static bool IsSummary(NpgsqlDataReader reader) => PlainClaimRow.IsSummary(reader);
 
-    /// <summary>Reads a claimed item, as the plain claim's.</summary>
-    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader);
+    /// <summary>Reads a claimed item, as the plain claim's (its tenant after the summary's columns).</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader, Tenant);
 
     /// <summary>Reads the summary, with the outcomes that landed.</summary>
     public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => PlainClaimRow.ReadSummary(reader) with { Recorded = reader.GetInt64(Recorded) };
@@ -114,6 +123,7 @@ internal sealed class KeyedClaimRow : IClaimRows
     private const int HeldBack = 13;
     private const int OldestHeldBack = 14;
     private const int Version = 15;
+    private const int Tenant = 16;
 
     private KeyedClaimRow()
     {
@@ -123,7 +133,7 @@ internal sealed class KeyedClaimRow : IClaimRows
     public static bool IsSummary(NpgsqlDataReader reader) => reader.GetBoolean(Summary);
 
     /// <summary>Reads a claimed item.</summary>
-    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ClaimRows.ReadItem(owner, reader, Key, Delivery);
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => ClaimRows.ReadItem(owner, reader, Key, Delivery, Tenant);
 
     /// <summary>Reads the summary.</summary>
     public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => new(reader.GetInt32(Promoted), ClaimRows.NextDue(reader, NextDue))
@@ -140,11 +150,12 @@ internal static class HandOffRow
     private const int Key = 8;
     private const int Prefetched = 9;
     private const int Delivery = 10;
+    private const int Tenant = 11;
 
     /// <summary>Reads a claimed item, and whether it is its key's prefetched item (count M, not to start now).</summary>
     public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader)
     {
-        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery);
+        var item = ClaimRows.ReadItem(owner, reader, Key, Delivery, Tenant);
         item.Prefetched = reader.GetBoolean(Prefetched);
         return item;
     }
@@ -190,6 +201,7 @@ internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
 internal sealed class FairClaimRow : IClaimRows
 {
     private const int More = 18;
+    private const int Tenant = 19;
 
     private FairClaimRow()
     {
@@ -199,7 +211,7 @@ internal sealed class FairClaimRow : IClaimRows
     public static bool IsSummary(NpgsqlDataReader reader) => PlainClaimRow.IsSummary(reader);
 
     /// <summary>Reads a claimed item with its place in the claim order.</summary>
-    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader);
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader, Tenant);
 
     /// <summary>Reads the summary.</summary>
     public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => PlainClaimRow.ReadSummary(reader) with { More = !reader.IsDBNull(More) && reader.GetBoolean(More) };

@@ -19,6 +19,9 @@ internal sealed class ItemStatements(StorageSql sql)
     /// <summary>Gets the statistics read.</summary>
     public StatisticsStatement Statistics { get; } = new(sql.Statistics);
 
+    /// <summary>Gets the per-tenant statistics read.</summary>
+    public TenantStatisticsStatement TenantStatistics { get; } = new(sql.TenantStatistics);
+
     /// <summary>Gets the cancellation of one item.</summary>
     public CancelStatement Cancel { get; } = new(sql.Cancel);
 
@@ -89,6 +92,35 @@ internal sealed class StatisticsStatement(string text)
         Cancelled = reader.GetInt64(Cancelled),
         IsAvailable = true,
         ReadAt = readAt,
+    };
+}
+
+/// <summary>
+/// The per-tenant statistics read (<see cref="StorageSql.TenantStatistics"/>): <c>$1</c> queue, <c>$2</c> how many
+/// tenants get a row of their own; rows of tenant (null: the others together), ready and running, busiest first.
+/// </summary>
+internal sealed class TenantStatisticsStatement(string text)
+{
+    private const int Tenant = 0;
+    private const int Ready = 1;
+    private const int Running = 2;
+
+    /// <summary>Gets the text.</summary>
+    public string Text { get; } = text;
+
+    /// <summary>Creates the command on <paramref name="connection"/> for <paramref name="queue"/>.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, string queue, int seriesLimit) =>
+        new(Text, connection)
+        {
+            Parameters = { new NpgsqlParameter<string> { TypedValue = queue }, new NpgsqlParameter<int> { TypedValue = seriesLimit } },
+        };
+
+    /// <summary>Reads one row.</summary>
+    public static WorkQueueTenantStatistics Read(NpgsqlDataReader reader) => new()
+    {
+        Tenant = reader.IsDBNull(Tenant) ? TenantStatistics.OtherTenants : reader.GetString(Tenant),
+        Ready = reader.GetInt64(Ready),
+        Running = reader.GetInt64(Running),
     };
 }
 
