@@ -16,6 +16,9 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
     /// <summary>Gets how many explicit transactions were committed (a <c>COMMIT</c> is a round trip of its own; its <c>BEGIN</c> goes with the transaction's first statement).</summary>
     public long Commits { get; init; }
 
+    /// <summary>Gets how many of the claims carried outcomes in their own statement (counted as claims, and as outcome writes that cost no statement).</summary>
+    public long CarryingClaims { get; init; }
+
     /// <summary>Gets the round trips: every statement, and every <c>COMMIT</c> of an explicit transaction.</summary>
     public long RoundTrips => Total + Commits;
 
@@ -29,7 +32,7 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
 
     public static async Task<StatementCounts> ReadAsync(NpgsqlDataSource database, CancellationToken cancellationToken)
     {
-        long enqueues = 0, notifies = 0, claims = 0, claimRows = 0, outcomes = 0, commits = 0, heartbeats = 0, other = 0;
+        long enqueues = 0, notifies = 0, claims = 0, claimRows = 0, outcomes = 0, carrying = 0, commits = 0, heartbeats = 0, other = 0;
         double planning = 0, execution = 0;
         var command = database.CreateCommand("SELECT query, calls, rows, total_plan_time, total_exec_time FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'");
         await using (command)
@@ -60,6 +63,12 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
                     else if (Has("/* reference reaper */"))
                     {
                         other += calls;
+                    }
+                    else if (Has("BoundedWork outcomes, with a claim"))
+                    {
+                        claims += calls; // a plain claim that carries outcomes in its statement: one round trip for both
+                        claimRows += rows - calls;
+                        carrying += calls;
                     }
                     else if (Has("WITH promoted AS"))
                     {
@@ -101,7 +110,7 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
             await using (reader)
             {
                 await reader.ReadAsync(cancellationToken);
-                return new StatementCounts(enqueues, notifies, claims, claimRows, outcomes, heartbeats, other) { Wal = (reader.GetInt64(0), reader.GetInt64(1)), Time = (planning, execution), Commits = commits };
+                return new StatementCounts(enqueues, notifies, claims, claimRows, outcomes, heartbeats, other) { Wal = (reader.GetInt64(0), reader.GetInt64(1)), Time = (planning, execution), Commits = commits, CarryingClaims = carrying };
             }
         }
     }
@@ -111,6 +120,6 @@ internal sealed record StatementCounts(long Enqueues, long Notifies, long Claims
     {
         static string F(double value) => value.ToString(value >= 10 ? "0" : value >= 0.1 ? "0.00" : "0.0000", CultureInfo.InvariantCulture);
         var perItem = (double)items;
-        return $"{F(Total / perItem)} | {F(RoundTrips / perItem)} | {F(Enqueues / perItem)} | {F(Notifies / perItem)} | {F(Claims / perItem)} | {(Claims > 0 ? F(ClaimedRows / (double)Claims) : "–")} | {F(Outcomes / perItem)} | {(Outcomes > 0 ? F(items / (double)Outcomes) : "–")} | {F(Wal.Bytes / perItem)} | {F(Wal.Syncs / perItem)} | {F(Time.Planning * 1000 / perItem)} | {F(Time.Execution * 1000 / perItem)}";
+        return $"{F(Total / perItem)} | {F(RoundTrips / perItem)} | {F(Enqueues / perItem)} | {F(Notifies / perItem)} | {F(Claims / perItem)} | {(Claims > 0 ? F(ClaimedRows / (double)Claims) : "–")} | {F((Outcomes + CarryingClaims) / perItem)} | {(Outcomes + CarryingClaims > 0 ? F(items / (double)(Outcomes + CarryingClaims)) : "–")} | {F(Wal.Bytes / perItem)} | {F(Wal.Syncs / perItem)} | {F(Time.Planning * 1000 / perItem)} | {F(Time.Execution * 1000 / perItem)}";
     }
 }

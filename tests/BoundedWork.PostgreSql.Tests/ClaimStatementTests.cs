@@ -119,6 +119,78 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         Assert.Equal(1, summaries);
     }
 
+    [Fact]
+    public async Task CarryingClaim_WritesTheOutcomesAndClaims_InOneStatement_AndCountsWhatLanded()
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync((null, 0, 0), (null, 0, 0), (null, 0, 0));
+        var statements = new ClaimStatements(claim.Sql);
+        var carrying = new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false));
+        await using var connection = await claim.OpenAsync();
+        Assert.Equal([ids[0]], (await ClaimPlainAsync(statements, connection, count: 1)).Select(item => item.Id));
+
+        // Item 1's completion rides with the claim of the other two; a second outcome, for a delivery the row no longer
+        // holds (token 2), does not land.
+        var completed = new OutcomeRows([ids[0], ids[1]], [1, 2], null, null);
+        var claimed = new List<StoredItem>();
+        ClaimSummary summary;
+        await using (var command = carrying.Command(connection, Plain(count: 5), new OutcomeParameters("test", completed, null, null, null, null)))
+        await using (var reader = await command.ExecuteReaderAsync())
+        {
+            summary = ClaimReader.Read<CarryingClaimRow>(reader, new Owner(), claimed);
+        }
+
+        Assert.Equal(1L, summary.Recorded);
+        Assert.Equal([ids[1], ids[2]], claimed.Select(item => item.Id).Order());
+        Assert.Equal(StorageSql.Completed, await StateAsync(claim, ids[0]));
+        Assert.Equal(await XminAsync(claim, ids[0]), await XminAsync(claim, ids[1])); // one transaction
+    }
+
+    [Fact]
+    public async Task CarryingClaim_ARowBothAnOutcomeAndTheClaimTarget_IsChangedByOneOfThemOnly()
+    {
+        // A reaped row (ready again, no lease) whose late completion rides with a claim that picks it.
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync((null, 0, 0));
+        var carrying = new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false));
+        await postgres.ScalarAsync<int>($"UPDATE {claim.Items} SET attempts = 1, delivery = 1 WHERE id = {ids[0]} RETURNING 1");
+        await using var connection = await claim.OpenAsync();
+
+        var claimed = new List<StoredItem>();
+        ClaimSummary summary;
+        await using (var command = carrying.Command(connection, Plain(count: 5), new OutcomeParameters("test", new OutcomeRows([ids[0]], [1], null, null), null, null, null, null)))
+        await using (var reader = await command.ExecuteReaderAsync())
+        {
+            summary = ClaimReader.Read<CarryingClaimRow>(reader, new Owner(), claimed);
+        }
+
+        // Either the outcome landed (completed, not claimed) or the claim took it (running, the outcome not recorded).
+        var state = await StateAsync(claim, ids[0]);
+        if (claimed.Count == 0)
+        {
+            Assert.Equal((1L, StorageSql.Completed), (summary.Recorded, state));
+        }
+        else
+        {
+            Assert.Equal((0L, StorageSql.Running, 2L), (summary.Recorded, state, claimed[0].Delivery));
+        }
+    }
+
+    private static PlainClaimParameters Plain(int count) => new(KeyedClaim.Queue, count, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 0);
+
+    private Task<short> StateAsync(KeyedClaim claim, long id) => postgres.ScalarAsync<short>($"SELECT state FROM {claim.Items} WHERE id = {id}");
+
+    private Task<long> XminAsync(KeyedClaim claim, long id) => postgres.ScalarAsync<long>($"SELECT xmin::text::bigint FROM {claim.Items} WHERE id = {id}");
+
+    private static async Task<List<StoredItem>> ClaimPlainAsync(ClaimStatements statements, Npgsql.NpgsqlConnection connection, int count)
+    {
+        var claimed = new List<StoredItem>();
+        await using var command = statements.Plain.Command(connection, Plain(count));
+        await using var reader = await command.ExecuteReaderAsync();
+        ClaimReader.Read<PlainClaimRow>(reader, new Owner(), claimed);
+        return claimed;
+    }
+
     private sealed class Owner : IStoredItemOwner
     {
         public string DeliveryDescriptionPrefix => "test";

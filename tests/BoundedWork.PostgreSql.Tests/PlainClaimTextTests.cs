@@ -6,7 +6,8 @@ namespace BoundedWork.PostgreSql.Tests;
 /// The plain claim's text, pinned byte for byte (schema "bw"): a queue without fair share claims with exactly the
 /// statement it always did, whatever fragments it is built from (<see cref="StorageSql.ClaimedPeekWaiting"/> and
 /// <see cref="StorageSql.ClaimResult"/> are shared with the fair claim). A change to it is deliberate: update the text
-/// here with it, and look at its plans (ClaimStatementTests, ClaimBoundTests).
+/// here with it, and look at its plans (ClaimStatementTests, ClaimBoundTests). The last change: each claimed row's
+/// tenant, a last column (null in the summary), for the per-tenant outcome counts.
 /// </summary>
 public sealed class PlainClaimTextTests
 {
@@ -38,7 +39,7 @@ public sealed class PlainClaimTextTests
             UPDATE "bw".items i SET state = 1, attempts = i.attempts + 1, delivery = i.delivery + 1, lease_owner = $3, lease_until = now() + $4
             WHERE i.id = ANY(ARRAY(SELECT id FROM next))
             RETURNING i.id, i.payload::text AS payload, i.attempts, i.attempt_base, i.enqueued_at, i.ordering_key IS NOT NULL AS ordered,
-                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery),
+                      i.traceparent, i.tracestate, i.priority, i.run_at, i.ordering_key, i.delivery, i.tenant),
         peek AS (
             SELECT p.id, p.run_at FROM "bw".items p
             WHERE p.queue = $1 AND p.state = 0 AND p.run_at <= now()
@@ -47,7 +48,7 @@ public sealed class PlainClaimTextTests
         waiting AS (SELECT run_at FROM peek WHERE id <> ALL(ARRAY(SELECT id FROM claimed)))
         SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
                false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-               NULL::bigint AS waiting, NULL::double precision AS oldest_wait
+               NULL::bigint AS waiting, NULL::double precision AS oldest_wait, tenant
         FROM claimed
         UNION ALL
         SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -55,7 +56,8 @@ public sealed class PlainClaimTextTests
                true, (SELECT count(*) FROM promoted)::integer,
                extract(epoch FROM (SELECT min(run_at) FROM "bw".items WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision,
                coalesce((SELECT s.version FROM "bw".queue_settings s WHERE s.queue = $1), 0), (SELECT count(*) FROM waiting),
-               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision
+               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision,
+               NULL::text
         """;
 
     [Fact]

@@ -26,6 +26,7 @@ internal sealed class OutcomeWriter : IDisposable
     private readonly BlockingCollection<Outcome> _outcomes = new(new ConcurrentQueue<Outcome>());
     private readonly NpgsqlDataSource _dataSource;
     private readonly OutcomeStatement _statement;
+    private readonly CarryingClaimStatement _carrying;
     private readonly string _queueName;
     private readonly string _leaseOwner;
     private readonly ILogger _logger;
@@ -44,6 +45,7 @@ internal sealed class OutcomeWriter : IDisposable
         _wakeOthers = wakeOthers;
         _dataSource = dataSource;
         _statement = new OutcomeStatement(sql.Items, deleteCompleted);
+        _carrying = new CarryingClaimStatement(sql, _statement);
         _queueName = queueName;
         _logger = logger;
         _health = health;
@@ -198,6 +200,10 @@ internal sealed class OutcomeWriter : IDisposable
     /// <summary>The command that writes <paramref name="riders"/> in the claim's <paramref name="transaction"/>.</summary>
     public NpgsqlCommand RiderCommand(Riders riders, NpgsqlConnection connection, NpgsqlTransaction transaction) =>
         _statement.Command(connection, transaction, Parameters(riders.Outcomes));
+
+    /// <summary>The plain claim that writes <paramref name="riders"/> in its own statement (one round trip, one commit).</summary>
+    public NpgsqlCommand CarryingClaimCommand(Riders riders, NpgsqlConnection connection, in PlainClaimParameters claim) =>
+        _carrying.Command(connection, claim, Parameters(riders.Outcomes));
 
     /// <summary>The claim that carried <paramref name="riders"/> committed: they are settled, and other nodes woken if they free items.</summary>
     public void RidersWritten(Riders riders, long recorded)

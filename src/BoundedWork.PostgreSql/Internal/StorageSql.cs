@@ -361,7 +361,7 @@ internal sealed class StorageSql
             """;
 
         // The settings version the claim checks: the node claims only under the settings its permits were granted for.
-        var settingsVersion = $"coalesce((SELECT s.version FROM {QueueSettings} s WHERE s.queue = $1), 0)";
+        var settingsVersion = _settingsVersion = $"coalesce((SELECT s.version FROM {QueueSettings} s WHERE s.queue = $1), 0)";
 
         // Nothing is claimed while the queue is paused fleet-wide (one probe of the settings' primary key), and no item
         // of a paused key (one probe of paused_keys per keyed candidate): see QueuePausedNow and KeyPausedNow.
@@ -672,13 +672,14 @@ internal sealed class StorageSql
     /// scheduled item is due, the settings version (<paramref name="version"/>, an expression) and the waiting items.
     /// <paramref name="more"/>, when given, is one more summary column, <c>more</c> (a boolean expression; its lines after
     /// the first indented as the statement's, seven spaces in). <paramref name="nextDue"/>, when given, is the next wake-up
-    /// instead of the next scheduled item's due time (in seconds). The claimed item's tenant is the last column (null in
-    /// the summary), after every other, so that no column moved when it was added.
+    /// instead of the next scheduled item's due time (in seconds). <paramref name="recorded"/>, when given, is one more
+    /// summary column after those, <c>recorded</c> (<see cref="ClaimCarrying"/>). The claimed item's tenant is the last
+    /// column (null in the summary), after every other, so that no column moved when it was added.
     /// </summary>
-    public string ClaimResult(string version, string? more = null, string? nextDue = null) => $"""
+    public string ClaimResult(string version, string? more = null, string? nextDue = null, string? recorded = null) => $"""
         SELECT id, payload, attempts, attempt_base, enqueued_at, ordered, traceparent, tracestate, priority, run_at, ordering_key, delivery,
                false AS summary, NULL::integer AS promoted, NULL::double precision AS next_due, NULL::bigint AS version,
-               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}, tenant
+               NULL::bigint AS waiting, NULL::double precision AS oldest_wait{(more is null ? string.Empty : ", NULL::boolean AS more")}{(recorded is null ? string.Empty : ", NULL::bigint AS recorded")}, tenant
         FROM claimed
         UNION ALL
         SELECT NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::timestamptz, NULL::boolean, NULL::text, NULL::text,
@@ -686,10 +687,34 @@ internal sealed class StorageSql
                true, (SELECT count(*) FROM promoted)::integer,
                {nextDue ?? $"extract(epoch FROM (SELECT min(run_at) FROM {Items} WHERE queue = $1 AND state = 5 AND run_at > now()) - now())::double precision"},
                {version}, (SELECT count(*) FROM waiting),
-               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)},
+               coalesce(extract(epoch FROM now() - (SELECT min(run_at) FROM waiting)), 0)::double precision{(more is null ? string.Empty : ",\n       " + more)}{(recorded is null ? string.Empty : ",\n       " + recorded + " AS recorded")},
                NULL::text
         """;
 
+
+    /// <summary>
+    /// The plain claim (<see cref="Claim"/>) with outcomes that ride in its statement: <paramref name="carried"/>, the
+    /// write's CTEs (<see cref="OutcomeStatement.RidingParts"/>), first, and one more summary column, <c>recorded</c>
+    /// (<paramref name="recorded"/>: how many of them landed), marked as an outcome write for pg_stat_activity and
+    /// pg_stat_statements. One statement, one round trip, one commit. Its CTEs share
+    /// the claim's snapshot, so the claim does not see the carried outcomes' rows settled: a keyed item whose older item
+    /// finishes in it is claimed by the next claim, and the per-key checks count the carried rows as running (a claim
+    /// may leave a keyed item, never take one early). A row both written by a carried outcome and picked by the claim (a
+    /// reaped row, ready again, whose late outcome rides) is changed by one of the two only (PostgreSQL skips a row the
+    /// same statement already changed): either the outcome landed and the claim did not take it, or the claim took it
+    /// and the outcome did not land (counted as not recorded, and the item runs again, as when another node claims it first).
+    /// </summary>
+    public string ClaimCarrying(string carried, string recorded)
+    {
+        const string Head = "WITH promoted AS (";
+        var plainResult = ClaimResult(_settingsVersion);
+        if (!Claim.StartsWith(Head, StringComparison.Ordinal) || !Claim.EndsWith(plainResult, StringComparison.Ordinal))
+        {
+            throw new InvalidOperationException("The plain claim's text is not the shape ClaimCarrying extends.");
+        }
+
+        return "/* BoundedWork outcomes, with a claim */ WITH " + carried + ",\n" + Claim["WITH ".Length..^plainResult.Length] + ClaimResult(_settingsVersion, recorded: recorded);
+    }
 
     public string Enqueue { get; }
 
@@ -700,6 +725,9 @@ internal sealed class StorageSql
     public string EnqueueMany { get; }
 
     public string Claim { get; }
+
+    /// <summary>The settings version the claims check, as an expression of <c>$1</c>.</summary>
+    private readonly string _settingsVersion;
 
 
     public string Heartbeat { get; }

@@ -290,10 +290,14 @@ internal sealed class ClaimLoop : IDisposable
             using var connection = _dataSource.OpenConnection();
             // Carried outcomes are written first, in the claim's transaction (each statement sent on its own, as the
             // writer's hand-off does): the claim sees their rows settled, and one commit ends both.
-            // A fair claim runs in a transaction too: its lock, then the claim (see FairClaimStatement).
-            using var transaction = riders is null && !fair ? null : connection.BeginTransaction();
+            // A plain claim carries the outcomes in its own statement (one round trip, one commit; its snapshot does not
+            // see them settled, see StorageSql.ClaimCarrying). The per-key and fair claims write them first in the claim's
+            // transaction, so that their per-key and per-tenant counts see those rows settled; a fair claim runs in a
+            // transaction anyway: its lock, then the claim (see FairClaimStatement).
+            var carriedInStatement = riders is not null && !keyed && !fair;
+            using var transaction = (riders is null || carriedInStatement) && !fair ? null : connection.BeginTransaction();
             var recorded = 0L;
-            if (riders is not null)
+            if (riders is not null && !carriedInStatement)
             {
                 using var write = _outcomes!.RiderCommand(riders, connection, transaction!);
                 recorded = OutcomeStatement.ExecuteRecorded(write);
@@ -307,6 +311,13 @@ internal sealed class ClaimLoop : IDisposable
                 using var fairReader = fairClaim.ExecuteReader();
                 summary = ClaimReader.Read<FairClaimRow>(fairReader, _host, claimed);
                 Interlocked.Increment(ref _fairClaims);
+            }
+            else if (carriedInStatement)
+            {
+                using var command = _outcomes!.CarryingClaimCommand(riders!, connection, new PlainClaimParameters(_settings.Queue, take.Count + room, _settings.Node, _settings.LeaseDuration, take.Version, take.Bound ? wanted : 0));
+                using var reader = command.ExecuteReader();
+                summary = ClaimReader.Read<CarryingClaimRow>(reader, _host, claimed);
+                recorded = summary.Recorded;
             }
             else
             {

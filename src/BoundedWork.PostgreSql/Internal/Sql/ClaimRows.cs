@@ -86,6 +86,29 @@ internal sealed class PlainClaimRow : IClaimRows
 }
 
 /// <summary>
+/// The rows of the plain claim that carries outcomes (<see cref="StorageSql.ClaimCarrying"/>): the plain claim's, and one
+/// more summary column, how many of the carried outcomes landed (<see cref="ClaimSummary.Recorded"/>).
+/// </summary>
+internal sealed class CarryingClaimRow : IClaimRows
+{
+    private const int Recorded = 18;
+    private const int Tenant = 19;
+
+    private CarryingClaimRow()
+    {
+    }
+
+    /// <summary>Gets a value indicating whether the row is the summary, not a claimed item.</summary>
+    public static bool IsSummary(NpgsqlDataReader reader) => PlainClaimRow.IsSummary(reader);
+
+    /// <summary>Reads a claimed item, as the plain claim's (its tenant after the summary's columns).</summary>
+    public static StoredItem ReadItem(IStoredItemOwner owner, NpgsqlDataReader reader) => PlainClaimRow.ReadItem(owner, reader, Tenant);
+
+    /// <summary>Reads the summary, with the outcomes that landed.</summary>
+    public static ClaimSummary ReadSummary(NpgsqlDataReader reader) => PlainClaimRow.ReadSummary(reader) with { Recorded = reader.GetInt64(Recorded) };
+}
+
+/// <summary>
 /// The per-key claim's rows (<see cref="KeyedClaimSql.ClaimPerKey"/>): its summary carries the promotions, the next
 /// due time, the ready items the per-key rule held back that the node wanted, with the oldest one's wait, and the
 /// settings version the claim saw.
@@ -154,6 +177,9 @@ internal readonly record struct ClaimSummary(int Promoted, TimeSpan? NextDue)
 
     /// <summary>Gets the settings version the claim saw (null: no summary was read).</summary>
     public long? Version { get; init; }
+
+    /// <summary>Gets how many of the outcomes the claim carried in its statement landed (<see cref="CarryingClaimRow"/>; zero otherwise).</summary>
+    public long Recorded { get; init; }
 
     /// <summary>Gets the ready items the plain claim left that the node wanted.</summary>
     public long Waiting { get; init; }

@@ -115,10 +115,45 @@ internal sealed class PlainClaimStatement(string text)
     public NpgsqlCommand Command(NpgsqlConnection connection, in PlainClaimParameters parameters)
     {
         var command = new NpgsqlCommand(Text, connection);
-        ClaimParameters.AddLeading(command.Parameters, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
-        command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
-        command.Parameters.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
+        AddParameters(command.Parameters, parameters);
         return command;
+    }
+
+    /// <summary>Adds the plain claim's parameters, <c>$1</c>..<c>$6</c>.</summary>
+    public static void AddParameters(NpgsqlParameterCollection target, in PlainClaimParameters parameters)
+    {
+        ClaimParameters.AddLeading(target, parameters.Queue, parameters.Count, parameters.Node, parameters.Lease);
+        target.Add(new NpgsqlParameter<long> { TypedValue = parameters.Version });
+        target.Add(new NpgsqlParameter<int> { TypedValue = parameters.CountWaiting });
+    }
+}
+
+/// <summary>
+/// The plain claim that carries outcomes in its own statement (<see cref="StorageSql.ClaimCarrying"/>): one round trip
+/// and one commit for both. Its parameters: the plain claim's <c>$1</c>..<c>$6</c> (the node, <c>$3</c>, is also the
+/// outcomes' lease owner), then the outcomes' arrays from <c>$7</c>; rows <see cref="CarryingClaimRow"/>. A text is
+/// made once per combination of outcome kinds and kept.
+/// </summary>
+internal sealed class CarryingClaimStatement(StorageSql sql, OutcomeStatement outcomes)
+{
+    private readonly string?[] _texts = new string?[1 << 6];
+
+    /// <summary>Gets the text for the outcome kinds in <paramref name="kinds"/>.</summary>
+    public string Text(int kinds) => Volatile.Read(ref _texts[kinds]) ?? (_texts[kinds] = Build(kinds));
+
+    /// <summary>Creates the command on <paramref name="connection"/>: the claim's parameters, then the outcomes'.</summary>
+    public NpgsqlCommand Command(NpgsqlConnection connection, in PlainClaimParameters claim, in OutcomeParameters carried)
+    {
+        var command = new NpgsqlCommand(Text(carried.Kinds), connection);
+        PlainClaimStatement.AddParameters(command.Parameters, claim);
+        OutcomeStatement.AddParameters(command.Parameters, carried);
+        return command;
+    }
+
+    private string Build(int kinds)
+    {
+        var (ctes, recorded) = outcomes.RidingParts(kinds, first: 7);
+        return sql.ClaimCarrying(ctes, recorded);
     }
 }
 

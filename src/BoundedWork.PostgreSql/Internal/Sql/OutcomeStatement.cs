@@ -34,6 +34,13 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
     {
         var command = new NpgsqlCommand(Text(parameters.Kinds), connection, transaction);
         command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = parameters.Node });
+        AddParameters(command.Parameters, parameters);
+        return command;
+    }
+
+    /// <summary>Adds the arrays of each present kind, in the order of <see cref="OutcomeKind"/> (not the node).</summary>
+    public static void AddParameters(NpgsqlParameterCollection target, in OutcomeParameters parameters)
+    {
         foreach (var rows in (OutcomeRows?[])[parameters.Completed, parameters.Released, parameters.Retried, parameters.Dead, parameters.Cancelled, parameters.Snoozed])
         {
             if (rows is not { } present)
@@ -41,29 +48,48 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
                 continue;
             }
 
-            command.Parameters.Add(ClaimParameters.BigintArray(present.Ids));
-            command.Parameters.Add(ClaimParameters.BigintArray(present.Deliveries));
+            target.Add(ClaimParameters.BigintArray(present.Ids));
+            target.Add(ClaimParameters.BigintArray(present.Deliveries));
             if (present.DelayMilliseconds is { } delays)
             {
-                command.Parameters.Add(new NpgsqlParameter<double[]> { TypedValue = delays });
+                target.Add(new NpgsqlParameter<double[]> { TypedValue = delays });
             }
 
             if (present.Errors is { } errors)
             {
-                command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = errors });
+                target.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = errors });
             }
         }
-
-        return command;
     }
 
     /// <summary>Runs the command and reads its one row: how many outcomes landed.</summary>
     public static long ExecuteRecorded(NpgsqlCommand command) => (long)command.ExecuteScalar()!;
 
+    /// <summary>
+    /// The parts of the write that rides in a plain claim's statement (<see cref="StorageSql.ClaimCarrying"/>), for the
+    /// kinds in <paramref name="kinds"/>: its CTEs (named apart from the claim's, each ending without a comma) and the
+    /// expression that counts the outcomes that landed. The node is the claim's <c>$3</c>; the arrays are bound from
+    /// <c>$</c><paramref name="first"/> on, in the order <see cref="AddParameters"/> adds them (without the node).
+    /// </summary>
+    public (string Ctes, string Recorded) RidingParts(int kinds, int first)
+    {
+        var parts = Parts(kinds, first, "$3::text");
+        return (string.Join(",\n", parts.Select(part => $"{part.Name}_carried AS ({part.Sql})")),
+            string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name}_carried)")));
+    }
+
     private string Build(int kinds)
     {
+        var parts = Parts(kinds, 2, "$1::text");
+        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
+            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
+    }
+
+    /// <summary>The write's parts for <paramref name="kinds"/>: arrays bound from <c>$</c><paramref name="first"/>, the node's lease owner <paramref name="node"/>.</summary>
+    private List<(string Name, string Sql)> Parts(int kinds, int first, string node)
+    {
         var parts = new List<(string Name, string Sql)>();
-        var next = 2; // $1 is the node's lease owner
+        var next = first;
         string P(string type) => $"${next++}::{type}";
         bool Has(OutcomeKind kind) => (kinds & (1 << (int)kind)) != 0;
 
@@ -79,8 +105,8 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
         // the rows. Written as (state = 1 AND ...) OR (state = 0 AND ...), it let a generic plan made while the table's
         // statistics were stale (after a bulk insert) take a BitmapOr of items_running and items_ready, the latter probed
         // by id alone (its last column): the whole ready index read per outcome write, 30,000 buffers and 200 ms for 100 rows.
-        static string Mine(string ids, string deliveries, bool reaped) =>
-            $"i.id = ANY({ids}) AND i.delivery = {At(deliveries, ids)} AND CASE i.state WHEN 1 THEN i.lease_owner = $1::text"
+        string Mine(string ids, string deliveries, bool reaped) =>
+            $"i.id = ANY({ids}) AND i.delivery = {At(deliveries, ids)} AND CASE i.state WHEN 1 THEN i.lease_owner = {node}"
             + (reaped ? " WHEN 0 THEN i.lease_owner IS NULL END" : " END");
         if (Has(OutcomeKind.Completed))
         {
@@ -154,8 +180,7 @@ internal sealed class OutcomeStatement(string items, bool deleteCompleted)
             throw new ArgumentOutOfRangeException(nameof(kinds), kinds, "A batch of outcomes has at least one kind.");
         }
 
-        return $"/* BoundedWork outcomes */ WITH {string.Join(", ", parts.Select(part => $"{part.Name} AS ({part.Sql})"))} "
-            + $"SELECT {string.Join(" + ", parts.Select(part => $"(SELECT count(*) FROM {part.Name})"))}";
+        return parts;
     }
 }
 
