@@ -31,7 +31,7 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal((2, 5, 4, 3), (stored.DefaultWeight, stored.MaxRunningPerTenant!.Value, stored.GetWeight("acme"), stored.GetWeight("globex")));
         Assert.Equal(JsonValueKind.Null, onJson.GetProperty("previous").GetProperty("fairShare").ValueKind);
         var view = onJson.GetProperty("current").GetProperty("fairShare");
-        Assert.Equal(["defaultWeight", "tenantWeights", "maxRunningPerTenant"], view.EnumerateObject().Select(p => p.Name));
+        Assert.Equal(["defaultWeight", "tenantWeights", "maxRunningPerTenant", "startsPerSecondPerTenant", "startsBurstPerTenant"], view.EnumerateObject().Select(p => p.Name));
         Assert.Equal([("acme", 4), ("globex", 3)], view.GetProperty("tenantWeights").EnumerateObject().Select(p => (p.Name, p.Value.GetInt32())));
 
         // Only the fields named change: the default weight stays, acme's own weight goes, the bound is cleared.
@@ -68,6 +68,43 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal(["1", "2", "3"], entries.Select(e => e.GetStructuredStateValue("Version")));
         Assert.Equal(3, server.Logs.WithEvent("ClusterSettingsChanged").Count); // the settings' own entry, as for every change
         Assert.Equal(Enumerable.Repeat(("boundedwork.admin.changes", 1L, (string?)"payments", (string?)"fairShare"), 3), recorder.Measurements);
+    }
+
+    [Fact]
+    public async Task Patch_StartsPerTenant_SetsTheRateAndTheBurst_NullClearsEach_ShownAndAudited()
+    {
+        var cluster = NewCluster();
+        await using var server = await StartAsync(cluster);
+
+        using var on = await server.Client.SendChangeAsync(
+            HttpMethod.Patch, Path, """{"fairShare": {"startsPerSecondPerTenant": 2.5, "startsBurstPerTenant": 10}}""");
+
+        Assert.Equal(HttpStatusCode.OK, on.StatusCode);
+        var stored = cluster.Settings.FairShare!;
+        Assert.Equal((2.5, 10, 1, (int?)null), (stored.StartsPerSecondPerTenant!.Value, stored.StartsBurstPerTenant!.Value, stored.DefaultWeight, stored.MaxRunningPerTenant));
+        var view = (await on.JsonAsync()).GetProperty("current").GetProperty("fairShare");
+        Assert.Equal((2.5, 10), (view.GetProperty("startsPerSecondPerTenant").GetDouble(), view.GetProperty("startsBurstPerTenant").GetInt32()));
+
+        using var rateOnly = await server.Client.SendChangeAsync(HttpMethod.Patch, Path, """{"fairShare": {"startsPerSecondPerTenant": 40}}""");
+        using var clearRate = await server.Client.SendChangeAsync(HttpMethod.Patch, Path, """{"fairShare": {"startsPerSecondPerTenant": null}}""");
+        using var clearBurst = await server.Client.SendChangeAsync(HttpMethod.Patch, Path, """{"fairShare": {"startsBurstPerTenant": null}}""");
+
+        Assert.Equal((HttpStatusCode.OK, HttpStatusCode.OK, HttpStatusCode.OK), (rateOnly.StatusCode, clearRate.StatusCode, clearBurst.StatusCode));
+        stored = cluster.Settings.FairShare!;
+        Assert.Equal(((double?)null, (int?)null), (stored.StartsPerSecondPerTenant, stored.StartsBurstPerTenant));
+        using var read = await server.Client.GetAsync(Path);
+        var readView = (await read.JsonAsync()).GetProperty("settings").GetProperty("fairShare");
+        Assert.Equal(
+            (JsonValueKind.Null, JsonValueKind.Null),
+            (readView.GetProperty("startsPerSecondPerTenant").ValueKind, readView.GetProperty("startsBurstPerTenant").ValueKind));
+        Assert.Equal(
+            [
+                "off -> on, startsPerSecondPerTenant none -> 2.5, startsBurstPerTenant none -> 10",
+                "startsPerSecondPerTenant 2.5 -> 40",
+                "startsPerSecondPerTenant 40 -> none",
+                "startsBurstPerTenant 10 -> none",
+            ],
+            server.Logs.WithEvent("ClusterFairShareChanged").Select(e => e.GetStructuredStateValue("FairShareChange")));
     }
 
     [Fact]
@@ -119,6 +156,28 @@ public sealed partial class ClusterEndpointTests
         { """{"fairShare": {"maxRunningPerTenant": "5"}}""", "fairShare.maxRunningPerTenant" },
         { """{"fairShare": {"maxRunningPerTenant": 1.5}}""", "fairShare.maxRunningPerTenant" },
         { """{"fairShare": {"maxRunningPerTenant": 1000001}}""", "fairShare.maxRunningPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": "2.5"}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": [2.5]}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": {"rate": 2.5}}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": "NaN"}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": "Infinity"}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": "-Infinity"}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": true}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": -1}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": 0}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": -0.0}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": 1e400}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": -1e400}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": 1000001}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": 2, "startsPerSecondPerTenant": 3}}""", "fairShare.startsPerSecondPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": 0}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": -3}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": 2.5}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": 1e400}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": "10"}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": [10]}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsBurstPerTenant": 1000001}}""", "fairShare.startsBurstPerTenant" },
+        { """{"fairShare": {"startsPerSecondPerTenant": 2, "startsBurstPerTenant": 0}}""", "fairShare.startsBurstPerTenant" },
         { """{"fairShare": {"weights": {"acme": 4}}}""", "fairShare.weights" },
         { """{"fairShare": {"defaultWeight": 2, "DefaultWeight": 3}}""", "fairShare.defaultWeight" },
         { """{"fairShare": {"defaultWeight": 2}, "fairShare": null}""", "fairShare" },
@@ -206,6 +265,8 @@ public sealed partial class ClusterEndpointTests
         Assert.Equal("fairShare.tenantWeights", FieldOf("FairShare.Weights must have at most 10000 entries (had 10001)."));
         Assert.Equal("fairShare.tenantWeights", FieldOf("FairShare.Weights['acme'] must be between 1 and 1000 (was 0)."));
         Assert.Equal("fairShare.maxRunningPerTenant", FieldOf("FairShare.MaxRunningPerTenant must be at least 1, or null for no bound (was 0)."));
+        Assert.Equal("fairShare.startsPerSecondPerTenant", FieldOf("FairShare.StartsPerSecondPerTenant must be a finite number above 0, or null for no limit (was NaN)."));
+        Assert.Equal("fairShare.startsBurstPerTenant", FieldOf("FairShare.StartsBurstPerTenant must be at least 1, or null for one second's worth of the rate (was 0)."));
         Assert.Equal("fairShare", FieldOf("FairShare cannot be set while MaxRunningPerKey is above 1 (it is 2): the fair claim keeps each ordering key's items one at a time."));
     }
 
@@ -232,7 +293,7 @@ public sealed partial class ClusterEndpointTests
         var cluster = NewCluster();
         await using var server = await StartAsync(cluster, path);
 
-        foreach (var body in new[] { """{"fairShare": {"tenantWeights": {"acme": "4"}}}""", """{"fairShare": {"defaultWeight": 0}}""", """{"fairShare": 1}""" })
+        foreach (var body in new[] { """{"fairShare": {"tenantWeights": {"acme": "4"}}}""", """{"fairShare": {"defaultWeight": 0}}""", """{"fairShare": 1}""", """{"fairShare": {"startsPerSecondPerTenant": "NaN"}}""", """{"fairShare": {"startsBurstPerTenant": 0}}""" })
         {
             using var request = new HttpRequestMessage(HttpMethod.Patch, Path) { Content = new StringContent(body, Encoding.UTF8, "application/json") };
             request.Headers.Add(TestKit.AdminHeader, "1");
@@ -246,9 +307,19 @@ public sealed partial class ClusterEndpointTests
 
         Assert.Equal(200, changed.Status);
         Assert.Equal(4, cluster.Settings.FairShare!.GetWeight("acme"));
-        var entry = Assert.Single(server.Logs.WithEvent("ClusterFairShareChanged"));
-        Assert.Equal("unix:" + path, entry.GetStructuredStateValue("RemoteAddress"));
-        Assert.StartsWith("local socket peer (uid ", entry.GetStructuredStateValue("User"), StringComparison.Ordinal);
-        Assert.Equal("off -> on, tenantWeights['acme'] none -> 4", entry.GetStructuredStateValue("FairShareChange"));
+        var starts = LocalSocketClient.Send(path, "PATCH", "/queues/payments/cluster", """{"fairShare": {"startsPerSecondPerTenant": 0.5, "startsBurstPerTenant": 3}}""");
+        var cleared = LocalSocketClient.Send(path, "PATCH", "/queues/payments/cluster", """{"fairShare": {"startsPerSecondPerTenant": null, "startsBurstPerTenant": null}}""");
+        Assert.Equal((200, 200), (starts.Status, cleared.Status));
+        Assert.Equal(((double?)null, (int?)null, 4), (cluster.Settings.FairShare!.StartsPerSecondPerTenant, cluster.Settings.FairShare.StartsBurstPerTenant, cluster.Settings.FairShare.GetWeight("acme")));
+        var entries = server.Logs.WithEvent("ClusterFairShareChanged");
+        Assert.All(entries, entry => Assert.Equal("unix:" + path, entry.GetStructuredStateValue("RemoteAddress")));
+        Assert.All(entries, entry => Assert.StartsWith("local socket peer (uid ", entry.GetStructuredStateValue("User"), StringComparison.Ordinal));
+        Assert.Equal(
+            [
+                "off -> on, tenantWeights['acme'] none -> 4",
+                "startsPerSecondPerTenant none -> 0.5, startsBurstPerTenant none -> 3",
+                "startsPerSecondPerTenant 0.5 -> none, startsBurstPerTenant 3 -> none",
+            ],
+            entries.Select(e => e.GetStructuredStateValue("FairShareChange")));
     }
 }

@@ -37,7 +37,7 @@ public sealed class ClusterFairShareCommandTests
         var off = await Bw.RunAsync(app.Bw("cluster", "set", "payments", "--fair-share-off"));
 
         Assert.True(off.ExitCode == 0, off.ToString());
-        Assert.Contains("fairShare on: default weight 2, weights a=b 3, max running per tenant none -> off", Plain(off.Out), StringComparison.Ordinal);
+        Assert.Contains("fairShare on: default weight 2, weights a=b 3, max running per tenant none, starts per second per tenant none (burst default) -> off", Plain(off.Out), StringComparison.Ordinal);
         Assert.Null(app.Cluster.Settings.FairShare);
         Assert.Contains("fair share across tenants: off", Plain((await Bw.RunAsync(app.Bw("cluster", "payments"))).Out), StringComparison.Ordinal);
         var entries = app.Logs.WithEvent("ClusterFairShareChanged");
@@ -49,6 +49,40 @@ public sealed class ClusterFairShareCommandTests
             ],
             entries.Select(e => e.GetStructuredStateValue("FairShareChange")));
         Assert.All(entries, e => Assert.Matches(@"^local socket peer \(uid \d+, pid \d+\)$", e.GetStructuredStateValue("User")));
+    }
+
+    [Fact]
+    public async Task ClusterSet_StartsPerTenantOptions_SetTheRateAndTheBurst_ClearEach_AuditedAndShown()
+    {
+        await using var app = await ClusterApp.StartAsync();
+
+        var on = await Bw.RunAsync(app.Bw("cluster", "set", "payments", "--starts-per-second-per-tenant", "2.5", "--starts-burst-per-tenant", "10"));
+
+        Assert.True(on.ExitCode == 0, on.ToString());
+        Assert.Contains("payments: fairShare off -> on: default weight 1, no tenant weights, max running per tenant none, starts per second per tenant 2.5 (burst 10)", Plain(on.Out), StringComparison.Ordinal);
+        var fair = app.Cluster.Settings.FairShare!;
+        Assert.Equal((2.5, 10), (fair.StartsPerSecondPerTenant!.Value, fair.StartsBurstPerTenant!.Value));
+        Assert.Contains("fair share across tenants: on: default weight 1, no tenant weights, max running per tenant none, starts per second per tenant 2.5 (burst 10)", Plain((await Bw.RunAsync(app.Bw("cluster", "payments"))).Out), StringComparison.Ordinal);
+
+        var clearRate = await Bw.RunAsync(app.Bw("cluster", "set", "payments", "--clear-starts-per-second-per-tenant", "--json"));
+
+        Assert.True(clearRate.ExitCode == 0, clearRate.ToString());
+        var current = JsonDocument.Parse(clearRate.Out).RootElement.GetProperty("current").GetProperty("fairShare");
+        Assert.Equal((JsonValueKind.Null, 10), (current.GetProperty("startsPerSecondPerTenant").ValueKind, current.GetProperty("startsBurstPerTenant").GetInt32()));
+
+        var clearBurst = await Bw.RunAsync(app.Bw("cluster", "set", "payments", "--clear-starts-burst-per-tenant"));
+
+        Assert.True(clearBurst.ExitCode == 0, clearBurst.ToString());
+        fair = app.Cluster.Settings.FairShare!;
+        Assert.Equal(((double?)null, (int?)null), (fair.StartsPerSecondPerTenant, fair.StartsBurstPerTenant));
+        Assert.Contains("starts per second per tenant none (burst default)", Plain((await Bw.RunAsync(app.Bw("cluster", "payments"))).Out), StringComparison.Ordinal);
+        Assert.Equal(
+            [
+                "off -> on, startsPerSecondPerTenant none -> 2.5, startsBurstPerTenant none -> 10",
+                "startsPerSecondPerTenant 2.5 -> none",
+                "startsBurstPerTenant 10 -> none",
+            ],
+            app.Logs.WithEvent("ClusterFairShareChanged").Select(e => e.GetStructuredStateValue("FairShareChange")));
     }
 
     [Theory]
@@ -71,6 +105,16 @@ public sealed class ClusterFairShareCommandTests
     [InlineData(1, "[31m\": A tenant must not contain control characters.", "--tenant-weight", "\u001b[31m=4")]
     [InlineData(1, "fairShare.defaultWeight must be a whole number from 1 to 1000 (was 0)", "--default-weight", "0")]
     [InlineData(1, "fairShare.maxRunningPerTenant must be between 1 and 1,000,000 (was 0)", "--max-running-per-tenant", "0")]
+    [InlineData(2, "--starts-per-second-per-tenant: 'fast' is not a number of starts per second", "--starts-per-second-per-tenant", "fast")]
+    [InlineData(2, "--starts-per-second-per-tenant: a number of starts per second is finite (was NaN)", "--starts-per-second-per-tenant", "NaN")]
+    [InlineData(2, "--starts-per-second-per-tenant: a number of starts per second is finite (was Infinity)", "--starts-per-second-per-tenant", "1e400")]
+    [InlineData(2, "Give --starts-per-second-per-tenant or --clear-starts-per-second-per-tenant, not both.", "--starts-per-second-per-tenant", "2", "--clear-starts-per-second-per-tenant")]
+    [InlineData(1, "fairShare.startsPerSecondPerTenant must be more than 0 and at most 1,000,000 (was 0)", "--starts-per-second-per-tenant", "0")]
+    [InlineData(1, "fairShare.startsPerSecondPerTenant must be more than 0 and at most 1,000,000 (was -1)", "--starts-per-second-per-tenant", "-1")]
+    [InlineData(2, "--starts-burst-per-tenant: '2.5' is not a whole number.", "--starts-burst-per-tenant", "2.5")]
+    [InlineData(2, "Give --starts-burst-per-tenant or --clear-starts-burst-per-tenant, not both.", "--starts-burst-per-tenant", "2", "--clear-starts-burst-per-tenant")]
+    [InlineData(1, "fairShare.startsBurstPerTenant must be between 1 and 1,000,000 (was 0)", "--starts-burst-per-tenant", "0")]
+    [InlineData(1, "fairShare.startsBurstPerTenant must be between 1 and 1,000,000 (was -3)", "--starts-burst-per-tenant", "-3")]
     public async Task ClusterSet_BadFairShareInput_ExitCodeAndAMessageNamingTheOptionOrField_NothingChanges(int exitCode, string message, params string[] args)
     {
         await using var app = await ClusterApp.StartAsync();

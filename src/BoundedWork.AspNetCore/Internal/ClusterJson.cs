@@ -46,9 +46,10 @@ internal sealed record ClusterSettingsView(
 
 /// <summary>
 /// Fair share across tenants, fleet-wide, under the names PATCH takes in <c>fairShare</c>: the default weight, the
-/// tenants with a weight of their own (ordered by name), and the most items of one tenant running at once (null: no bound).
+/// tenants with a weight of their own (ordered by name), the most items of one tenant running at once (null: no bound),
+/// the most starts of one tenant per second (null: no limit) and its burst (null: one second's worth).
 /// </summary>
-internal sealed record FairShareView(int DefaultWeight, IReadOnlyDictionary<string, int> TenantWeights, int? MaxRunningPerTenant);
+internal sealed record FairShareView(int DefaultWeight, IReadOnlyDictionary<string, int> TenantWeights, int? MaxRunningPerTenant, double? StartsPerSecondPerTenant, int? StartsBurstPerTenant);
 
 /// <summary>
 /// The cluster limits and their use: <c>Running</c> (stored items in state running) of <c>MaxRunning</c> (null: no

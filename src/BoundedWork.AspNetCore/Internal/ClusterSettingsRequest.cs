@@ -72,7 +72,7 @@ internal static class ClusterSettingsRequest
                 case StartsPerSecond when reader.TokenType == JsonTokenType.Null:
                     changes.Add(static s => s with { StartsPerSecond = null });
                     break;
-                case StartsPerSecond when ReadRate(ref reader, errors) is { } value:
+                case StartsPerSecond when ReadRate(ref reader, StartsPerSecond, errors) is { } value:
                     changes.Add(s => s with { StartsPerSecond = value });
                     break;
                 case StartBurst when reader.TokenType == JsonTokenType.Null:
@@ -211,11 +211,12 @@ internal static class ClusterSettingsRequest
         return value;
     }
 
-    private static double? ReadRate(ref Utf8JsonReader reader, FieldErrors errors)
+    /// <summary>A rate of starts per second: a number above 0 and at most <see cref="MaxLimit"/>; the message names <paramref name="field"/>.</summary>
+    internal static double? ReadRate(ref Utf8JsonReader reader, string field, FieldErrors errors)
     {
         if (reader.TokenType != JsonTokenType.Number)
         {
-            errors[StartsPerSecond] = [$"{StartsPerSecond} must be a number of starts per second or null, not {JsonChangeReader.Describe(reader.TokenType)}."];
+            errors[field] = [$"{field} must be a number of starts per second or null, not {JsonChangeReader.Describe(reader.TokenType)}."];
             reader.Skip();
             return null;
         }
@@ -223,7 +224,7 @@ internal static class ClusterSettingsRequest
         var raw = SettingsRequest.Shorten(JsonChangeReader.RawText(ref reader));
         if (!reader.TryGetDouble(out var value) || !double.IsFinite(value) || value <= 0 || value > MaxLimit)
         {
-            errors[StartsPerSecond] = [$"{StartsPerSecond} must be more than 0 and at most {MaxLimit.ToString("N0", CultureInfo.InvariantCulture)} (was {raw}); null clears it."];
+            errors[field] = [$"{field} must be more than 0 and at most {MaxLimit.ToString("N0", CultureInfo.InvariantCulture)} (was {raw}); null clears it."];
             return null;
         }
 

@@ -8,7 +8,8 @@ namespace BoundedWork.AspNetCore.Internal;
 /// The <c>fairShare</c> field of a change to a durable queue's fleet-wide settings (<see cref="ClusterSettingsRequest"/>),
 /// read as strictly as the rest: <c>null</c> turns fair share off; an object turns it on (from its defaults when it was
 /// off) and sets exactly the fields it names: <c>defaultWeight</c>, <c>tenantWeights</c> (tenants and weights; a
-/// <c>null</c> weight removes a tenant's own weight) and <c>maxRunningPerTenant</c> (<c>null</c> clears it). Each problem
+/// <c>null</c> weight removes a tenant's own weight), <c>maxRunningPerTenant</c>, <c>startsPerSecondPerTenant</c> and
+/// <c>startsBurstPerTenant</c> (<c>null</c> clears each). Each problem
 /// is reported under <c>fairShare.{field}</c>. A setting added to <see cref="WorkQueueFairShare"/> takes a constant, a
 /// case in <see cref="Read"/>, a line in <see cref="Describe"/> and a member of <see cref="FairShareView"/>.
 /// </summary>
@@ -17,6 +18,8 @@ internal static class FairShareRequest
     public const string DefaultWeight = "defaultWeight";
     public const string TenantWeights = "tenantWeights";
     public const string MaxRunningPerTenant = "maxRunningPerTenant";
+    public const string StartsPerSecondPerTenant = "startsPerSecondPerTenant";
+    public const string StartsBurstPerTenant = "startsBurstPerTenant";
 
     /// <summary>The most tenants one change may name in <c>tenantWeights</c>; the stored settings hold up to <see cref="WorkQueueFairShare.MaxWeights"/>.</summary>
     public const int MaxWeightsPerChange = 100;
@@ -25,7 +28,7 @@ internal static class FairShareRequest
     private const int MaxTenantProblems = 10;
 
     /// <summary>The fields <c>fairShare</c> takes, in the order the documents list them.</summary>
-    public static readonly string[] Fields = [DefaultWeight, TenantWeights, MaxRunningPerTenant];
+    public static readonly string[] Fields = [DefaultWeight, TenantWeights, MaxRunningPerTenant, StartsPerSecondPerTenant, StartsBurstPerTenant];
 
     /// <summary>A field's name as errors and the audit name it: <c>fairShare.defaultWeight</c>.</summary>
     public static string PathOf(string field) => ClusterSettingsRequest.FairShare + "." + field;
@@ -93,6 +96,18 @@ internal static class FairShareRequest
                 case MaxRunningPerTenant when ClusterSettingsRequest.ReadInt32(ref reader, PathOf(MaxRunningPerTenant), 1, ClusterSettingsRequest.MaxLimit, errors) is { } max:
                     changes.Add(f => f with { MaxRunningPerTenant = max });
                     break;
+                case StartsPerSecondPerTenant when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static f => f with { StartsPerSecondPerTenant = null });
+                    break;
+                case StartsPerSecondPerTenant when ClusterSettingsRequest.ReadRate(ref reader, PathOf(StartsPerSecondPerTenant), errors) is { } rate:
+                    changes.Add(f => f with { StartsPerSecondPerTenant = rate });
+                    break;
+                case StartsBurstPerTenant when reader.TokenType == JsonTokenType.Null:
+                    changes.Add(static f => f with { StartsBurstPerTenant = null });
+                    break;
+                case StartsBurstPerTenant when ClusterSettingsRequest.ReadInt32(ref reader, PathOf(StartsBurstPerTenant), 1, ClusterSettingsRequest.MaxLimit, errors) is { } burst:
+                    changes.Add(f => f with { StartsBurstPerTenant = burst });
+                    break;
             }
         }
 
@@ -118,6 +133,8 @@ internal static class FairShareRequest
         return message.StartsWith("FairShare.DefaultWeight", StringComparison.Ordinal) ? PathOf(DefaultWeight)
             : message.StartsWith("FairShare.Weights", StringComparison.Ordinal) ? PathOf(TenantWeights)
             : message.StartsWith("FairShare.MaxRunningPerTenant", StringComparison.Ordinal) ? PathOf(MaxRunningPerTenant)
+            : message.StartsWith("FairShare.StartsPerSecondPerTenant", StringComparison.Ordinal) ? PathOf(StartsPerSecondPerTenant)
+            : message.StartsWith("FairShare.StartsBurstPerTenant", StringComparison.Ordinal) ? PathOf(StartsBurstPerTenant)
             : ClusterSettingsRequest.FairShare;
     }
 
@@ -150,6 +167,8 @@ internal static class FairShareRequest
 
         Compare(DefaultWeight, was.DefaultWeight, after.DefaultWeight);
         Compare(MaxRunningPerTenant, was.MaxRunningPerTenant, after.MaxRunningPerTenant);
+        Compare(StartsPerSecondPerTenant, was.StartsPerSecondPerTenant, after.StartsPerSecondPerTenant);
+        Compare(StartsBurstPerTenant, was.StartsBurstPerTenant, after.StartsBurstPerTenant);
         foreach (var tenant in was.Weights.Keys.Union(after.Weights.Keys, StringComparer.Ordinal).Order(StringComparer.Ordinal))
         {
             Compare($"{TenantWeights}['{AdminLog.Escape(tenant)}']", was.Weights.TryGetValue(tenant, out var old) ? old : (int?)null, after.Weights.TryGetValue(tenant, out var now) ? now : (int?)null);
@@ -161,7 +180,7 @@ internal static class FairShareRequest
     /// <summary>The fair share as the documents show it; <see langword="null"/> while it is off.</summary>
     public static FairShareView? View(WorkQueueFairShare? fair) => fair is null
         ? null
-        : new FairShareView(fair.DefaultWeight, new SortedDictionary<string, int>(fair.Weights.ToDictionary(), StringComparer.Ordinal), fair.MaxRunningPerTenant);
+        : new FairShareView(fair.DefaultWeight, new SortedDictionary<string, int>(fair.Weights.ToDictionary(), StringComparer.Ordinal), fair.MaxRunningPerTenant, fair.StartsPerSecondPerTenant, fair.StartsBurstPerTenant);
 
     private static string Format<TValue>(TValue value) => value is null ? "none" : Convert.ToString(value, CultureInfo.InvariantCulture) ?? "none";
 

@@ -10,7 +10,7 @@ namespace BoundedWork.Cli.Commands;
 /// <summary>
 /// The fair share options of <c>bw cluster set</c> and the <c>fairShare</c> object of the change they make: the
 /// default weight, tenants' own weights (set, or removed), the most items of one tenant running at once (or no bound),
-/// or fair share off. The app checks the values (weights from 1 to 1,000, tenant names); the tool refuses only what the
+/// the most starts of one tenant per second and its burst (or no limit, the default burst), or fair share off. The app checks the values (weights from 1 to 1,000, tenant names); the tool refuses only what the
 /// command line gets wrong (<c>--tenant-weight acme</c> without a weight, a weight that is not a whole number, an option
 /// and its opposite). A setting added to fair share takes an option here, a line in <see cref="AddChange"/> and one in
 /// <see cref="Describe"/>.
@@ -45,6 +45,22 @@ internal sealed class FairShareOptions
 
     private readonly Option<bool> _clearMaxRunningPerTenant = new("--clear-max-running-per-tenant") { Description = "Fair share: remove the bound on one tenant's running items." };
 
+    private readonly Option<double?> _startsPerSecondPerTenant = new("--starts-per-second-per-tenant")
+    {
+        Description = "Fair share: the most items of one tenant starting per second across all nodes (turns fair share on).",
+        CustomParser = static result => NumberParsers.Number(result, "a number of starts per second"),
+    };
+
+    private readonly Option<bool> _clearStartsPerSecondPerTenant = new("--clear-starts-per-second-per-tenant") { Description = "Fair share: remove the limit on one tenant's starts per second." };
+
+    private readonly Option<int?> _startsBurstPerTenant = new("--starts-burst-per-tenant")
+    {
+        Description = "Fair share: how many items of one tenant may start at once after it was idle (the default: one second's worth; turns fair share on).",
+        CustomParser = NumberParsers.WholeNumber,
+    };
+
+    private readonly Option<bool> _clearStartsBurstPerTenant = new("--clear-starts-burst-per-tenant") { Description = "Fair share: go back to the default burst per tenant, one second's worth of starts." };
+
     private readonly Option<bool> _off = new("--fair-share-off") { Description = "Turn fair share across tenants off: claims take ready items in one order again (the weights are dropped)." };
 
     /// <summary>Adds the options to <paramref name="command"/>.</summary>
@@ -55,6 +71,10 @@ internal sealed class FairShareOptions
         command.Options.Add(_removeTenantWeight);
         command.Options.Add(_maxRunningPerTenant);
         command.Options.Add(_clearMaxRunningPerTenant);
+        command.Options.Add(_startsPerSecondPerTenant);
+        command.Options.Add(_clearStartsPerSecondPerTenant);
+        command.Options.Add(_startsBurstPerTenant);
+        command.Options.Add(_clearStartsBurstPerTenant);
         command.Options.Add(_off);
     }
 
@@ -69,9 +89,17 @@ internal sealed class FairShareOptions
             result.AddError("Give --fair-share-off alone: it turns fair share off, and the other fair share options set it.");
         }
 
-        if (result.GetResult(_maxRunningPerTenant) is not null && result.GetValue(_clearMaxRunningPerTenant))
+        foreach (var (value, clear) in new (Option Value, Option<bool> Clear)[]
         {
-            result.AddError("Give --max-running-per-tenant or --clear-max-running-per-tenant, not both.");
+            (_maxRunningPerTenant, _clearMaxRunningPerTenant),
+            (_startsPerSecondPerTenant, _clearStartsPerSecondPerTenant),
+            (_startsBurstPerTenant, _clearStartsBurstPerTenant),
+        })
+        {
+            if (result.GetResult(value) is not null && result.GetValue(clear))
+            {
+                result.AddError($"Give {value.Name} or {clear.Name}, not both.");
+            }
         }
 
         var set = new HashSet<string>(StringComparer.Ordinal);
@@ -146,12 +174,31 @@ internal sealed class FairShareOptions
             fair["maxRunningPerTenant"] = max;
         }
 
+        if (result.GetValue(_clearStartsPerSecondPerTenant))
+        {
+            fair["startsPerSecondPerTenant"] = null;
+        }
+        else if (result.GetValue(_startsPerSecondPerTenant) is { } rate)
+        {
+            fair["startsPerSecondPerTenant"] = rate;
+        }
+
+        if (result.GetValue(_clearStartsBurstPerTenant))
+        {
+            fair["startsBurstPerTenant"] = null;
+        }
+        else if (result.GetValue(_startsBurstPerTenant) is { } burst)
+        {
+            fair["startsBurstPerTenant"] = burst;
+        }
+
         body["fairShare"] = fair;
     }
 
     /// <summary>
     /// A durable queue's fair share (the <c>fairShare</c> of its settings) in one line: <c>off</c>, or the default
-    /// weight, the tenants' own weights (the first ten; tenant names made safe by <paramref name="safe"/>) and the bound.
+    /// weight, the tenants' own weights (the first ten; tenant names made safe by <paramref name="safe"/>), the bound, and
+/// the starts per second per tenant with its burst.
     /// </summary>
     public static string Describe(JsonElement fair, Func<string, string> safe)
     {
@@ -172,7 +219,9 @@ internal sealed class FairShareOptions
             : "weights " + string.Join(", ", weights.Take(Shown).Select(p => $"{safe(p.Name)} {p.Value.GetRawText()}"))
                 + (weights.Count > Shown ? $" (+{weights.Count - Shown} more)" : "");
         var max = fair.Get("maxRunningPerTenant").ValueKind == JsonValueKind.Number ? fair.Text("maxRunningPerTenant") : "none";
-        return $"on: default weight {fair.Text("defaultWeight")}, {listed}, max running per tenant {max}";
+        var rate = fair.Get("startsPerSecondPerTenant").ValueKind == JsonValueKind.Number ? fair.Text("startsPerSecondPerTenant") : "none";
+        var burst = fair.Get("startsBurstPerTenant").ValueKind == JsonValueKind.Number ? fair.Text("startsBurstPerTenant") : "default";
+        return $"on: default weight {fair.Text("defaultWeight")}, {listed}, max running per tenant {max}, starts per second per tenant {rate} (burst {burst})";
     }
 
     private bool ChangesFairShare(CommandResult result) =>
@@ -180,7 +229,11 @@ internal sealed class FairShareOptions
         || result.GetResult(_tenantWeight) is not null
         || result.GetResult(_removeTenantWeight) is not null
         || result.GetResult(_maxRunningPerTenant) is not null
-        || result.GetValue(_clearMaxRunningPerTenant);
+        || result.GetValue(_clearMaxRunningPerTenant)
+        || result.GetResult(_startsPerSecondPerTenant) is not null
+        || result.GetValue(_clearStartsPerSecondPerTenant)
+        || result.GetResult(_startsBurstPerTenant) is not null
+        || result.GetValue(_clearStartsBurstPerTenant);
 
     /// <summary>
     /// <c>TENANT=WEIGHT</c>: the tenant is everything before the last <c>=</c> (a tenant's name may hold one), the weight a
