@@ -411,13 +411,42 @@ public sealed class DurableQueueTests(PostgresFixture postgres)
         await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.Schema = schema);
 
         Assert.Equal(Enumerable.Range(1, sql.Migrations.Count), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
-        Assert.Equal(12, sql.Migrations.Count);
+        Assert.Equal(13, sql.Migrations.Count);
         var tenant = await node.Queue.EnqueueAsync(new Notice(2), new EnqueueOptions { Tenant = "acme" });
         await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 2, "the item stored before the upgrade and the tenant's item are handled");
         Assert.Equal("- acme", await postgres.ScalarAsync<string>($"SELECT string_agg(coalesce(tenant, '-'), ' ' ORDER BY id) FROM {sql.Items}"));
         Assert.Equal("5 3 false 1", await postgres.ScalarAsync<string>(
             $"SELECT max_running || ' ' || version || ' ' || fair_share || ' ' || tenant_default_weight FROM {sql.QueueSettings} WHERE queue = 'notices'"));
         Assert.Contains(behavior.Deliveries, d => d.Id == tenant.ItemId);
+    }
+
+    /// <summary>
+    /// A schema at version 12 with a fair queue and a tenant's bucket: upgraded on start (version 13: the virtual times),
+    /// the tenants' items claimed by the fair claim (which writes their virtual times and the queue's clock); then the
+    /// queue's maintenance removes those once no item is ready, and the bucket (the queue has no per-tenant rate).
+    /// </summary>
+    [Fact]
+    public async Task DatabaseAtSchemaVersion12_IsUpgradedOnStart_BucketsKept_VirtualTimesWritten_AndCleanedByTheMaintenance()
+    {
+        var (schema, sql) = await SchemaAtVersionAsync(12);
+        await postgres.ExecuteAsync($$"""
+            INSERT INTO {{sql.QueueSettings}} (queue, fair_share, tenant_weights, version) VALUES ('notices', true, '{"acme": 2}', 1);
+            INSERT INTO {{sql.TenantTokens}} (queue, tenant, tokens, tokens_at) VALUES ('notices', 'acme', 0.5, now());
+            INSERT INTO {{sql.Items}} (queue, payload, tenant) SELECT 'notices', '{"Number": 1}', t FROM unnest(ARRAY['acme', 'acme', 'globex']) t;
+            """);
+        var behavior = new Behavior();
+
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, storage: o => o.CleanupInterval = TimeSpan.FromMilliseconds(100));
+
+        Assert.Equal(Enumerable.Range(1, 13), (await postgres.ScalarAsync<int[]>($"SELECT array_agg(version ORDER BY version) FROM {schema}.schema_version")).AsEnumerable());
+        await behavior.WaitUntilAsync(() => behavior.Deliveries.Count == 3, "the tenants' items are handled");
+        var rows = $"SELECT (SELECT count(*) FROM {sql.TenantVtime}) + (SELECT count(*) FROM {sql.QueueVtime}) + (SELECT count(*) FROM {sql.TenantTokens})";
+        for (var deadline = DateTime.UtcNow + QueueNode.Patience; await postgres.ScalarAsync<long>(rows) > 0; await Task.Delay(50))
+        {
+            Assert.True(DateTime.UtcNow < deadline, "The maintenance did not remove the tenants' rows.");
+        }
+
+        Assert.Equal(3L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {sql.Items} WHERE state = {StorageSql.Completed}"));
     }
 
     [Fact]

@@ -9,6 +9,8 @@ internal sealed partial class PostgreSqlWorkQueue<T>
     private const string MaintenanceLoop = "statistics and cleanup";
     private const int CleanupBatch = 5000;
 
+    private FairClaimSql? _fairSql;
+
     /// <summary>Reads the statistics every <c>StatisticsInterval</c> and cleans up every <c>CleanupInterval</c>, each on its own schedule.</summary>
     private void RunMaintenance(CancellationToken cancellationToken)
     {
@@ -35,6 +37,7 @@ internal sealed partial class PostgreSqlWorkQueue<T>
                     }
 
                     DeleteExpiredNodes();
+                    CleanupTenantState(cancellationToken);
 
                     cleanup.Restart();
                 }
@@ -70,10 +73,38 @@ internal sealed partial class PostgreSqlWorkQueue<T>
         while (deleted == CleanupBatch && !cancellationToken.IsCancellationRequested);
     }
 
+    /// <summary>
+    /// Removes the fair claims' rows of tenants that mean what no row means (virtual times at or below the queue's
+    /// clock, the clock once no tenant row is left, full buckets; see <see cref="FairClaimSql"/>, "Cleanup"), under the
+    /// fair claims' lock, in batches: a queue that never ran fair share finds no row.
+    /// </summary>
+    private void CleanupTenantState(CancellationToken cancellationToken)
+    {
+        var fair = _fairSql ??= new FairClaimSql(_sql);
+        int deleted;
+        do
+        {
+            using var connection = _dataSource.OpenConnection();
+            using var transaction = connection.BeginTransaction();
+            Execute(connection, transaction, fair.Lock, Name);
+            deleted = Math.Max(
+                Execute(connection, transaction, fair.CleanupVtime, Name, CleanupBatch),
+                Execute(connection, transaction, fair.CleanupTokens, Name, CleanupBatch));
+            Execute(connection, transaction, fair.ResetClock, Name);
+            transaction.Commit();
+        }
+        while (deleted == CleanupBatch && !cancellationToken.IsCancellationRequested);
+    }
+
     private int Execute(string text, params object[] parameters)
     {
         using var connection = _dataSource.OpenConnection();
-        using var command = new NpgsqlCommand(text, connection);
+        return Execute(connection, null, text, parameters);
+    }
+
+    private static int Execute(NpgsqlConnection connection, NpgsqlTransaction? transaction, string text, params object[] parameters)
+    {
+        using var command = new NpgsqlCommand(text, connection, transaction);
         foreach (var parameter in parameters)
         {
             command.Parameters.Add(new NpgsqlParameter { Value = parameter });

@@ -72,6 +72,8 @@ internal sealed class StorageSql
         Nodes = s + ".nodes";
         PausedKeys = s + ".paused_keys";
         TenantTokens = s + ".tenant_tokens";
+        TenantVtime = s + ".tenant_vtime";
+        QueueVtime = s + ".queue_vtime";
         NotifyChannel = ChannelName("boundedwork", schema);
         CancelChannel = ChannelName("boundedwork_cancel", schema);
         SettingsChannel = ChannelName("boundedwork_settings", schema);
@@ -285,6 +287,22 @@ internal sealed class StorageSql
                 tokens double precision NOT NULL,
                 tokens_at timestamptz NOT NULL,
                 PRIMARY KEY (queue, tenant)
+            );
+            """,
+
+            // Version 13: fair share by service received (see FairClaimSql): each tenant's virtual time (its starts,
+            // each 1 / its weight) and each queue's virtual clock, rows written only by the fair claims of the queue
+            // (under their lock) and removed by its cleanup when they mean what no row means. New tables: no rewrite.
+            $"""
+            CREATE TABLE {TenantVtime} (
+                queue text NOT NULL,
+                tenant text NOT NULL,
+                vtime double precision NOT NULL,
+                PRIMARY KEY (queue, tenant)
+            );
+            CREATE TABLE {QueueVtime} (
+                queue text PRIMARY KEY,
+                vtime double precision NOT NULL
             );
             """,
         ];
@@ -632,6 +650,12 @@ internal sealed class StorageSql
 
     /// <summary>Gets the table of the tenants' start-rate buckets (schema version 12): one row per queue and tenant whose items were claimed under a per-tenant start rate.</summary>
     public string TenantTokens { get; }
+
+    /// <summary>Gets the table of the tenants' virtual times (schema version 13): one row per queue and tenant (<c>''</c>: the items without a tenant) whose items a fair claim took, until its cleanup.</summary>
+    public string TenantVtime { get; }
+
+    /// <summary>Gets the table of the fair queues' virtual clocks (schema version 13): one row per queue whose items a fair claim took, until its cleanup.</summary>
+    public string QueueVtime { get; }
 
     /// <summary>
     /// A condition true while the queue <paramref name="queue"/> is paused fleet-wide: its settings row has a pause
