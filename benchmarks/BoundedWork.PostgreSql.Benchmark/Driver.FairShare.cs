@@ -179,6 +179,13 @@ internal sealed partial class Driver
         }
 
         var goodput = runs.Values.Count(r => r.Ended >= windowStart && r.Ended < windowEnd) / seconds;
+        if (seconds >= 1)
+        {
+            var (idle, atBound) = IdleShares(runs.Values, windowStart, windowEnd);
+            Progress($"  {ModeName(fair)}: workers idle {Format(idle * 100, "0.0")}% of the window's worker time, "
+                + $"{Format(atBound * 100, "0.0")}% while t0 ran {F.EffectiveBound} handlers (its bound), {Format((idle - atBound) * 100, "0.0")}% while it ran fewer");
+        }
+
         return new FairOverload(round, fair, seconds, goodput, tenants);
     }
 
@@ -327,6 +334,43 @@ internal sealed partial class Driver
 
         await ScalarAsync<int>($"{DriverTag}TRUNCATE {FairSchema}.items; SELECT 1");
         return runs;
+    }
+
+    /// <summary>
+    /// Where goodput goes, from the witness: the fleet's idle worker time in [<paramref name="from"/>, <paramref name="to"/>)
+    /// as a share of its worker time, in all and while t0 ran as many handlers as its bound (the rest: while t0, whose
+    /// backlog never runs dry, ran fewer: the time from a handler's end to the next start, a claim's round trips included).
+    /// </summary>
+    private (double Idle, double AtBound) IdleShares(IEnumerable<(string? Tenant, long Started, long Ended)> runs, long from, long to)
+    {
+        var events = new List<(long At, int Delta, bool Heavy)>();
+        foreach (var r in runs)
+        {
+            var (start, end) = (Math.Max(r.Started, from), Math.Min(r.Ended, to));
+            if (start < end)
+            {
+                events.Add((start, +1, r.Tenant == TenantName(0)));
+                events.Add((end, -1, r.Tenant == TenantName(0)));
+            }
+        }
+
+        events.Sort((a, b) => a.At != b.At ? a.At.CompareTo(b.At) : a.Delta.CompareTo(b.Delta));
+        var (workers, bound) = (F.Consumers * F.Workers, F.EffectiveBound);
+        double idle = 0, atBound = 0;
+        var (running, heavy, at) = (0, 0, from);
+        events.Add((to, 0, false));
+        foreach (var e in events)
+        {
+            var free = Math.Max(0, workers - running) * (double)(e.At - at);
+            idle += free;
+            atBound += heavy >= bound ? free : 0;
+            running += e.Delta;
+            heavy += e.Heavy ? e.Delta : 0;
+            at = e.At;
+        }
+
+        var total = (double)workers * (to - from);
+        return (idle / total, atBound / total);
     }
 
     /// <summary>The most runs at once, from their start (+1) and end (-1) stamps; an end sorts before a start at the same instant.</summary>
