@@ -123,14 +123,25 @@ public sealed class DurableSchedulePassTests(PostgresFixture postgres)
         Assert.Equal((long)Schedules * TicksEach - 1, await postgres.ScalarAsync<long>($"SELECT sum(enqueued)::bigint FROM {schema}.schedules"));
     }
 
+    [Fact]
+    public async Task QueueWithOrderingKeys_BatchedPassStoresEachTickWithItsKey()
+    {
+        var (schema, node, a, _) = await StartAsync(queue: o => o.OrderingKey = tick => tick.Schedule);
+        await using var __ = node;
+
+        Assert.Equal(Schedules, await DrainAsync(a));
+        await AssertEachTickOnceAsync(schema);
+        Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE ordering_key IS DISTINCT FROM payload->>'Schedule'"));
+    }
+
     /// <summary>A node that only stores (no schedules of its own, no consumer), the due schedules, and two schedulers of its queue that the test drives.</summary>
-    private async Task<(string Schema, ScheduleNode Node, DurableScheduler A, DurableScheduler B)> StartAsync()
+    private async Task<(string Schema, ScheduleNode Node, DurableScheduler A, DurableScheduler B)> StartAsync(Action<BoundedWork.Hosting.WorkQueueOptions<ScheduledTick>>? queue = null)
     {
         var schema = await postgres.NewSchemaAsync();
         await Witness.CreateTableAsync(postgres, schema);
         var clock = new SteppedClock();
         clock.Freeze(Frozen);
-        var node = await ScheduleNode.StartAsync(postgres.ConnectionString, schema, "a", _ => { }, clock, o => o.Consume = false);
+        var node = await ScheduleNode.StartAsync(postgres.ConnectionString, schema, "a", _ => { }, clock, o => o.Consume = false, queue);
         await postgres.ExecuteAsync($"""
             INSERT INTO {schema}.schedules (name, queue, interval_ms, time_zone, next_tick, changed_by)
             SELECT 'job-' || n, 'ticks', 1000, 'UTC', '{Frozen.AddSeconds(1 - TicksEach):O}'::timestamptz, 'test' FROM generate_series(1, {Schedules}) n
