@@ -77,6 +77,13 @@ internal sealed class ClaimLoop : IDisposable
     /// </summary>
     internal Action? BeforeClaimStatement { get; set; }
 
+    /// <summary>
+    /// Gets or sets a test hook: runs on the claim thread after a claim's transaction committed, before its rows are
+    /// handed to the node, with how many rows it read (null: none). A hook that throws is an answer lost after the
+    /// commit: the rows stay leased to the node, unheld, until their lease ends and they are reaped.
+    /// </summary>
+    internal Action<int>? AfterClaimCommit { get; set; }
+
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
 
@@ -334,6 +341,7 @@ internal sealed class ClaimLoop : IDisposable
             }
 
             transaction?.Commit();
+            AfterClaimCommit?.Invoke(claimed.Count);
             read = true;
             if (riders is not null)
             {
