@@ -77,6 +77,12 @@ internal sealed class ClaimLoop : IDisposable
     /// </summary>
     internal Action? BeforeClaimStatement { get; set; }
 
+    /// <summary>
+    /// Gets or sets a test's fault after a claim that carried outcomes committed, before the node takes the rows it
+    /// claimed: what it throws is taken for a lost answer (as a connection cut just then). Null: none.
+    /// </summary>
+    internal Action? AfterCarryingClaimCommit { get; set; }
+
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
 
@@ -334,6 +340,11 @@ internal sealed class ClaimLoop : IDisposable
             }
 
             transaction?.Commit();
+            if (riders is not null)
+            {
+                AfterCarryingClaimCommit?.Invoke();
+            }
+
             read = true;
             if (riders is not null)
             {
