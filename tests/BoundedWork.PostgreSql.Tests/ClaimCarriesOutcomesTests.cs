@@ -85,9 +85,10 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
     [Fact]
     public async Task ACarryingClaimWhoseAnswerIsLostAfterItsCommit_RecordsItsOutcomeOnce_AndItsItemRunsLater_NeverTwiceAtOnce()
     {
-        // A lease short enough for the reaper to return the lost claim's item within the test.
+        // A lease short enough for the reaper to return the lost claim's item within the test, long enough for the
+        // heartbeat to keep the held items' leases on a loaded machine.
         var collector = new FakeLogCollector();
-        await using var run = await GatedBacklog.StartAsync(postgres, TimeSpan.FromSeconds(2), new FakeLoggerProvider(collector));
+        await using var run = await GatedBacklog.StartAsync(postgres, TimeSpan.FromSeconds(5), new FakeLoggerProvider(collector));
         await run.StartedAsync(1);
         run.Finish(1);
         await run.StartedAsync(2);
