@@ -95,9 +95,10 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         await run.ClaimedAsync(3);
 
         // The claim that carries item 2's outcome (and claims item 4) commits; then its answer is lost. (A claim that
-        // carried item 1's outcome may still be on its way out when the hook is set: it passes.)
+        // committed before item 2's outcome was written may still be on its way out when the hook is set: it passes.
+        // Were item 2's outcome written apart from the claim, the writers of items 2 and 4 would differ: checked below.)
         var lost = new TaskCompletionSource<(short Two, long TwoBy, short Four, long FourBy)>(TaskCreationOptions.RunContinuationsAsynchronously);
-        run.Queue.ClaimLoop.AfterCarryingClaimCommit = () =>
+        run.Queue.ClaimLoop.AfterClaimCommit = _ =>
         {
             if (lost.Task.IsCompleted || run.StateAsync(2).Result != StorageSql.Completed)
             {

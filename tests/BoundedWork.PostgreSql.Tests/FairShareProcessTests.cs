@@ -79,6 +79,11 @@ public sealed class FairShareProcessTests(PostgresFixture postgres)
             Assert.True(overlap <= Bound, $"{overlap} items of one tenant ran at once; the bound is {Bound}.");
             Assert.Equal(Bound, overlap); // the bound was reached: the workers (12) were not what held the tenants back
             Assert.Equal((long)(Tenants * PerTenant), await postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {schema}.runs WHERE ended_at IS NOT NULL"));
+            // A handler records its end before it returns, and its outcome is written after that: wait for the outcomes,
+            // then every item is completed (none dead, cancelled or left behind).
+            await DurableQueueTests.WaitAsync(
+                () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state IN (0, 1, 5)").Result == 0,
+                "every outcome is written");
             Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state <> 2"));
         }
         finally

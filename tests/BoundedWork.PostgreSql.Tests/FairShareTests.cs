@@ -116,27 +116,13 @@ public sealed class FairShareTests(PostgresFixture postgres)
             await ClusterOf(producer).UpdateSettingsAsync(s => s with { FairShare = new WorkQueueFairShare() }, "test");
         }
 
-        await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 202).Select(n => new Notice(n)), new EnqueueOptions { Tenant = "flood" });
-        using var gate = new SemaphoreSlim(0);
-        var behavior = new Behavior
-        {
-            Handle = (notice, context) =>
-            {
-                witness.Record(context.ItemId, "start");
-                if (notice.Number >= 0)
-                {
-                    gate.Wait(QueueNode.Patience);
-                }
-
-                witness.Record(context.ItemId, "end");
-            },
-        };
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
+        using var flood = await GatedFlood.EnqueueAsync(producer, witness);
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, flood.Behavior, node: "consumer",
             storage: o => o.ClaimsPerWorker = 1, executor: o => o.WorkerCount = 2);
         await DurableQueueTests.WaitAsync(() => witness.Count("start") == 2, "two flood items started");
 
         var quiet = (await producer.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { Tenant = "quiet" })).ItemId;
-        gate.Release(1);
+        flood.Gate.Release(1);
         await DurableQueueTests.WaitAsync(() => witness.Count("start") >= 3, "a third item started"); // (the quiet one ends at once: a fourth may follow)
         var third = await witness.StartsAsync();
 
@@ -150,7 +136,7 @@ public sealed class FairShareTests(PostgresFixture postgres)
             Assert.Equal("flood", third[2].Tenant);
         }
 
-        gate.Release(1000);
+        flood.Gate.Release(1000);
         await DurableQueueTests.WaitAsync(() => witness.Count("end") == 203, "every item ran");
     }
 
@@ -168,22 +154,8 @@ public sealed class FairShareTests(PostgresFixture postgres)
         await using var witness = await Witness.CreateAsync(postgres, schema);
         await ClusterOf(producer).UpdateSettingsAsync(s => s with { FairShare = new WorkQueueFairShare() }, "test");
 
-        await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 202).Select(n => new Notice(n)), new EnqueueOptions { Tenant = "flood" });
-        using var gate = new SemaphoreSlim(0);
-        var behavior = new Behavior
-        {
-            Handle = (notice, context) =>
-            {
-                witness.Record(context.ItemId, "start");
-                if (notice.Number >= 0)
-                {
-                    gate.Wait(QueueNode.Patience);
-                }
-
-                witness.Record(context.ItemId, "end");
-            },
-        };
-        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, behavior, node: "consumer",
+        using var flood = await GatedFlood.EnqueueAsync(producer, witness);
+        await using var node = await QueueNode.StartAsync(postgres.ConnectionString, schema, flood.Behavior, node: "consumer",
             storage: o => o.ClaimsPerWorker = 4, executor: o => o.WorkerCount = 2);
         var owner = ((PostgreSqlWorkQueue<Notice>)node.Queue).NodeId;
         await DurableQueueTests.WaitAsync(() => witness.Count("start") == 2, "two flood items started");
@@ -191,12 +163,12 @@ public sealed class FairShareTests(PostgresFixture postgres)
         Assert.Equal(2L, await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner = '{owner}'"));
 
         var quiet = (await producer.Queue.EnqueueAsync(new Notice(-1), new EnqueueOptions { Tenant = "quiet" })).ItemId;
-        gate.Release(1);
+        flood.Gate.Release(1);
         await DurableQueueTests.WaitAsync(() => witness.Count("start") >= 3, "a third item started");
         var third = (await witness.StartsAsync())[2];
         Assert.Equal((quiet, "quiet"), (third.Item, third.Tenant));
 
-        gate.Release(1000);
+        flood.Gate.Release(1000);
         await DurableQueueTests.WaitAsync(() => witness.Count("end") == 203, "every item ran");
     }
 
@@ -380,6 +352,43 @@ public sealed class FairShareTests(PostgresFixture postgres)
         await DurableQueueTests.WaitAsync(
             () => cluster.GetClusterAsync().Result.Nodes.Count(n => n.WorkerCount > 0 && n.SettingsVersion == version) >= consumers,
             $"{consumers} nodes applied settings version {version}");
+
+    /// <summary>
+    /// A flooding tenant held at a gate: 202 items of tenant "flood" enqueued, and a behavior whose handlers record their
+    /// start and end with the witness and hold each flood item (number 0 and up) until <see cref="Gate"/> lets it go; an
+    /// item of a negative number (the quiet tenant's) runs at once.
+    /// </summary>
+    private sealed class GatedFlood : IDisposable
+    {
+        private GatedFlood(Witness witness)
+        {
+            Behavior = new Behavior
+            {
+                Handle = (notice, context) =>
+                {
+                    witness.Record(context.ItemId, "start");
+                    if (notice.Number >= 0)
+                    {
+                        Gate.Wait(QueueNode.Patience);
+                    }
+
+                    witness.Record(context.ItemId, "end");
+                },
+            };
+        }
+
+        public SemaphoreSlim Gate { get; } = new(0);
+
+        public Behavior Behavior { get; }
+
+        public static async Task<GatedFlood> EnqueueAsync(QueueNode producer, Witness witness)
+        {
+            await producer.Queue.EnqueueManyAsync(Enumerable.Range(0, 202).Select(n => new Notice(n)), new EnqueueOptions { Tenant = "flood" });
+            return new GatedFlood(witness);
+        }
+
+        public void Dispose() => Gate.Dispose();
+    }
 
     /// <summary>The test's own record of what ran: a table the handlers write, on their own connections.</summary>
     private sealed class Witness : IAsyncDisposable

@@ -78,10 +78,11 @@ internal sealed class ClaimLoop : IDisposable
     internal Action? BeforeClaimStatement { get; set; }
 
     /// <summary>
-    /// Gets or sets a test's fault after a claim that carried outcomes committed, before the node takes the rows it
-    /// claimed: what it throws is taken for a lost answer (as a connection cut just then). Null: none.
+    /// Gets or sets a test hook: runs on the claim thread after a claim's transaction committed, before its rows are
+    /// handed to the node, with how many rows it read (null: none). A hook that throws is an answer lost after the
+    /// commit: the rows stay leased to the node, unheld, until their lease ends and they are reaped.
     /// </summary>
-    internal Action? AfterCarryingClaimCommit { get; set; }
+    internal Action<int>? AfterClaimCommit { get; set; }
 
     /// <summary>Gets how many items the loop claimed and started (or reserved).</summary>
     public long ClaimedCount => Interlocked.Read(ref _claimed);
@@ -340,11 +341,7 @@ internal sealed class ClaimLoop : IDisposable
             }
 
             transaction?.Commit();
-            if (riders is not null)
-            {
-                AfterCarryingClaimCommit?.Invoke();
-            }
-
+            AfterClaimCommit?.Invoke(claimed.Count);
             read = true;
             if (riders is not null)
             {
