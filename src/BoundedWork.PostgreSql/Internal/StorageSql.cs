@@ -299,6 +299,7 @@ internal sealed class StorageSql
         var seed = $"hashtextextended('{schema.Replace("'", "''", StringComparison.Ordinal)}.' || $1::text, 0)";
         string KeyLockId(string key) => $"hashtextextended({key}, {seed})";
         string KeyLock(string key) => $"pg_advisory_xact_lock({KeyLockId(key)})";
+        _keyLockSeed = seed;
 
         // A keyed item's row is inserted only once its producer holds its key's lock (see KeyOrder in the remarks): the
         // subquery `locked` takes it (pg_advisory_xact_lock is strict: no key, no lock) and the inserted row is built
@@ -715,6 +716,15 @@ internal sealed class StorageSql
     public string EnqueueIdempotent { get; }
 
     public string EnqueueMany { get; }
+
+    /// <summary>The seed of <see cref="OrderingKeyLockId"/>, an expression of <c>$1</c> (the queue).</summary>
+    private readonly string _keyLockSeed;
+
+    /// <summary>
+    /// The lock id of the ordering key <paramref name="key"/> (an SQL expression) of queue <c>$1</c>, the one every
+    /// enqueue takes before it inserts a keyed row: for statements outside this class that insert items.
+    /// </summary>
+    public string OrderingKeyLockId(string key) => $"hashtextextended({key}, {_keyLockSeed})";
 
     public string Claim { get; }
 

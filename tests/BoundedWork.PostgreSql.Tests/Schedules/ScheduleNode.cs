@@ -59,7 +59,7 @@ public sealed class ScheduleNode : IAsyncDisposable
 
     public IDurableSchedules Schedules => Host.Services.GetRequiredService<IDurableSchedules>();
 
-    public static async Task<ScheduleNode> StartAsync(string connectionString, string schema, string node, Action<IServiceCollection> schedules, TimeProvider? clock = null, Action<PostgreSqlWorkQueueOptions<ScheduledTick>>? storage = null)
+    public static async Task<ScheduleNode> StartAsync(string connectionString, string schema, string node, Action<IServiceCollection> schedules, TimeProvider? clock = null, Action<PostgreSqlWorkQueueOptions<ScheduledTick>>? storage = null, Action<WorkQueueOptions<ScheduledTick>>? queue = null)
     {
         var builder = Microsoft.Extensions.Hosting.Host.CreateApplicationBuilder();
         builder.Logging.ClearProviders();
@@ -76,7 +76,7 @@ public sealed class ScheduleNode : IAsyncDisposable
 
         builder.Services.AddSingleton(new Witness(connectionString, schema, node));
         builder.Services
-            .AddWorkQueue<ScheduledTick, WitnessHandler>("ticks")
+            .AddWorkQueue<ScheduledTick, WitnessHandler>("ticks", o => queue?.Invoke(o))
             .UsePostgreSql(connectionString, ScheduleJson.Default.ScheduledTick, o =>
             {
                 o.Schema = schema;

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Diagnostics.Metrics;
 using System.Globalization;
 using Microsoft.Extensions.DependencyInjection;
 using Xunit.Abstractions;
@@ -8,7 +9,8 @@ namespace BoundedWork.PostgreSql.Tests.Schedules;
 /// <summary>
 /// The figure in docs/performance.md: 5,000 durable schedules on one queue, each every minute (all due in the same
 /// second, the worst burst), on one node that only enqueues. Measures how late each tick is enqueued, the node's CPU,
-/// and the server's transactions per minute. Opt-in (it runs for minutes): <c>BOUNDEDWORK_SCHEDULE_SCALE=1</c>.
+/// the commands this process sent (Npgsql's <c>db.client.operation.duration</c>, one per command; a transaction's
+/// commit is not one) and the server's transactions per minute. Opt-in (it runs for minutes): <c>BOUNDEDWORK_SCHEDULE_SCALE=1</c>.
 /// </summary>
 [Collection(PostgresCollection.Name)]
 public sealed class ScheduleScaleMeasurement(PostgresFixture postgres, ITestOutputHelper output)
@@ -34,6 +36,19 @@ public sealed class ScheduleScaleMeasurement(PostgresFixture postgres, ITestOutp
             await Task.Delay(100);
         }
 
+        long commands = 0;
+        using var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, l) =>
+            {
+                if (instrument.Meter.Name == "Npgsql" && instrument.Name == "db.client.operation.duration")
+                {
+                    l.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<double>((_, _, _, _) => Interlocked.Increment(ref commands));
+        listener.Start();
         var cpu = Process.GetCurrentProcess().TotalProcessorTime;
         var commits = await postgres.ScalarAsync<long>("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
         var clock = Stopwatch.StartNew();
@@ -44,6 +59,7 @@ public sealed class ScheduleScaleMeasurement(PostgresFixture postgres, ITestOutp
         }
 
         var elapsed = clock.Elapsed;
+        var sent = Interlocked.Read(ref commands);
         var usedCpu = Process.GetCurrentProcess().TotalProcessorTime - cpu;
         var transactions = await postgres.ScalarAsync<long>("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") - commits;
         var items = await postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.items WHERE queue = 'ticks'");
@@ -56,7 +72,7 @@ public sealed class ScheduleScaleMeasurement(PostgresFixture postgres, ITestOutp
             """);
         var perMinute = elapsed.TotalMinutes;
         output.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"{count} schedules, {minutes} min: {items} ticks enqueued; lateness p50 {lateness[0]:0.000} s, p99 {lateness[1]:0.000} s, max {lateness[2]:0.000} s; node CPU {usedCpu.TotalSeconds / perMinute:0.00} s per minute; {transactions / perMinute:0} server transactions per minute (whole database, the queue's own maintenance included); {Environment.ProcessorCount} cores"));
+            $"{count} schedules, {minutes} min: {items} ticks enqueued; lateness p50 {lateness[0]:0.000} s, p99 {lateness[1]:0.000} s, max {lateness[2]:0.000} s; node CPU {usedCpu.TotalSeconds / perMinute:0.00} s per minute; {sent / perMinute:0} commands sent per minute ({(double)sent / Math.Max(items, 1):0.000} per tick); {transactions / perMinute:0} server transactions per minute (whole database, the queue's own maintenance included); {Environment.ProcessorCount} cores"));
 
         Assert.Equal((long)count * minutes, items);
         Assert.Equal(0L, await postgres.ScalarAsync<long>($"SELECT count(*) - count(DISTINCT idempotency_key) FROM {schema}.items"));

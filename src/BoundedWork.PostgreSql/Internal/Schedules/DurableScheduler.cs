@@ -1,6 +1,8 @@
+using System.Diagnostics;
 using BoundedWork.Hosting;
 using Microsoft.Extensions.Logging;
 using Npgsql;
+using NpgsqlTypes;
 
 namespace BoundedWork.PostgreSql.Internal;
 
@@ -30,7 +32,7 @@ internal sealed class DurableScheduler : IAsyncDisposable
     {
         Queue = queue;
         _queue = storage;
-        _sql = new ScheduleSql(storage.StorageSchema);
+        _sql = new ScheduleSql(storage.StorageSchema, storage.OrderingKeyLockId);
         _code = code;
         _clock = clock;
         _logger = logger;
@@ -113,10 +115,40 @@ internal sealed class DurableScheduler : IAsyncDisposable
         }
     }
 
-    /// <summary>One pass: locks the due rows, enqueues their ticks, advances them, commits. Returns the rows taken.</summary>
+    /// <summary>How many times a pass runs again when a tick's key was held by a row its statement could not see.</summary>
+    private const int MaxPassAttempts = 3;
+
+    /// <summary>For tests: runs in the pass's transaction after its ticks are enqueued and its rows advanced, before the commit.</summary>
+    internal Func<NpgsqlConnection, Task>? BeforeCommit { get; set; }
+
+    /// <summary>For tests: runs after the pass's commit, before its counters are recorded.</summary>
+    internal Action? AfterCommit { get; set; }
+
+    /// <summary>
+    /// One pass: locks the due rows, enqueues the ticks of all of them and advances them in one statement, commits.
+    /// Returns the rows taken.
+    /// </summary>
     internal async Task<int> PassAsync(CancellationToken cancellationToken)
     {
         Passes++;
+        for (var attempt = 1; ; attempt++)
+        {
+            if (await TryPassAsync(cancellationToken).ConfigureAwait(false) is { } taken)
+            {
+                return taken;
+            }
+
+            if (attempt == MaxPassAttempts)
+            {
+                throw new InvalidOperationException(
+                    $"Durable schedules of queue '{Queue}': {attempt} times, the key of a tick was held by an item another transaction committed while the pass ran; the pass enqueued nothing and runs again at the next poll.");
+            }
+        }
+    }
+
+    /// <summary>One attempt of a pass; null when it rolled back because a tick's key was held by a row its statement could not see.</summary>
+    private async Task<int?> TryPassAsync(CancellationToken cancellationToken)
+    {
         var connection = await _queue.OpenAsyncApiConnectionAsync().ConfigureAwait(false);
         await using (connection.ConfigureAwait(false))
         {
@@ -124,7 +156,6 @@ internal sealed class DurableScheduler : IAsyncDisposable
             await using (transaction.ConfigureAwait(false))
             {
                 var now = _clock.GetUtcNow();
-                var counted = new List<(string Name, int Enqueued, long Missed, List<TimeSpan> Lags)>();
                 var due = new List<(string Name, string? Cron, long? IntervalMs, string TimeZone, MissedTickPolicy Policy, int MaxCatchUp, long MisfireMs, DateTimeOffset NextTick)>();
                 var select = new NpgsqlCommand(_sql.Due, connection, transaction);
                 await using (select.ConfigureAwait(false))
@@ -143,6 +174,7 @@ internal sealed class DurableScheduler : IAsyncDisposable
                     }
                 }
 
+                var batch = new TickBatch(due.Count);
                 foreach (var row in due)
                 {
                     RecurringSchedule schedule;
@@ -158,21 +190,10 @@ internal sealed class DurableScheduler : IAsyncDisposable
                     }
 
                     var plan = TickPlanner.PlanTicks(schedule, row.NextTick, now, row.Policy, row.MaxCatchUp, TimeSpan.FromMilliseconds(row.MisfireMs));
-                    long? lastId = null;
-                    DateTimeOffset? lastTick = null;
-                    var lags = new List<TimeSpan>();
-                    var enqueued = 0;
                     foreach (var tick in plan.Enqueue)
                     {
-                        var result = await _queue.EnqueueIdempotentAsync(
-                            new ScheduledTick(row.Name, tick.ToUniversalTime()), ScheduleSql.TickKey(row.Name, tick), transaction, cancellationToken).ConfigureAwait(false);
-                        lastId = result.ItemId;
-                        lastTick = tick;
-                        enqueued += result.IsDuplicate ? 0 : 1;
-                        if (!result.IsDuplicate)
-                        {
-                            lags.Add(now - tick);
-                        }
+                        var (payload, orderingKey) = _queue.StoredRowOf(new ScheduledTick(row.Name, tick.ToUniversalTime()));
+                        batch.AddTick(row.Name, tick, payload, orderingKey, ScheduleSql.TickKey(row.Name, tick));
                     }
 
                     if (plan.Missed > 0)
@@ -180,24 +201,157 @@ internal sealed class DurableScheduler : IAsyncDisposable
                         _logger.TicksMissed(row.Name, Queue, plan.Missed, row.Policy, plan.Enqueue.Count);
                     }
 
-                    await ExecuteAsync(connection, transaction, _sql.Advance, cancellationToken,
-                        row.Name, Utc(plan.NextTick), Utc(lastTick), (object?)lastId ?? DBNull.Value,
-                        (long)enqueued, plan.Missed).ConfigureAwait(false);
-                    counted.Add((row.Name, enqueued, plan.Missed, lags));
+                    batch.AddRow(row.Name, plan.NextTick, plan.Enqueue.Count > 0 ? plan.Enqueue[^1] : null, plan.Missed);
+                }
+
+                if (batch.RowCount > 0 && !await EnqueueAndAdvanceAsync(connection, transaction, batch, cancellationToken).ConfigureAwait(false))
+                {
+                    return null; // disposing the transaction rolls it back
+                }
+
+                if (BeforeCommit is { } beforeCommit)
+                {
+                    await beforeCommit(connection).ConfigureAwait(false);
                 }
 
                 await transaction.CommitAsync(cancellationToken).ConfigureAwait(false);
-                foreach (var (name, enqueuedTicks, missed, lags) in counted)
+                AfterCommit?.Invoke();
+                for (var row = 0; row < batch.RowCount; row++)
                 {
-                    ScheduleMetrics.Enqueued(Queue, name, enqueuedTicks);
-                    ScheduleMetrics.Missed(Queue, name, missed);
-                    foreach (var lag in lags)
+                    ScheduleMetrics.Enqueued(Queue, batch.Names[row], batch.Enqueued[row]);
+                    ScheduleMetrics.Missed(Queue, batch.Names[row], batch.Missed[row]);
+                }
+
+                for (var tick = 0; tick < batch.TickCount; tick++)
+                {
+                    if (batch.Inserted[tick])
                     {
-                        ScheduleMetrics.Lag(Queue, name, lag);
+                        ScheduleMetrics.Lag(Queue, batch.TickSchedules[tick], now - batch.Ticks[tick]);
                     }
                 }
 
                 return due.Count;
+            }
+        }
+    }
+
+    /// <summary>
+    /// Enqueues the batch's ticks and advances its rows in one statement (<see cref="ScheduleSql.EnqueueAndAdvance"/>);
+    /// false when a tick's key was held by a row the statement could not see (the caller rolls back and runs again).
+    /// </summary>
+    private async Task<bool> EnqueueAndAdvanceAsync(NpgsqlConnection connection, NpgsqlTransaction transaction, TickBatch batch, CancellationToken cancellationToken)
+    {
+        var send = batch.TickCount > 0 ? DurableTracing.StartSend(Queue, batch.TickCount) : null;
+        try
+        {
+            var command = new NpgsqlCommand(_sql.EnqueueAndAdvance, connection, transaction);
+            await using (command.ConfigureAwait(false))
+            {
+                var activity = Activity.Current is { IdFormat: ActivityIdFormat.W3C } current ? current : null;
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = Queue });
+                command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. batch.TickSchedules] });
+                command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Jsonb, TypedValue = [.. batch.Payloads] });
+                command.Parameters.Add(new NpgsqlParameter<string?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. batch.OrderingKeys] });
+                command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. batch.Keys] });
+                command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.Id });
+                command.Parameters.Add(new NpgsqlParameter<string?> { NpgsqlDbType = NpgsqlDbType.Text, TypedValue = activity?.TraceStateString });
+                command.Parameters.Add(new NpgsqlParameter<string> { TypedValue = _queue.StorageNotifyChannel });
+                command.Parameters.Add(new NpgsqlParameter<string[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Text, TypedValue = [.. batch.Names] });
+                command.Parameters.Add(new NpgsqlParameter<DateTime?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.TimestampTz, TypedValue = [.. batch.NextTicks] });
+                command.Parameters.Add(new NpgsqlParameter<DateTime?[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.TimestampTz, TypedValue = [.. batch.LastTicks] });
+                command.Parameters.Add(new NpgsqlParameter<long[]> { NpgsqlDbType = NpgsqlDbType.Array | NpgsqlDbType.Bigint, TypedValue = [.. batch.Missed] });
+                var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await using (reader.ConfigureAwait(false))
+                {
+                    for (var tick = 0; await reader.ReadAsync(cancellationToken).ConfigureAwait(false); tick++)
+                    {
+                        if (reader.IsDBNull(0))
+                        {
+                            DurableTracing.StopSend(send, itemId: null, failure: null);
+                            return false;
+                        }
+
+                        batch.Inserted[tick] = reader.GetBoolean(1);
+                    }
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            DurableTracing.StopSend(send, itemId: null, ex);
+            throw;
+        }
+
+        DurableTracing.StopSend(send, itemId: null, failure: null);
+        batch.CountEnqueued();
+        return true;
+    }
+
+    /// <summary>What one pass enqueues and advances, as the arrays of <see cref="ScheduleSql.EnqueueAndAdvance"/>: one element per tick, one per row.</summary>
+    private sealed class TickBatch(int rows)
+    {
+        public List<string> TickSchedules { get; } = new(rows);
+
+        public List<DateTimeOffset> Ticks { get; } = new(rows);
+
+        public List<string> Payloads { get; } = new(rows);
+
+        public List<string?> OrderingKeys { get; } = new(rows);
+
+        public List<string> Keys { get; } = new(rows);
+
+        /// <summary>Whether the statement inserted each tick (false: a row of the queue held its key).</summary>
+        public List<bool> Inserted { get; } = new(rows);
+
+        public List<string> Names { get; } = new(rows);
+
+        /// <summary>Each row's next tick (null: it never ticks again).</summary>
+        public List<DateTime?> NextTicks { get; } = new(rows);
+
+        public List<DateTime?> LastTicks { get; } = new(rows);
+
+        public List<long> Missed { get; } = new(rows);
+
+        /// <summary>The ticks each row's statement inserted (filled by <see cref="CountEnqueued"/>).</summary>
+        public List<long> Enqueued { get; } = new(rows);
+
+        public int TickCount => Keys.Count;
+
+        public int RowCount => Names.Count;
+
+        public void AddTick(string schedule, DateTimeOffset tick, string payload, string? orderingKey, string key)
+        {
+            TickSchedules.Add(schedule);
+            Ticks.Add(tick);
+            Payloads.Add(payload);
+            OrderingKeys.Add(orderingKey);
+            Keys.Add(key);
+            Inserted.Add(false);
+        }
+
+        public void AddRow(string name, DateTimeOffset? nextTick, DateTimeOffset? lastTick, long missed)
+        {
+            Names.Add(name);
+            NextTicks.Add(nextTick?.UtcDateTime);
+            LastTicks.Add(lastTick?.UtcDateTime);
+            Missed.Add(missed);
+        }
+
+        public void CountEnqueued()
+        {
+            var byName = new Dictionary<string, long>(StringComparer.Ordinal);
+            for (var tick = 0; tick < TickCount; tick++)
+            {
+                if (Inserted[tick])
+                {
+                    byName[TickSchedules[tick]] = byName.GetValueOrDefault(TickSchedules[tick]) + 1;
+                }
+            }
+
+            Enqueued.Clear();
+            foreach (var name in Names)
+            {
+                Enqueued.Add(byName.GetValueOrDefault(name));
             }
         }
     }

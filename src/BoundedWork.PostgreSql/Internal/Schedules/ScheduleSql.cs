@@ -3,13 +3,15 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <summary>
 /// The statements of durable schedules, over the <c>schedules</c> table of a queue's schema (schema version 9). A
 /// row's <c>next_tick</c> is the next tick not yet enqueued; a pass locks the due rows (<c>FOR UPDATE SKIP LOCKED</c>),
-/// enqueues their ticks and advances <c>next_tick</c> in one transaction, so two nodes never enqueue the same tick, and
-/// a pass that fails enqueues nothing.
+/// then enqueues the ticks of all of them and advances their <c>next_tick</c> in one statement
+/// (<see cref="EnqueueAndAdvance"/>), and commits: two nodes never take the same row, a pass that fails enqueues
+/// nothing and advances nothing, and a tick enqueued again (a row set back by a change) is held off by its idempotency
+/// key.
 /// </summary>
 internal sealed class ScheduleSql
 {
     /// <summary>The most rows one pass takes; the pass runs again at once when it took that many.</summary>
-    public const int BatchSize = 200;
+    public const int BatchSize = 500;
 
     /// <summary>The columns every read returns, in this order (see <see cref="DurableScheduler"/>'s reader).</summary>
     private const string Columns = """
@@ -18,7 +20,9 @@ internal sealed class ScheduleSql
         s.changed_at, s.changed_by, i.state
         """;
 
-    public ScheduleSql(string schema)
+    /// <param name="schema">The queue's schema, unquoted.</param>
+    /// <param name="orderingKeyLockId">The lock id of an ordering key of queue <c>$1</c>, as every enqueue takes it (see <see cref="StorageSql.OrderingKeyLockId"/>).</param>
+    public ScheduleSql(string schema, Func<string, string> orderingKeyLockId)
     {
         var s = "\"" + schema + "\"";
         var table = s + ".schedules";
@@ -48,14 +52,54 @@ internal sealed class ScheduleSql
             FOR UPDATE SKIP LOCKED
             """;
 
-        // $1 name, $2 next_tick, $3 last tick enqueued (null: none), $4 its item id, $5 ticks enqueued, $6 ticks missed.
-        Advance = $"""
-            UPDATE {table} SET next_tick = $2,
-                last_tick = coalesce($3, last_tick),
-                last_enqueued_at = CASE WHEN $3::timestamptz IS NULL THEN last_enqueued_at ELSE now() END,
-                last_item_id = coalesce($4, last_item_id),
-                enqueued = enqueued + $5, missed = missed + $6
-            WHERE name = $1
+        // The ticks of every row a pass took, and the rows' advance, in one statement. One element per tick: $2 its
+        // schedule, $3 payload, $4 ordering key (null: none), $5 idempotency key; shared by all: $1 queue, $6
+        // traceparent, $7 tracestate, $8 the channel that wakes the consumers (notified once, at commit, if anything was
+        // inserted). One element per row: $9 name, $10 next tick, $11 the last tick planned (null: none), $12 ticks
+        // missed. Each tick is inserted as a single enqueue with its idempotency key inserts it (due now, priority 0, no
+        // tenant), after the locks of the ticks' ordering keys, taken in the order of their ids as a bulk enqueue takes
+        // them; a tick whose key a row of the queue holds is not inserted. A row's last item is the id of its last tick's
+        // row (inserted, or the one that held the key), its count of enqueued ticks grows by the ticks inserted. Returns,
+        // per tick in order, that id and whether this statement inserted it. A key held by a row committed after the
+        // statement's snapshot (by another transaction; the insert waited for it) gives a null id: the pass then rolls
+        // back and runs again, with a snapshot that sees the row.
+        EnqueueAndAdvance = $"""
+            WITH ticks AS (
+                SELECT t.schedule, t.payload, t.ordering_key, t.key, t.n
+                FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::text[]) WITH ORDINALITY AS t(schedule, payload, ordering_key, key, n)),
+            locked AS (
+                SELECT count(*) AS held FROM (
+                    SELECT pg_advisory_xact_lock(k.lock_id) FROM (
+                        SELECT DISTINCT {orderingKeyLockId("ordering_key")} AS lock_id FROM ticks
+                        WHERE ordering_key IS NOT NULL ORDER BY lock_id) k) taken),
+            inserted AS (
+                INSERT INTO {s}.items (queue, payload, ordering_key, priority, run_at, state, traceparent, tracestate, tenant, idempotency_key)
+                SELECT $1, t.payload, t.ordering_key, 0, now(), 0, $6, $7, NULL, t.key
+                FROM locked CROSS JOIN ticks t
+                WHERE locked.held >= 0
+                ORDER BY t.n
+                ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id, idempotency_key),
+            outcome AS (
+                SELECT t.schedule, t.n, i.id IS NOT NULL AS inserted,
+                       coalesce(i.id, (SELECT e.id FROM {s}.items e WHERE e.queue = $1 AND e.idempotency_key = t.key)) AS id
+                FROM ticks t LEFT JOIN inserted i ON i.idempotency_key = t.key),
+            per_row AS (
+                SELECT schedule, count(*) FILTER (WHERE inserted) AS enqueued, (array_agg(id ORDER BY n DESC))[1] AS last_id
+                FROM outcome GROUP BY schedule),
+            advanced AS (
+                UPDATE {table} s SET next_tick = r.next_tick,
+                    last_tick = coalesce(r.last_tick, s.last_tick),
+                    last_enqueued_at = CASE WHEN r.last_tick IS NULL THEN s.last_enqueued_at ELSE now() END,
+                    last_item_id = coalesce(p.last_id, s.last_item_id),
+                    enqueued = s.enqueued + coalesce(p.enqueued, 0), missed = s.missed + r.missed
+                FROM unnest($9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[]) AS r(name, next_tick, last_tick, missed)
+                    LEFT JOIN per_row p ON p.schedule = r.name
+                WHERE s.name = r.name
+                RETURNING s.name),
+            notified AS (SELECT pg_notify($8, $1) WHERE EXISTS (SELECT 1 FROM inserted))
+            SELECT o.id, o.inserted, (SELECT count(*) FROM advanced), (SELECT count(*) FROM notified)
+            FROM outcome o ORDER BY o.n
             """;
 
         ListForQueue = read + " WHERE s.queue = $1 ORDER BY s.name";
@@ -103,7 +147,7 @@ internal sealed class ScheduleSql
 
     public string Due { get; }
 
-    public string Advance { get; }
+    public string EnqueueAndAdvance { get; }
 
     public string ListForQueue { get; }
 
