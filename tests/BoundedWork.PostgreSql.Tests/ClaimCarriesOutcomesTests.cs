@@ -1,6 +1,10 @@
 using System.Collections.Concurrent;
 using BoundedWork.PostgreSql.Internal;
 using BoundedWork.PostgreSql.TestConsumer;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
+using Npgsql;
 
 namespace BoundedWork.PostgreSql.Tests;
 
@@ -78,6 +82,52 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         Assert.True(Volatile.Read(ref failed) >= 1);
     }
 
+    [Fact]
+    public async Task ACarryingClaimWhoseAnswerIsLostAfterItsCommit_RecordsItsOutcomeOnce_AndItsItemRunsLater_NeverTwiceAtOnce()
+    {
+        // A lease short enough for the reaper to return the lost claim's item within the test, long enough for the
+        // heartbeat to keep the held items' leases on a loaded machine.
+        var collector = new FakeLogCollector();
+        await using var run = await GatedBacklog.StartAsync(postgres, TimeSpan.FromSeconds(5), new FakeLoggerProvider(collector));
+        await run.StartedAsync(1);
+        run.Finish(1);
+        await run.StartedAsync(2);
+        await run.ClaimedAsync(3);
+
+        // The claim that carries item 2's outcome (and claims item 4) commits; then its answer is lost. (A claim that
+        // committed before item 2's outcome was written may still be on its way out when the hook is set: it passes.
+        // Were item 2's outcome written apart from the claim, the writers of items 2 and 4 would differ: checked below.)
+        var lost = new TaskCompletionSource<(short Two, long TwoBy, short Four, long FourBy)>(TaskCreationOptions.RunContinuationsAsynchronously);
+        run.Queue.ClaimLoop.AfterClaimCommit = _ =>
+        {
+            if (lost.Task.IsCompleted || run.StateAsync(2).Result != StorageSql.Completed)
+            {
+                return;
+            }
+
+            lost.SetResult((run.StateAsync(2).Result, run.WrittenByAsync(2).Result, run.StateAsync(4).Result, run.WrittenByAsync(4).Result));
+            throw new NpgsqlException("The answer to the claim was lost (the test's fault).");
+        };
+        run.Finish(2);
+        var committed = await lost.Task.WaitAsync(QueueNode.Patience);
+
+        // The one transaction wrote item 2's outcome and leased item 4 to the node, which never got it.
+        Assert.Equal(StorageSql.Completed, committed.Two);
+        Assert.Equal(StorageSql.Running, committed.Four);
+        Assert.Equal(committed.TwoBy, committed.FourBy);
+
+        // Item 4 is reaped when its lease ends and runs then; every item runs once, never two at once (the witness).
+        await run.FinishEveryItemAsync();
+        Assert.All(run.Behavior.Deliveries, d => Assert.Equal(d.Item.Number == 4 ? 2 : 1, d.Attempt));
+        await run.AssertWitnessedOnceEachAsync();
+
+        // Item 2's outcome was recorded once: the writer wrote it again after the lost answer, and that changed nothing.
+        Assert.Equal(committed.TwoBy, await run.WrittenByAsync(2));
+        var logs = collector.GetSnapshot();
+        Assert.DoesNotContain(logs, log => log.Id.Name == "OutcomesNotRecorded");
+        Assert.Single(logs, log => log.Id.Name == "OutcomesWrittenAgain");
+    }
+
     /// <summary>
     /// A backlog of <see cref="Items"/> items drained by one node of one worker and two claims per worker, each handler
     /// held until the test finishes its item.
@@ -90,6 +140,7 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         private readonly ConcurrentDictionary<int, TaskCompletionSource> _started = new();
         private QueueNode? _producer;
         private QueueNode? _consumer;
+        private int _overlaps;
 
         private GatedBacklog(PostgresFixture postgres, string schema)
         {
@@ -101,13 +152,33 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
 
         public PostgreSqlWorkQueue<Notice> Queue => (PostgreSqlWorkQueue<Notice>)_consumer!.Queue;
 
-        public static async Task<GatedBacklog> StartAsync(PostgresFixture postgres)
+        /// <summary>
+        /// Starts the backlog and its consumer. With a <paramref name="lease"/> (default: one that outlasts the test),
+        /// each handler also writes a witness table: a row per run, and a row while it runs (unique per item, so an item
+        /// run twice at once is counted, see <see cref="AssertWitnessedOnceEachAsync"/>).
+        /// </summary>
+        public static async Task<GatedBacklog> StartAsync(PostgresFixture postgres, TimeSpan? lease = null, ILoggerProvider? logs = null)
         {
             var run = new GatedBacklog(postgres, await postgres.NewSchemaAsync());
-            run.Behavior.Handle = (notice, _) =>
+            var witness = lease is not null;
+            if (witness)
             {
+                await postgres.ExecuteAsync($"CREATE TABLE {run._schema}.witness_runs (number integer NOT NULL, attempt integer NOT NULL); CREATE TABLE {run._schema}.witness_running (number integer PRIMARY KEY)");
+            }
+
+            run.Behavior.Handle = (notice, context) =>
+            {
+                if (witness)
+                {
+                    run.Witness($"INSERT INTO {run._schema}.witness_runs VALUES ({notice.Number}, {context.Attempt}); INSERT INTO {run._schema}.witness_running VALUES ({notice.Number})");
+                }
+
                 run.Started(notice.Number).TrySetResult();
                 run.Gate(notice.Number).Wait(QueueNode.Patience);
+                if (witness)
+                {
+                    run.Witness($"DELETE FROM {run._schema}.witness_running WHERE number = {notice.Number}");
+                }
             };
 
             // The backlog is in the table before the consumer starts, enqueued in number order (so in claim order).
@@ -119,8 +190,9 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
 
             // A lease that outlasts the test: no renewal rewrites a running row meanwhile.
             run._consumer = await QueueNode.StartAsync(postgres.ConnectionString, run._schema, run.Behavior, node: "consumer",
-                storage: o => { o.ClaimsPerWorker = 2; o.LeaseDuration = TimeSpan.FromMinutes(5); },
-                executor: o => o.WorkerCount = 1);
+                storage: o => { o.ClaimsPerWorker = 2; o.LeaseDuration = lease ?? TimeSpan.FromMinutes(5); },
+                executor: o => o.WorkerCount = 1,
+                services: logs is null ? null : s => s.AddSingleton(logs));
             return run;
         }
 
@@ -146,6 +218,13 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
 
         public async Task FinishAllAsync()
         {
+            await FinishEveryItemAsync();
+            Assert.All(Behavior.Deliveries, d => Assert.Equal(1, d.Attempt));
+        }
+
+        /// <summary>Lets every handler end; every item runs once and its outcome is written.</summary>
+        public async Task FinishEveryItemAsync()
+        {
             for (var number = 1; number <= Items; number++)
             {
                 Finish(number);
@@ -154,7 +233,15 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
             await Behavior.WaitUntilAsync(() => Behavior.Deliveries.Count == Items, "every item ran");
             await DurableQueueTests.WaitAsync(() => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = 2").Result == Items, "every outcome is written");
             Assert.Equal(Enumerable.Range(1, Items), Behavior.Deliveries.Select(d => d.Item.Number).Order());
-            Assert.All(Behavior.Deliveries, d => Assert.Equal(1, d.Attempt));
+        }
+
+        /// <summary>The witness table saw every item run once, and no item run while it ran already.</summary>
+        public async Task AssertWitnessedOnceEachAsync()
+        {
+            Assert.Equal(0, Volatile.Read(ref _overlaps));
+            Assert.Equal(Items, await _postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {_schema}.witness_runs"));
+            Assert.Equal(Items, await _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.witness_runs"));
+            Assert.Equal(0, await _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.witness_running"));
         }
 
         public async ValueTask DisposeAsync()
@@ -172,6 +259,22 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
             if (_producer is not null)
             {
                 await _producer.DisposeAsync();
+            }
+        }
+
+        /// <summary>Writes the witness table (an item already running when it starts again is counted in <c>_overlaps</c>).</summary>
+        private void Witness(string sql)
+        {
+            using var connection = new NpgsqlConnection(_postgres.ConnectionString);
+            connection.Open();
+            using var command = new NpgsqlCommand(sql, connection);
+            try
+            {
+                command.ExecuteNonQuery();
+            }
+            catch (PostgresException ex) when (ex.SqlState == PostgresErrorCodes.UniqueViolation)
+            {
+                Interlocked.Increment(ref _overlaps);
             }
         }
 

@@ -63,4 +63,27 @@ public sealed class PlainClaimTextTests
     [Fact]
     public void Claim_BuiltFromTheSharedFragments_IsTheStatementItAlwaysWas() =>
         Assert.Equal(Expected, new StorageSql("bw").Claim);
+
+    /// <summary>
+    /// The carrying claim is the plain claim with the carried outcomes' CTEs first (after a marker) and one more summary
+    /// column, <c>recorded</c>: its CTEs and result are the plain claim's, byte for byte, whatever they are built from.
+    /// </summary>
+    [Fact]
+    public void ClaimCarrying_IsThePlainClaim_WithTheCarriedCtesFirst_AndTheRecordedColumn()
+    {
+        var sql = new StorageSql("bw");
+        var carrying = sql.ClaimCarrying("carried AS (SELECT 1)", "(SELECT 7)");
+        var result = Expected.IndexOf("SELECT id, payload,", StringComparison.Ordinal);
+
+        Assert.Equal(
+            "/* BoundedWork outcomes, with a claim */ WITH carried AS (SELECT 1),\n" + Expected["WITH ".Length..result]
+            + Expected[result..].Replace(
+                "NULL::double precision AS oldest_wait, tenant",
+                "NULL::double precision AS oldest_wait, NULL::bigint AS recorded, tenant",
+                StringComparison.Ordinal).Replace(
+                "(SELECT min(run_at) FROM waiting)), 0)::double precision,\n",
+                "(SELECT min(run_at) FROM waiting)), 0)::double precision,\n       (SELECT 7) AS recorded,\n",
+                StringComparison.Ordinal),
+            carrying);
+    }
 }

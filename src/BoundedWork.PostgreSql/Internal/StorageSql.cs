@@ -400,8 +400,9 @@ internal sealed class StorageSql
         // snapshot (the promotions it made, the items it left), so it stays in the statement: no second round trip. Written for plans that stay good whatever
         // the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay index
         // probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
-        Claim = $"""
-            WITH promoted AS (
+        // The claim's CTEs (after its WITH), shared with ClaimCarrying, which puts the carried outcomes' CTEs before them.
+        var claimCtes = _claimCtes = $"""
+            promoted AS (
                 UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
                     SELECT id FROM {Items} WHERE queue = $1 AND state = 5 AND run_at <= now()
                     ORDER BY run_at LIMIT {MaxPromotions} FOR UPDATE SKIP LOCKED))
@@ -425,8 +426,8 @@ internal sealed class StorageSql
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED),
             {ClaimedPeekWaiting("next")}
-            {ClaimResult(settingsVersion)}
             """;
+        Claim = "WITH " + claimCtes + "\n" + ClaimResult(settingsVersion);
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
         // its items someone asked to cancel (the listener normally hears of them at once; this catches a notification
@@ -729,17 +730,8 @@ internal sealed class StorageSql
     /// same statement already changed): either the outcome landed and the claim did not take it, or the claim took it
     /// and the outcome did not land (counted as not recorded, and the item runs again, as when another node claims it first).
     /// </summary>
-    public string ClaimCarrying(string carried, string recorded)
-    {
-        const string Head = "WITH promoted AS (";
-        var plainResult = ClaimResult(_settingsVersion);
-        if (!Claim.StartsWith(Head, StringComparison.Ordinal) || !Claim.EndsWith(plainResult, StringComparison.Ordinal))
-        {
-            throw new InvalidOperationException("The plain claim's text is not the shape ClaimCarrying extends.");
-        }
-
-        return "/* BoundedWork outcomes, with a claim */ WITH " + carried + ",\n" + Claim["WITH ".Length..^plainResult.Length] + ClaimResult(_settingsVersion, recorded: recorded);
-    }
+    public string ClaimCarrying(string carried, string recorded) =>
+        "/* BoundedWork outcomes, with a claim */ WITH " + carried + ",\n" + _claimCtes + "\n" + ClaimResult(_settingsVersion, recorded: recorded);
 
     public string Enqueue { get; }
 
@@ -762,6 +754,9 @@ internal sealed class StorageSql
 
     /// <summary>The settings version the claims check, as an expression of <c>$1</c>.</summary>
     private readonly string _settingsVersion;
+
+    /// <summary>The plain claim's CTEs, <c>promoted</c> to <c>waiting</c>, without the <c>WITH</c> before them (<see cref="Claim"/>, <see cref="ClaimCarrying"/>).</summary>
+    private readonly string _claimCtes;
 
 
     public string Heartbeat { get; }
