@@ -176,6 +176,47 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         }
     }
 
+    [Fact]
+    public async Task CarryingClaim_WhoseOutcomeWriteWaitsForARowLock_HoldsNoReadyRowMeanwhile()
+    {
+        // A carried outcome that waits (here for a row lock another transaction holds; in production a write that lags)
+        // must not keep the rows its claim picks locked while it waits: other nodes' claims skip locked rows, so those
+        // items would wait for this node's write, held by no node.
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync((null, 0, 0), (null, 0, 0), (null, 0, 0));
+        var statements = new ClaimStatements(claim.Sql);
+        var carrying = new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false));
+        await using var connection = await claim.OpenAsync();
+        Assert.Equal([ids[0]], (await ClaimPlainAsync(statements, connection, count: 1)).Select(item => item.Id));
+
+        await using var holder = await claim.OpenAsync();
+        await using var held = await holder.BeginTransactionAsync();
+        await using (var lockRow = new Npgsql.NpgsqlCommand($"SELECT 1 FROM {claim.Items} WHERE id = {ids[0]} FOR UPDATE", holder, held))
+        {
+            await lockRow.ExecuteScalarAsync();
+        }
+
+        var claimed = new List<StoredItem>();
+        var carried = Task.Run(async () =>
+        {
+            await using var command = carrying.Command(connection, Plain(count: 5), new OutcomeParameters("test", new OutcomeRows([ids[0]], [1], null, null), null, null, null, null));
+            await using var reader = await command.ExecuteReaderAsync();
+            return ClaimReader.Read<CarryingClaimRow>(reader, new Owner(), claimed);
+        });
+        await DurableQueueTests.WaitAsync(
+            () => postgres.ScalarAsync<long>($"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%BoundedWork outcomes, with a claim%{claim.Items}%'").Result > 0,
+            "the carrying claim waits for the row lock");
+
+        // While it waits, both ready items are free for any other claim.
+        var free = await postgres.ScalarAsync<long>($"SELECT count(*) FROM (SELECT id FROM {claim.Items} WHERE state = 0 FOR UPDATE SKIP LOCKED) f");
+        await held.RollbackAsync();
+        var summary = await carried;
+
+        Assert.Equal(2L, free);
+        Assert.Equal(1L, summary.Recorded);
+        Assert.Equal([ids[1], ids[2]], claimed.Select(item => item.Id).Order());
+    }
+
     private static PlainClaimParameters Plain(int count) => new(KeyedClaim.Queue, count, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 0);
 
     private Task<short> StateAsync(KeyedClaim claim, long id) => postgres.ScalarAsync<short>($"SELECT state FROM {claim.Items} WHERE id = {id}");

@@ -69,14 +69,17 @@ public sealed class PlainClaimTextTests
     /// column, <c>recorded</c>: its CTEs and result are the plain claim's, byte for byte, whatever they are built from.
     /// </summary>
     [Fact]
-    public void ClaimCarrying_IsThePlainClaim_WithTheCarriedCtesFirst_AndTheRecordedColumn()
+    public void ClaimCarrying_IsThePlainClaim_WithTheCarriedCtesFirst_ItsCandidatesGatedOnThem_AndTheRecordedColumn()
     {
         var sql = new StorageSql("bw");
         var carrying = sql.ClaimCarrying("carried AS (SELECT 1)", "(SELECT 7)");
         var result = Expected.IndexOf("SELECT id, payload,", StringComparison.Ordinal);
 
         Assert.Equal(
-            "/* BoundedWork outcomes, with a claim */ WITH carried AS (SELECT 1),\n" + Expected["WITH ".Length..result]
+            "/* BoundedWork outcomes, with a claim */ WITH carried AS (SELECT 1),\n" + Expected["WITH ".Length..result].Replace(
+                "WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()\n",
+                "WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()\n      AND ((SELECT 7)) >= 0\n",
+                StringComparison.Ordinal)
             + Expected[result..].Replace(
                 "NULL::double precision AS oldest_wait, tenant",
                 "NULL::double precision AS oldest_wait, NULL::bigint AS recorded, tenant",

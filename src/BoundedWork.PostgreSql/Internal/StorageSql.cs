@@ -401,7 +401,7 @@ internal sealed class StorageSql
         // the statistics (see PlanShapes): rows are updated by id = ANY(ARRAY(...)), and the key checks stay index
         // probes per candidate (OFFSET 0 keeps PostgreSQL from turning them into joins).
         // The claim's CTEs (after its WITH), shared with ClaimCarrying, which puts the carried outcomes' CTEs before them.
-        var claimCtes = _claimCtes = $"""
+        string ClaimCtes(string? carriedFirst) => $"""
             promoted AS (
                 UPDATE {Items} SET state = 0 WHERE id = ANY(ARRAY(
                     SELECT id FROM {Items} WHERE queue = $1 AND state = 5 AND run_at <= now()
@@ -409,7 +409,7 @@ internal sealed class StorageSql
                 RETURNING 1),
             next AS (
                 SELECT c.id FROM {Items} c
-                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now()
+                WHERE c.queue = $1 AND c.state = 0 AND c.run_at <= now(){carriedFirst}
                   AND (c.ordering_key IS NULL OR (
                       NOT EXISTS (
                           SELECT 1 FROM {Items} e
@@ -427,6 +427,8 @@ internal sealed class StorageSql
                 FOR UPDATE SKIP LOCKED),
             {ClaimedPeekWaiting("next")}
             """;
+        var claimCtes = ClaimCtes(carriedFirst: null);
+        _claimCtesCarrying = recorded => ClaimCtes($"\n      AND ({recorded}) >= 0");
         Claim = "WITH " + claimCtes + "\n" + ClaimResult(settingsVersion);
 
         // Renews the leases of the deliveries this node holds ($4 ids, $5 their delivery tokens), and returns those of
@@ -730,8 +732,14 @@ internal sealed class StorageSql
     /// same statement already changed): either the outcome landed and the claim did not take it, or the claim took it
     /// and the outcome did not land (counted as not recorded, and the item runs again, as when another node claims it first).
     /// </summary>
+    /// <remarks>
+    /// The carried outcomes are written before the claim picks a row: the claim's candidates are gated on their count
+    /// (<c>AND (recorded) &gt;= 0</c>, true whatever it is, evaluated once before any candidate is locked). Without it
+    /// PostgreSQL ran the claim first, and a carried write that waited (a row lock, a write that lags) kept the rows the
+    /// claim had picked locked meanwhile: held by no node, skipped by every other node's claim.
+    /// </remarks>
     public string ClaimCarrying(string carried, string recorded) =>
-        "/* BoundedWork outcomes, with a claim */ WITH " + carried + ",\n" + _claimCtes + "\n" + ClaimResult(_settingsVersion, recorded: recorded);
+        "/* BoundedWork outcomes, with a claim */ WITH " + carried + ",\n" + _claimCtesCarrying(recorded) + "\n" + ClaimResult(_settingsVersion, recorded: recorded);
 
     public string Enqueue { get; }
 
@@ -755,8 +763,12 @@ internal sealed class StorageSql
     /// <summary>The settings version the claims check, as an expression of <c>$1</c>.</summary>
     private readonly string _settingsVersion;
 
-    /// <summary>The plain claim's CTEs, <c>promoted</c> to <c>waiting</c>, without the <c>WITH</c> before them (<see cref="Claim"/>, <see cref="ClaimCarrying"/>).</summary>
-    private readonly string _claimCtes;
+    /// <summary>
+    /// The plain claim's CTEs, <c>promoted</c> to <c>waiting</c>, without the <c>WITH</c> before them, for
+    /// <see cref="ClaimCarrying"/>: its candidates gated on the carried outcomes' count (the argument), so that they are
+    /// written first.
+    /// </summary>
+    private readonly Func<string, string> _claimCtesCarrying;
 
 
     public string Heartbeat { get; }
