@@ -106,6 +106,13 @@ public sealed class StarvationTests(PostgresFixture postgres)
 
     private void EnqueueAndHandleWhileStarved(QueueNode node, Behavior behavior, string schema, Func<int, Notice> notice)
     {
+        // Opening a new connection while the pool is starved can time out, rarely (its handshake comes before the switch
+        // that keeps its socket's I/O off the pool; see docs/durable-queues.md): the connections the node's threads and
+        // the producer use at once are opened before the starvation, as a node that has been running has them.
+        var pool = ((PostgreSqlWorkQueue<Notice>)node.Queue).ThreadsDataSource;
+        var warm = Enumerable.Range(0, 8).Select(_ => pool.OpenConnection()).ToList();
+        warm.ForEach(connection => connection.Dispose());
+
         using var starvation = ThreadPoolStarvation.Begin();
 
         // Blocking code enqueues synchronously, on a thread of its own.

@@ -84,6 +84,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>The pool of the queue's own threads and of the synchronous enqueue: used synchronously only, its sockets complete inline (<see cref="InlineSocketCompletions"/>).</summary>
     private readonly NpgsqlDataSource _dataSource;
 
+    /// <summary>Gets the connection pool of the queue's threads and of <c>TryEnqueue</c> (for tests).</summary>
+    internal NpgsqlDataSource ThreadsDataSource => _dataSource;
+
     /// <summary>The pool of the asynchronous API (enqueues, the cluster view, dead letters, the schema at start).</summary>
     private readonly NpgsqlDataSource _asyncSource;
     private readonly NpgsqlDataSource _listenerSource;
