@@ -122,12 +122,8 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
     [Fact]
     public async Task CarryingClaim_WritesTheOutcomesAndClaims_InOneStatement_AndCountsWhatLanded()
     {
-        var claim = await KeyedClaim.CreateAsync(postgres);
-        var ids = await claim.InsertAsync((null, 0, 0), (null, 0, 0), (null, 0, 0));
-        var statements = new ClaimStatements(claim.Sql);
-        var carrying = new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false));
-        await using var connection = await claim.OpenAsync();
-        Assert.Equal([ids[0]], (await ClaimPlainAsync(statements, connection, count: 1)).Select(item => item.Id));
+        var (claim, ids, carrying, connection) = await ThreeItemsTheFirstClaimedAsync();
+        await using var _ = connection;
 
         // Item 1's completion rides with the claim of the other two; a second outcome, for a delivery the row no longer
         // holds (token 2), does not land.
@@ -182,12 +178,8 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         // A carried outcome that waits (here for a row lock another transaction holds; in production a write that lags)
         // must not keep the rows its claim picks locked while it waits: other nodes' claims skip locked rows, so those
         // items would wait for this node's write, held by no node.
-        var claim = await KeyedClaim.CreateAsync(postgres);
-        var ids = await claim.InsertAsync((null, 0, 0), (null, 0, 0), (null, 0, 0));
-        var statements = new ClaimStatements(claim.Sql);
-        var carrying = new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false));
-        await using var connection = await claim.OpenAsync();
-        Assert.Equal([ids[0]], (await ClaimPlainAsync(statements, connection, count: 1)).Select(item => item.Id));
+        var (claim, ids, carrying, connection) = await ThreeItemsTheFirstClaimedAsync();
+        await using var _ = connection;
 
         await using var holder = await claim.OpenAsync();
         await using var held = await holder.BeginTransactionAsync();
@@ -215,6 +207,16 @@ public sealed class ClaimStatementTests(PostgresFixture postgres)
         Assert.Equal(2L, free);
         Assert.Equal(1L, summary.Recorded);
         Assert.Equal([ids[1], ids[2]], claimed.Select(item => item.Id).Order());
+    }
+
+    /// <summary>Three ready items, the first claimed by a plain claim on the connection returned; and the carrying claim's statement.</summary>
+    private async Task<(KeyedClaim Claim, long[] Ids, CarryingClaimStatement Carrying, Npgsql.NpgsqlConnection Connection)> ThreeItemsTheFirstClaimedAsync()
+    {
+        var claim = await KeyedClaim.CreateAsync(postgres);
+        var ids = await claim.InsertAsync((null, 0, 0), (null, 0, 0), (null, 0, 0));
+        var connection = await claim.OpenAsync();
+        Assert.Equal([ids[0]], (await ClaimPlainAsync(new ClaimStatements(claim.Sql), connection, count: 1)).Select(item => item.Id));
+        return (claim, ids, new CarryingClaimStatement(claim.Sql, new OutcomeStatement(claim.Items, deleteCompleted: false)), connection);
     }
 
     private static PlainClaimParameters Plain(int count) => new(KeyedClaim.Queue, count, "test", TimeSpan.FromHours(1), Version: 0, CountWaiting: 0);
