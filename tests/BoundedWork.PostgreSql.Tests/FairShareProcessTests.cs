@@ -16,9 +16,9 @@ public sealed class FairShareProcessTests(PostgresFixture postgres)
     private static readonly TimeSpan Lease = TimeSpan.FromSeconds(2);
 
     /// <summary>
-    /// Three consumer processes of four workers, three tenants of 40 items each, a bound of 2 per tenant. One process is
-    /// killed while it runs items; the others go on. From the witness alone: at every start, the items of its tenant
-    /// started and not ended are at most 2, where a run the killed process left open counts as running until the same
+    /// Three consumer processes of four workers, three tenants of 40 items each, a bound of 2 per tenant. One process (the
+    /// first, alone when the items arrive, its handlers never ending) is killed while it runs items; the others go on.
+    /// From the witness alone: at every start, the items of its tenant started and not ended are at most 2, where a run the killed process left open counts as running until the same
     /// item starts again elsewhere (its lease was reaped), a conservative reading that needs nothing of the library.
     /// And nothing is lost: every item ends.
     /// </summary>
@@ -36,10 +36,11 @@ public sealed class FairShareProcessTests(PostgresFixture postgres)
         var consumers = new List<ConsumerProcess>();
         try
         {
-            for (var i = 0; i < 3; i++)
-            {
-                consumers.Add(await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 4, TimeSpan.FromMilliseconds(150), Lease, limits: true));
-            }
+            // The victim starts alone and its handlers never end by themselves: it is the only node when the items arrive,
+            // so it claims some, and it still runs them when it is killed (with the others started meanwhile), whoever
+            // would have won the claims otherwise.
+            var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 4, TimeSpan.FromHours(1), Lease, limits: true);
+            consumers.Add(victim);
 
             // Tenant k's items are numbered k * 100 onwards: the witness knows each run's tenant from its number.
             for (var k = 0; k < Tenants; k++)
@@ -47,10 +48,14 @@ public sealed class FairShareProcessTests(PostgresFixture postgres)
                 await producer.Queue.EnqueueManyAsync(Enumerable.Range(k * 100, PerTenant).Select(n => new Notice(n)), new EnqueueOptions { Tenant = "t" + k });
             }
 
-            var victim = consumers[0];
             await DurableQueueTests.WaitAsync(
                 () => postgres.ScalarAsync<long>($"SELECT count(*) FROM {schema}.runs WHERE node = {victim.Id} AND ended_at IS NULL").Result > 0,
                 "the victim is running an item");
+            for (var i = 0; i < 2; i++)
+            {
+                consumers.Add(await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 4, TimeSpan.FromMilliseconds(150), Lease, limits: true));
+            }
+
             await victim.KillAsync();
 
             await DurableQueueTests.WaitAsync(
