@@ -129,8 +129,47 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
     }
 
     /// <summary>
-    /// A backlog of <see cref="Items"/> items drained by one node of one worker and two claims per worker, each handler
-    /// held until the test finishes its item.
+    /// While a node drains a backlog, its next claim waits until the node's items still to finish (held, outcome not
+    /// posted) fall to a low water, then carries every outcome posted meanwhile and claims the room they freed: one full
+    /// claim, not a claim for each outcome. Two workers and eight claims per worker: the node holds 16 and its low water
+    /// is max(2 × 2, 16 / 4) = 4. The loop never polls here, so only the low water ends the wait.
+    /// </summary>
+    [Fact]
+    public async Task Backlog_TheNextClaimWaitsForTheLowWater_ThenCarriesEveryOutcome_AndClaimsTheirRoomAtOnce()
+    {
+        const int Held = 16;
+        const int LowWater = 4;
+        await using var run = await GatedBacklog.StartAsync(postgres, items: 40, workers: 2, claimsPerWorker: 8, pollInterval: TimeSpan.FromHours(1));
+        await run.StartedAsync(1);
+        await run.StartedAsync(2);
+        await DurableQueueTests.WaitAsync(() => run.Queue.ClaimedByLoopCount == Held, "the first claim takes the node's room");
+
+        // Items end one by one down to one above the low water: each outcome is posted and none is written, nothing claimed.
+        const int Finished = Held - LowWater - 1;
+        for (var number = 1; number <= Finished; number++)
+        {
+            run.Finish(number);
+            await run.StartedAsync(number + 2);
+        }
+
+        await run.Behavior.WaitUntilAsync(() => run.Behavior.Deliveries.Count == Finished, "the handlers returned");
+        Assert.Equal(Held, run.Queue.ClaimedByLoopCount);
+        Assert.Equal(0L, await run.CountAsync(StorageSql.Completed));
+
+        // One more: the low water. One statement writes the 12 outcomes and claims the 12 places they free.
+        run.Finish(Finished + 1);
+        await DurableQueueTests.WaitAsync(() => run.Queue.ClaimedByLoopCount > Held, "the next claim");
+        Assert.Equal(Held + Finished + 1, run.Queue.ClaimedByLoopCount);
+        Assert.Equal((long)Finished + 1, await run.CountAsync(StorageSql.Completed));
+        Assert.Equal(await run.WrittenByAsync(1), await run.WrittenByAsync(Held + Finished + 1));
+        Assert.Equal(await run.WrittenByAsync(Finished + 1), await run.WrittenByAsync(Held + 1));
+
+        await run.FinishAllAsync();
+    }
+
+    /// <summary>
+    /// A backlog of <see cref="Items"/> items (or as many as asked) drained by one node of one worker and two claims per
+    /// worker (or as asked), each handler held until the test finishes its item.
     /// </summary>
     private sealed class GatedBacklog : IAsyncDisposable
     {
@@ -140,12 +179,14 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         private readonly ConcurrentDictionary<int, TaskCompletionSource> _started = new();
         private QueueNode? _producer;
         private QueueNode? _consumer;
+        private readonly int _items;
         private int _overlaps;
 
-        private GatedBacklog(PostgresFixture postgres, string schema)
+        private GatedBacklog(PostgresFixture postgres, string schema, int items)
         {
             _postgres = postgres;
             _schema = schema;
+            _items = items;
         }
 
         public Behavior Behavior { get; } = new();
@@ -157,9 +198,10 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         /// each handler also writes a witness table: a row per run, and a row while it runs (unique per item, so an item
         /// run twice at once is counted, see <see cref="AssertWitnessedOnceEachAsync"/>).
         /// </summary>
-        public static async Task<GatedBacklog> StartAsync(PostgresFixture postgres, TimeSpan? lease = null, ILoggerProvider? logs = null)
+        public static async Task<GatedBacklog> StartAsync(
+            PostgresFixture postgres, TimeSpan? lease = null, ILoggerProvider? logs = null, int items = Items, int workers = 1, int claimsPerWorker = 2, TimeSpan? pollInterval = null)
         {
-            var run = new GatedBacklog(postgres, await postgres.NewSchemaAsync());
+            var run = new GatedBacklog(postgres, await postgres.NewSchemaAsync(), items);
             var witness = lease is not null;
             if (witness)
             {
@@ -183,15 +225,20 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
 
             // The backlog is in the table before the consumer starts, enqueued in number order (so in claim order).
             run._producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, run._schema);
-            for (var number = 1; number <= Items; number++)
+            for (var number = 1; number <= items; number++)
             {
                 await run._producer.Queue.EnqueueAsync(new Notice(number));
             }
 
             // A lease that outlasts the test: no renewal rewrites a running row meanwhile.
             run._consumer = await QueueNode.StartAsync(postgres.ConnectionString, run._schema, run.Behavior, node: "consumer",
-                storage: o => { o.ClaimsPerWorker = 2; o.LeaseDuration = lease ?? TimeSpan.FromMinutes(5); },
-                executor: o => o.WorkerCount = 1,
+                storage: o =>
+                {
+                    o.ClaimsPerWorker = claimsPerWorker;
+                    o.LeaseDuration = lease ?? TimeSpan.FromMinutes(5);
+                    o.PollInterval = pollInterval ?? o.PollInterval;
+                },
+                executor: o => o.WorkerCount = workers,
                 services: logs is null ? null : s => s.AddSingleton(logs));
             return run;
         }
@@ -202,6 +249,8 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
 
         public Task ClaimedAsync(int number) =>
             DurableQueueTests.WaitAsync(() => StateAsync(number).Result == StorageSql.Running, $"item {number} is claimed");
+
+        public Task<long> CountAsync(short state) => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = {state}");
 
         public Task<short> StateAsync(int number) =>
             _postgres.ScalarAsync<short>($"SELECT state FROM {_schema}.items ORDER BY id OFFSET {number - 1} LIMIT 1");
@@ -225,22 +274,22 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         /// <summary>Lets every handler end; every item runs once and its outcome is written.</summary>
         public async Task FinishEveryItemAsync()
         {
-            for (var number = 1; number <= Items; number++)
+            for (var number = 1; number <= _items; number++)
             {
                 Finish(number);
             }
 
-            await Behavior.WaitUntilAsync(() => Behavior.Deliveries.Count == Items, "every item ran");
-            await DurableQueueTests.WaitAsync(() => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = 2").Result == Items, "every outcome is written");
-            Assert.Equal(Enumerable.Range(1, Items), Behavior.Deliveries.Select(d => d.Item.Number).Order());
+            await Behavior.WaitUntilAsync(() => Behavior.Deliveries.Count == _items, "every item ran");
+            await DurableQueueTests.WaitAsync(() => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = 2").Result == _items, "every outcome is written");
+            Assert.Equal(Enumerable.Range(1, _items), Behavior.Deliveries.Select(d => d.Item.Number).Order());
         }
 
         /// <summary>The witness table saw every item run once, and no item run while it ran already.</summary>
         public async Task AssertWitnessedOnceEachAsync()
         {
             Assert.Equal(0, Volatile.Read(ref _overlaps));
-            Assert.Equal(Items, await _postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {_schema}.witness_runs"));
-            Assert.Equal(Items, await _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.witness_runs"));
+            Assert.Equal(_items, await _postgres.ScalarAsync<long>($"SELECT count(DISTINCT number) FROM {_schema}.witness_runs"));
+            Assert.Equal(_items, await _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.witness_runs"));
             Assert.Equal(0, await _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.witness_running"));
         }
 

@@ -151,6 +151,9 @@ internal sealed class OutcomeWriter : IDisposable
     /// <summary>Gets whether outcomes are posted and not yet taken by a write (or a claim).</summary>
     public bool HasPending => _outcomes.Count > 0;
 
+    /// <summary>Gets how many outcomes are posted and not yet taken by a write (or a claim).</summary>
+    public int PendingCount => _outcomes.Count;
+
     /// <summary>
     /// The claim loop carries the posted outcomes with its claims (<see langword="true"/>: this writer takes none until
     /// called again with <see langword="false"/>, except a batch it had already begun) or leaves them to this writer.

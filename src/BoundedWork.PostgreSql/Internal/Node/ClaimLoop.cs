@@ -18,7 +18,9 @@ namespace BoundedWork.PostgreSql.Internal;
 /// <c>_booked</c>: the room its claim in flight booked in the <see cref="NodeRoom"/> (zero between claims);
 /// <c>_claimed</c>: the items it claimed and started (a statistic); <c>_carrying</c>: whether it carries the posted
 /// outcomes with its claims (the claim thread's own; the outcome writer defers while it is set); <c>_waitingForOutcomes</c>:
-/// set while it carries, has no room, and waits: a posted outcome wakes it (<see cref="Posted"/>).
+/// set (1) while it carries, has no room, and waits: a posted outcome wakes it (<see cref="Posted"/>); set (2) while it
+/// carries and waits for its items still to finish (held, outcome not posted) to fall to <c>_lowWater</c>: the outcome
+/// that brings them there wakes it.
 /// </para>
 /// <para>
 /// <b>Invariant.</b> <c>0 &lt;= booked &lt;= MaxClaimBatch</c>, and <c>booked</c> is zero whenever the loop waits: the
@@ -58,6 +60,7 @@ internal sealed class ClaimLoop : IDisposable
     private long _fairClaims;
     private bool _carrying;
     private int _waitingForOutcomes;
+    private int _lowWater;
 
     public ClaimLoop(IClaimLoopHost host, ClaimLoopSettings settings, NodeRoom room, ClusterPermits permits, ClaimStatements claims, NpgsqlDataSource dataSource, ILogger logger, OutcomeWriter? outcomes = null)
     {
@@ -99,7 +102,8 @@ internal sealed class ClaimLoop : IDisposable
     /// <summary>An outcome was posted: wakes the loop if it waits for one to carry (it carries outcomes and has no room).</summary>
     public void Posted()
     {
-        if (Volatile.Read(ref _waitingForOutcomes) != 0)
+        var waiting = Volatile.Read(ref _waitingForOutcomes);
+        if (waiting == 1 || (waiting == 2 && Unfinished() <= Volatile.Read(ref _lowWater)))
         {
             _wake.Set();
         }
@@ -186,8 +190,13 @@ internal sealed class ClaimLoop : IDisposable
             if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0 || (claim.More && claim.Claimed > 0)))
             {
                 // There may be more, or scheduled items just became ready: claim again at once; a full claim carries the
-                // outcomes posted meanwhile with the next one.
+                // outcomes posted meanwhile with the next one, once the node's items still to finish fall to its low water.
                 Carry(_carrying || (claim.Claimed == requested && requested == wanted));
+                if (_carrying && claim.Claimed == requested && requested == wanted && !_permits.IsLimited)
+                {
+                    WaitForLowWater(cancellationToken);
+                }
+
                 continue;
             }
 
@@ -229,6 +238,35 @@ internal sealed class ClaimLoop : IDisposable
             Debug.Assert(Volatile.Read(ref _booked) == 0, "I5: the claim loop waits with room booked");
             _wake.Wait(wait, cancellationToken);
         }
+    }
+
+    /// <summary>The node's items still to finish: held, their outcome not posted (running, or claimed and not started).</summary>
+    private int Unfinished() => _room.Held - _outcomes!.PendingCount;
+
+    /// <summary>
+    /// Carrying a backlog: waits until the node's items still to finish fall to its low water (twice its workers: those
+    /// running and as many more to start, so the workers do not run dry while the claim runs), at most the poll interval.
+    /// Booked is zero meanwhile (I5).
+    /// </summary>
+    private void WaitForLowWater(CancellationToken cancellationToken)
+    {
+        var lowWater = Math.Max(2 * _host.WorkerCount, _room.Limit / 4);
+        Volatile.Write(ref _lowWater, lowWater);
+        Interlocked.Exchange(ref _waitingForOutcomes, 2); // marked before looking: an outcome posted after the look wakes the wait
+        var start = Stopwatch.GetTimestamp();
+        while (!cancellationToken.IsCancellationRequested && Unfinished() > lowWater)
+        {
+            var left = _settings.PollInterval - Stopwatch.GetElapsedTime(start);
+            if (left <= TimeSpan.Zero)
+            {
+                break;
+            }
+
+            Debug.Assert(Volatile.Read(ref _booked) == 0, "I5: the claim loop waits with room booked");
+            _wake.Wait(left, cancellationToken);
+        }
+
+        Volatile.Write(ref _waitingForOutcomes, 0);
     }
 
     /// <summary>Checks the loop's invariant (in Debug builds): called by the stress tests, from any thread.</summary>
