@@ -11,6 +11,33 @@ namespace BoundedWork.PostgreSql.Tests;
 [Collection(PostgresCollection.Name)]
 public sealed class StarvationTests(PostgresFixture postgres)
 {
+    /// <summary>
+    /// A new connection's connect and handshake come before the switch that keeps its socket's I/O off the ThreadPool,
+    /// so a connection opened while the pool is starved can time out. A node opens the connections its threads and two
+    /// blocking producers use at once as it starts (not starved then): its threads' pool holds them, consumer or
+    /// producer only, within the connection string's maximum pool size.
+    /// </summary>
+    [Theory]
+    [InlineData(true, null)]
+    [InlineData(false, null)]
+    [InlineData(true, 4)]
+    public async Task ANodeOpensItsThreadsConnections_AndTwoForBlockingProducers_AsItStarts(bool consume, int? maxPoolSize)
+    {
+        var schema = await postgres.NewSchemaAsync();
+        var connectionString = maxPoolSize is int max
+            ? new NpgsqlConnectionStringBuilder(postgres.ConnectionString) { MaxPoolSize = max }.ConnectionString
+            : postgres.ConnectionString;
+        await using var node = await QueueNode.StartAsync(connectionString, schema, new Behavior(), storage: o => o.Consume = consume);
+
+        var pool = ((PostgreSqlWorkQueue<Notice>)node.Queue).ThreadsDataSource;
+        var (total, _, _) = ((int Total, int Idle, int Busy))typeof(NpgsqlDataSource).GetProperty("Statistics", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!.GetValue(pool)!;
+        var expected = Math.Min(
+            (consume ? PostgreSqlWorkQueue<Notice>.ConsumingThreadsUsingThePool : PostgreSqlWorkQueue<Notice>.ProducingThreadsUsingThePool) + PostgreSqlWorkQueue<Notice>.BlockingProducersWarmed,
+            maxPoolSize ?? int.MaxValue);
+        Assert.True(total >= expected, $"The threads' pool holds {total} connections after the start; {expected} expected.");
+        Assert.True(total <= (maxPoolSize ?? int.MaxValue), $"The threads' pool holds {total} connections, above its maximum {maxPoolSize}.");
+    }
+
     [Fact]
     public async Task StarvedThreadPool_ItemsAreStillClaimedHandledAndRecorded()
     {
@@ -106,13 +133,7 @@ public sealed class StarvationTests(PostgresFixture postgres)
 
     private void EnqueueAndHandleWhileStarved(QueueNode node, Behavior behavior, string schema, Func<int, Notice> notice)
     {
-        // Opening a new connection while the pool is starved can time out, rarely (its handshake comes before the switch
-        // that keeps its socket's I/O off the pool; see docs/durable-queues.md): the connections the node's threads and
-        // the producer use at once are opened before the starvation, as a node that has been running has them.
-        var pool = ((PostgreSqlWorkQueue<Notice>)node.Queue).ThreadsDataSource;
-        var warm = Enumerable.Range(0, 8).Select(_ => pool.OpenConnection()).ToList();
-        warm.ForEach(connection => connection.Dispose());
-
+        // (The node opened its threads' connections, and the producer's, as it started: see the test below.)
         using var starvation = ThreadPoolStarvation.Begin();
 
         // Blocking code enqueues synchronously, on a thread of its own.

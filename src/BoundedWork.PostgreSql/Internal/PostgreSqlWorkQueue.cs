@@ -83,9 +83,19 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly ILogger _logger;
     /// <summary>The pool of the queue's own threads and of the synchronous enqueue: used synchronously only, its sockets complete inline (<see cref="InlineSocketCompletions"/>).</summary>
     private readonly NpgsqlDataSource _dataSource;
+    private readonly int _threadsPoolMaximum;
 
     /// <summary>Gets the connection pool of the queue's threads and of <c>TryEnqueue</c> (for tests).</summary>
     internal NpgsqlDataSource ThreadsDataSource => _dataSource;
+
+    /// <summary>The node's threads that use the threads' pool when it consumes: outcomes, claims, leases, maintenance, the notifier and the cluster loop.</summary>
+    internal const int ConsumingThreadsUsingThePool = 6;
+
+    /// <summary>The node's threads that use the threads' pool when it only produces: outcomes, maintenance and the notifier.</summary>
+    internal const int ProducingThreadsUsingThePool = 3;
+
+    /// <summary>The blocking producers (<c>TryEnqueue</c> callers) whose connections <see cref="WarmThreadsPool"/> opens ahead.</summary>
+    internal const int BlockingProducersWarmed = 2;
 
     /// <summary>The pool of the asynchronous API (enqueues, the cluster view, dead letters, the schema at start).</summary>
     private readonly NpgsqlDataSource _asyncSource;
@@ -144,6 +154,8 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
         _dataSource = CreateDataSource(connectionString, Name, SessionUse.Threads);
+        var pool = new NpgsqlConnectionStringBuilder(connectionString);
+        _threadsPoolMaximum = pool.Pooling ? pool.MaxPoolSize : 0; // without pooling there is nothing to open ahead
         _asyncSource = CreateDataSource(connectionString, Name + " async", SessionUse.Async);
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
@@ -289,6 +301,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
 
         _logger.SchemaReady(Name, _sql.Schema, to, from, NodeName, NodeId);
         StorageMetrics.Register(this);
+        WarmThreadsPool();
         _outcomeThread = StartThread("outcomes", () => _outcomes.Run(_abandonOutcomes.Token));
         if (_options.Consume)
         {
@@ -470,6 +483,39 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
                 }
             });
         return builder.Build();
+    }
+
+    /// <summary>
+    /// Opens, before the node's threads start, as many connections of their pool as they and two blocking producers use
+    /// at once (within the pool's <c>Maximum Pool Size</c>), and returns them to the pool idle. A connection's socket
+    /// completes inline only once it is open: the connect and the handshake before that can still hand a synchronous
+    /// read's wake-up to the ThreadPool, and under a starved pool such an open waits until it times out. Opened here, on
+    /// the host's start path, the node's threads and the first blocking producers find their connections open. (One
+    /// opened later, while the pool is starved, can still time out: see the durable queue docs.) If an open fails here,
+    /// the threads open their own and report what fails.
+    /// </summary>
+    private void WarmThreadsPool()
+    {
+        var wanted = Math.Min((_options.Consume ? ConsumingThreadsUsingThePool : ProducingThreadsUsingThePool) + BlockingProducersWarmed, _threadsPoolMaximum);
+        var opened = new List<NpgsqlConnection>(wanted);
+        try
+        {
+            while (opened.Count < wanted)
+            {
+                opened.Add(_dataSource.OpenConnection());
+            }
+        }
+        catch (Exception ex) when (ex is NpgsqlException or TimeoutException or InvalidOperationException)
+        {
+            // Nothing depends on it: the threads open their own connections, and report their failures.
+        }
+        finally
+        {
+            foreach (var connection in opened)
+            {
+                connection.Dispose();
+            }
+        }
     }
 
     /// <summary>Opens a connection of the queue's threads' pool (for tests: its socket completes inline).</summary>
