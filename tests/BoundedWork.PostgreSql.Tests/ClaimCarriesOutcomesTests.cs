@@ -280,7 +280,7 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
             }
 
             await Behavior.WaitUntilAsync(() => Behavior.Deliveries.Count == _items, "every item ran");
-            await DurableQueueTests.WaitAsync(() => _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = 2").Result == _items, "every outcome is written");
+            await DurableQueueTests.WaitAsync(() => CountAsync(StorageSql.Completed).Result == _items, "every outcome is written");
             Assert.Equal(Enumerable.Range(1, _items), Behavior.Deliveries.Select(d => d.Item.Number).Order());
         }
 

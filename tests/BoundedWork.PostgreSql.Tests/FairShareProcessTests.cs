@@ -18,8 +18,9 @@ public sealed class FairShareProcessTests(PostgresFixture postgres)
     /// <summary>
     /// Three consumer processes of four workers, three tenants of 40 items each, a bound of 2 per tenant. One process (the
     /// first, alone when the items arrive, its handlers never ending) is killed while it runs items; the others go on.
-    /// From the witness alone: at every start, the items of its tenant started and not ended are at most 2, where a run the killed process left open counts as running until the same
-    /// item starts again elsewhere (its lease was reaped), a conservative reading that needs nothing of the library.
+    /// From the witness alone: at every start, the items of its tenant started and not ended are at most 2, where a run
+    /// the killed process left open counts as running until the same item starts again elsewhere (its lease was reaped),
+    /// a conservative reading that needs nothing of the library.
     /// And nothing is lost: every item ends.
     /// </summary>
     [Fact]

@@ -107,13 +107,6 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         // sequence counts the failures, as it is not rolled back.
         await postgres.ExecuteAsync($"""
             CREATE SEQUENCE {run.Schema}.commits_failed;
-            CREATE OR REPLACE FUNCTION {run.Schema}.record_claim_order() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                PERFORM nextval('{run.Schema}.claim_attempts');
-                PERFORM set_config('bw_test.claimed_here', 'yes', true);
-                INSERT INTO {run.Schema}.claim_order (item_id, key) VALUES (NEW.id, NEW.ordering_key);
-                RETURN NULL;
-            END $$;
             CREATE FUNCTION {run.Schema}.fail_first_commit() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF coalesce(current_setting('bw_test.claimed_here', true), '') = 'yes'
@@ -279,6 +272,7 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
                 CREATE FUNCTION {run.Schema}.record_claim_order() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
                     PERFORM nextval('{run.Schema}.claim_attempts');
+                    PERFORM set_config('bw_test.claimed_here', 'yes', true); -- marks the transaction as one that claimed
                     INSERT INTO {run.Schema}.claim_order (item_id, key) VALUES (NEW.id, NEW.ordering_key);
                     RETURN NULL;
                 END $$;

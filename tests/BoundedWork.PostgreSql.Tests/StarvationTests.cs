@@ -133,7 +133,7 @@ public sealed class StarvationTests(PostgresFixture postgres)
 
     private void EnqueueAndHandleWhileStarved(QueueNode node, Behavior behavior, string schema, Func<int, Notice> notice)
     {
-        // (The node opened its threads' connections, and the producer's, as it started: see the test below.)
+        // (The node opened its threads' connections, and the producer's, as it started: see ANodeOpensItsThreadsConnections_….)
         using var starvation = ThreadPoolStarvation.Begin();
 
         // Blocking code enqueues synchronously, on a thread of its own.

@@ -149,7 +149,7 @@ internal sealed class OutcomeWriter : IDisposable
     }
 
     /// <summary>Gets whether outcomes are posted and not yet taken by a write (or a claim).</summary>
-    public bool HasPending => _outcomes.Count > 0;
+    public bool HasPending => PendingCount > 0;
 
     /// <summary>Gets how many outcomes are posted and not yet taken by a write (or a claim).</summary>
     public int PendingCount => _outcomes.Count;

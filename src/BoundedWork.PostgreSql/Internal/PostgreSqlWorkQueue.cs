@@ -83,7 +83,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     private readonly ILogger _logger;
     /// <summary>The pool of the queue's own threads and of the synchronous enqueue: used synchronously only, its sockets complete inline (<see cref="InlineSocketCompletions"/>).</summary>
     private readonly NpgsqlDataSource _dataSource;
-    private readonly int _threadsPoolMaximum;
 
     /// <summary>Gets the connection pool of the queue's threads and of <c>TryEnqueue</c> (for tests).</summary>
     internal NpgsqlDataSource ThreadsDataSource => _dataSource;
@@ -154,8 +153,6 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         var loggers = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
         _logger = loggers.CreateLogger(PostgreSqlLog.Category);
         _dataSource = CreateDataSource(connectionString, Name, SessionUse.Threads);
-        var pool = new NpgsqlConnectionStringBuilder(connectionString);
-        _threadsPoolMaximum = pool.Pooling ? pool.MaxPoolSize : 0; // without pooling there is nothing to open ahead
         _asyncSource = CreateDataSource(connectionString, Name + " async", SessionUse.Async);
         _listenerSource = CreateDataSource(connectionString, Name + " listener", SessionUse.Listener);
         _sql = new StorageSql(options.Schema);
@@ -496,7 +493,9 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// </summary>
     private void WarmThreadsPool()
     {
-        var wanted = Math.Min((_options.Consume ? ConsumingThreadsUsingThePool : ProducingThreadsUsingThePool) + BlockingProducersWarmed, _threadsPoolMaximum);
+        var pool = new NpgsqlConnectionStringBuilder(_dataSource.ConnectionString);
+        var maximum = pool.Pooling ? pool.MaxPoolSize : 0; // without pooling there is nothing to open ahead
+        var wanted = Math.Min((_options.Consume ? ConsumingThreadsUsingThePool : ProducingThreadsUsingThePool) + BlockingProducersWarmed, maximum);
         var opened = new List<NpgsqlConnection>(wanted);
         try
         {

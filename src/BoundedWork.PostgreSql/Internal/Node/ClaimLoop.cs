@@ -187,12 +187,13 @@ internal sealed class ClaimLoop : IDisposable
             Unbook(wanted);
 
             var requested = claim.Requested;
-            if (requested > 0 && ((claim.Claimed == requested && requested == wanted) || claim.Promoted > 0 || (claim.More && claim.Claimed > 0)))
+            var full = requested > 0 && claim.Claimed == requested && requested == wanted;
+            if (full || (requested > 0 && (claim.Promoted > 0 || (claim.More && claim.Claimed > 0))))
             {
                 // There may be more, or scheduled items just became ready: claim again at once; a full claim carries the
                 // outcomes posted meanwhile with the next one, once the node's items still to finish fall to its low water.
-                Carry(_carrying || (claim.Claimed == requested && requested == wanted));
-                if (_carrying && claim.Claimed == requested && requested == wanted && !_permits.IsLimited)
+                Carry(_carrying || full);
+                if (full && _carrying && !_permits.IsLimited)
                 {
                     WaitForLowWater(cancellationToken);
                 }
@@ -244,9 +245,9 @@ internal sealed class ClaimLoop : IDisposable
     private int Unfinished() => _room.Held - _outcomes!.PendingCount;
 
     /// <summary>
-    /// Carrying a backlog: waits until the node's items still to finish fall to its low water (twice its workers: those
-    /// running and as many more to start, so the workers do not run dry while the claim runs), at most the poll interval.
-    /// Booked is zero meanwhile (I5).
+    /// Carrying a backlog: waits until the node's items still to finish fall to its low water (a quarter of its room, and
+    /// at least twice its workers: those running and as many more to start, so that the workers do not run dry while the
+    /// claim runs), at most the poll interval, so that the next claim takes nearly a full batch. Booked is zero meanwhile (I5).
     /// </summary>
     private void WaitForLowWater(CancellationToken cancellationToken)
     {
