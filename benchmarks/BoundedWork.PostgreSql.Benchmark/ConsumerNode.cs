@@ -29,7 +29,7 @@ internal static class ConsumerNode
         var recordStarts = arguments.Flag("record-starts");
         var retention = TimeSpan.FromMilliseconds(arguments.Int("retention-ms", -1, -1));
         var cleanup = TimeSpan.FromMilliseconds(arguments.Int("cleanup-ms", -1, -1));
-        var claimsPerWorker = arguments.Int("claims-per-worker", 2, 1, 100);
+        var claimsPerWorker = arguments.Int("claims-per-worker", 2, 1, 1000);
         var recordSpans = arguments.Flag("record-spans");
         var handlerDelay = TimeSpan.FromMilliseconds(arguments.Int("handler-ms", 0, 0, 60_000));
         var witness = arguments.Flag("witness") ? new Witness(connectionString, schema) : null;

@@ -11,7 +11,7 @@ namespace BoundedWork.PostgreSql.TestConsumer;
 /// <c>BW_HEARTBEAT_MS</c> (its heartbeat interval), <c>BW_PIN_WORKERS</c> (pins this many workers locally once
 /// started, as an operator's resize does: the adaptive mode is advisory, so the pin holds the count), and
 /// <c>BW_REPORT_WORKERS=1</c> (prints <c>WORKERS n</c> each time the executor's worker count changes, and the
-/// storage's Information events).
+/// storage's Information events), <c>BW_CLAIMS_PER_WORKER</c> (the node's claims per worker, default 2).
 /// </summary>
 public static class ClusterMember
 {
@@ -25,6 +25,11 @@ public static class ClusterMember
         if (Environment.GetEnvironmentVariable("BW_HEARTBEAT_MS") is { Length: > 0 } heartbeat)
         {
             options.NodeHeartbeatInterval = TimeSpan.FromMilliseconds(int.Parse(heartbeat, CultureInfo.InvariantCulture));
+        }
+
+        if (Environment.GetEnvironmentVariable("BW_CLAIMS_PER_WORKER") is { Length: > 0 } claims)
+        {
+            options.ClaimsPerWorker = int.Parse(claims, CultureInfo.InvariantCulture);
         }
     }
 

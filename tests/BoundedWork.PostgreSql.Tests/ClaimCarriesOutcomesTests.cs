@@ -168,6 +168,62 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
     }
 
     /// <summary>
+    /// The claim that ends a low-water wait carries many outcomes and claims their room; its answer is lost after its
+    /// commit. Every outcome it carried is recorded once (the writer writes them again, which changes nothing), every
+    /// item it leased runs later, once, after its lease ends, and no item runs twice at once (the witness). Two workers
+    /// and eight claims per worker, as above; the poll interval (2 s) bounds the wait, so on a slow machine the claim
+    /// may carry fewer outcomes: the assertions hold for any number.
+    /// </summary>
+    [Fact]
+    public async Task Backlog_TheClaimAfterTheLowWaterLosesItsAnswer_EachCarriedOutcomeIsRecordedOnce_AndItsItemsRunLater_NeverTwiceAtOnce()
+    {
+        const int Held = 16;
+        const int LowWater = 4;
+        var collector = new FakeLogCollector();
+        await using var run = await GatedBacklog.StartAsync(postgres, TimeSpan.FromSeconds(5), new FakeLoggerProvider(collector), items: 40, workers: 2, claimsPerWorker: 8, pollInterval: TimeSpan.FromSeconds(2));
+        await run.StartedAsync(1);
+        await run.StartedAsync(2);
+        await DurableQueueTests.WaitAsync(() => run.Queue.ClaimedByLoopCount == Held, "the first claim takes the node's room");
+
+        // The next claim is the one after the low-water wait: in the transaction that committed it (the newest writer
+        // of a completed row: the outcome writer waits while the loop carries), count the outcomes it carried and the
+        // rows it leased (not held by the node, so no heartbeat rewrites them), then lose its answer.
+        var lost = new TaskCompletionSource<(long Carried, long Leased, int Read)>(TaskCreationOptions.RunContinuationsAsynchronously);
+        run.Queue.ClaimLoop.AfterClaimCommit = read =>
+        {
+            if (lost.Task.IsCompleted)
+            {
+                return;
+            }
+
+            var by = run.NewestCompletedWriterAsync().Result;
+            lost.SetResult((run.CountWrittenByAsync(by, StorageSql.Completed).Result, run.CountWrittenByAsync(by, StorageSql.Running).Result, read));
+            throw new NpgsqlException("The answer to the claim was lost (the test's fault).");
+        };
+        for (var number = 1; number <= Held - LowWater; number++)
+        {
+            run.Finish(number);
+        }
+
+        var committed = await lost.Task.WaitAsync(QueueNode.Patience);
+        run.Queue.ClaimLoop.AfterClaimCommit = null;
+
+        // One transaction wrote the carried outcomes and leased as many items (the room they freed), none of them held.
+        Assert.InRange(committed.Carried, 1, Held - LowWater);
+        Assert.Equal(committed.Carried, committed.Leased);
+        Assert.Equal(committed.Carried, committed.Read);
+
+        // The leased items are reaped when their leases end and run then; every item runs once, never two at once.
+        await run.FinishEveryItemAsync();
+        Assert.Equal(committed.Leased, run.Behavior.Deliveries.Count(d => d.Attempt == 2));
+        Assert.All(run.Behavior.Deliveries, d => Assert.InRange(d.Attempt, 1, 2));
+        await run.AssertWitnessedOnceEachAsync();
+        var logs = collector.GetSnapshot();
+        Assert.DoesNotContain(logs, log => log.Id.Name == "OutcomesNotRecorded");
+        Assert.Single(logs, log => log.Id.Name == "OutcomesWrittenAgain");
+    }
+
+    /// <summary>
     /// A backlog of <see cref="Items"/> items (or as many as asked) drained by one node of one worker and two claims per
     /// worker (or as asked), each handler held until the test finishes its item.
     /// </summary>
@@ -258,6 +314,14 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         /// <summary>The transaction that last wrote item <paramref name="number"/>'s row.</summary>
         public Task<long> WrittenByAsync(int number) =>
             _postgres.ScalarAsync<long>($"SELECT xmin::text::bigint FROM {_schema}.items ORDER BY id OFFSET {number - 1} LIMIT 1");
+
+        /// <summary>The newest transaction that wrote a completed row (transaction ids grow; no wraparound in a test).</summary>
+        public Task<long> NewestCompletedWriterAsync() =>
+            _postgres.ScalarAsync<long>($"SELECT max(xmin::text::bigint) FROM {_schema}.items WHERE state = {StorageSql.Completed}");
+
+        /// <summary>How many rows in <paramref name="state"/> transaction <paramref name="by"/> wrote last.</summary>
+        public Task<long> CountWrittenByAsync(long by, short state) =>
+            _postgres.ScalarAsync<long>($"SELECT count(*) FROM {_schema}.items WHERE state = {state} AND xmin::text::bigint = {by}");
 
         public async Task AssertHeldWithinLimitAsync()
         {

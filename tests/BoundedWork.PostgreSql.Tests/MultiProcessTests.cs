@@ -68,13 +68,22 @@ public sealed class MultiProcessTests(PostgresFixture postgres)
         }
     }
 
-    [Fact]
-    public async Task ConsumerKilledMidRun_LosesNothing_ItsClaimedItemsRunElsewhereAfterTheLease()
+    /// <remarks>
+    /// With 8 claims per worker, the victim drains its share of the backlog the way a node drains one: each claim waits
+    /// for the node's items still to finish to fall to the low water, then carries the outcomes posted meanwhile. It is
+    /// killed wherever it is in that cycle (a claim in flight with outcomes, a wait, a batch of outcomes posted and not
+    /// yet carried), and what it held runs again elsewhere.
+    /// </remarks>
+    [Theory]
+    [InlineData(2)]
+    [InlineData(8)]
+    public async Task ConsumerKilledMidRun_LosesNothing_ItsClaimedItemsRunElsewhereAfterTheLease(int claimsPerWorker)
     {
         var schema = await postgres.NewSchemaAsync();
+        var claims = new Dictionary<string, string> { ["BW_CLAIMS_PER_WORKER"] = claimsPerWorker.ToString(System.Globalization.CultureInfo.InvariantCulture) };
         await using var producer = await QueueNode.StartProducerAsync(postgres.ConnectionString, schema);
-        await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
-        await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2));
+        await using var victim = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2), environment: claims);
+        await using var survivor = await ConsumerProcess.StartAsync(postgres.ConnectionString, schema, workers: 2, TimeSpan.FromMilliseconds(20), TimeSpan.FromSeconds(2), environment: claims);
         await EnqueueMixAsync(producer.Queue, 0, 300);
 
         var victimClaims = $"SELECT count(*) FROM {schema}.items WHERE state = 1 AND lease_owner LIKE '%:{victim.Id}:%'";

@@ -26,6 +26,25 @@ public sealed class OptionsTests
         }
     }
 
+    [Theory]
+    [InlineData(1, null)]
+    [InlineData(1000, null)]
+    [InlineData(1001, "ClaimsPerWorker must be between 1 and 1000 (was 1001).")]
+    [InlineData(-1, "ClaimsPerWorker must be between 1 and 1000 (was -1).")]
+    public void ClaimsPerWorker_FromOneToAThousand(int claims, string? refused)
+    {
+        var services = new ServiceCollection();
+        var register = () => services.AddWorkQueue<Notice, TestHandler>("payments").UsePostgreSql("Host=localhost", NoticeJson.Default.Notice, o => o.ClaimsPerWorker = claims);
+        if (refused is null)
+        {
+            register();
+        }
+        else
+        {
+            Assert.Contains(refused, Assert.Throws<ArgumentException>(register).Message, StringComparison.Ordinal);
+        }
+    }
+
     [Fact]
     public void ClusterPermitWaitThreshold_Infinite_IsValid()
     {
