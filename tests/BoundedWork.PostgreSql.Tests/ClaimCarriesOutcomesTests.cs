@@ -224,6 +224,58 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
     }
 
     /// <summary>
+    /// Outcomes a carrying claim took back after a lost answer (possibly recorded by the claim that lost it) and a later
+    /// carrying claim wrote again change nothing: that is reported as outcomes written again (Information), as the
+    /// writer reports them, not as outcomes that were not recorded because their items were no longer the node's
+    /// (a Warning). An outcome that was never carried before and is not recorded is still that warning. No server is
+    /// needed: the writer's bookkeeping is given what the statement recorded.
+    /// </summary>
+    [Fact]
+    public void OutcomesCarriedAgainAfterALostAnswer_ThatChangeNothing_AreReportedAsWrittenAgain_NotAsNotRecorded()
+    {
+        var collector = new FakeLogCollector();
+        using var logs = new FakeLoggerProvider(collector);
+        using var dataSource = NpgsqlDataSource.Create("Host=localhost");
+        var settled = 0;
+        using var writer = new OutcomeWriter(dataSource, new StorageSql("boundedwork"), "notices", "a node", deleteCompleted: false, logs.CreateLogger("writer"),
+            new StorageHealth(() => { }), TimeSpan.FromSeconds(1), written => settled += written.Count, () => { });
+        var owner = new NoOwner();
+        StoredItem Item(long id) => new(owner, id, "{}", 1, 0, DateTimeOffset.UtcNow, false, null, null, null);
+
+        // A claim carries items 1 and 2; its answer is lost (it may have committed): the outcomes go back, marked.
+        writer.Post(Item(1), OutcomeKind.Completed);
+        writer.Post(Item(2), OutcomeKind.Completed);
+        var lost = writer.TakeRiders(out _);
+        Assert.Equal(2, lost!.Count);
+        writer.RidersFailed(lost, attempted: true);
+
+        // The next carrying claim takes them with item 3's outcome; the lost claim had recorded 1 and 2, so it records 3 only.
+        writer.Post(Item(3), OutcomeKind.Completed);
+        var again = writer.TakeRiders(out _);
+        Assert.Equal(3, again!.Count);
+        writer.RidersWritten(again, recorded: 1);
+        Assert.Equal(3, settled);
+        var written = collector.GetSnapshot();
+        Assert.DoesNotContain(written, log => log.Id.Name == "OutcomesNotRecorded");
+        Assert.Contains("2 outcomes written again", Assert.Single(written, log => log.Id.Name == "OutcomesWrittenAgain").Message, StringComparison.Ordinal);
+
+        // An outcome carried for the first time and not recorded: its item was no longer this node's.
+        collector.Clear();
+        writer.Post(Item(4), OutcomeKind.Completed);
+        writer.RidersWritten(writer.TakeRiders(out _)!, recorded: 0);
+        Assert.Single(collector.GetSnapshot(), log => log.Id.Name == "OutcomesNotRecorded");
+    }
+
+    private sealed class NoOwner : IStoredItemOwner
+    {
+        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
+
+        public void Run(StoredItem item) => throw new InvalidOperationException();
+
+        public void Release(StoredItem item) => throw new InvalidOperationException();
+    }
+
+    /// <summary>
     /// A backlog of <see cref="Items"/> items (or as many as asked) drained by one node of one worker and two claims per
     /// worker (or as asked), each handler held until the test finishes its item.
     /// </summary>

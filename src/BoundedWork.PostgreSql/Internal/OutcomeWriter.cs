@@ -268,7 +268,7 @@ internal sealed class OutcomeWriter : IDisposable
         {
             try
             {
-                var written = Write(batch, again || batch.Exists(static outcome => outcome.Again));
+                var written = Write(batch, again); // (outcomes marked Again are counted apart: see Recorded)
                 if (_health.Succeeded("writing outcomes"))
                 {
                     _logger.StorageRecovered(_queueName, "writing outcomes");
@@ -373,20 +373,25 @@ internal sealed class OutcomeWriter : IDisposable
     }
 
     /// <summary>
-    /// Logs the outcomes that changed nothing. Written <paramref name="again"/> after a failed write, they may be the
-    /// ones that write recorded (it committed, and its answer was lost): the statement cannot tell them apart from
-    /// outcomes of deliveries that were no longer this node's claims, so the log says either.
+    /// Logs the outcomes that changed nothing. Written <paramref name="again"/> after a failed write, or marked
+    /// <see cref="Outcome.Again"/> (a claim carried them and failed), they may be the ones that write or claim recorded
+    /// (it committed, and its answer was lost): the statement cannot tell them apart from outcomes of deliveries that
+    /// were no longer this node's claims, so the log says either for as many as may have been recorded, and the rest
+    /// are outcomes not recorded.
     /// </summary>
     private void Recorded(List<Outcome> outcomes, long recorded, bool again)
     {
         var notRecorded = outcomes.Count - recorded;
-        if (notRecorded > 0 && again)
+        var mayHaveBeenRecorded = again ? outcomes.Count : outcomes.Count(static outcome => outcome.Again);
+        var writtenAgain = Math.Min(notRecorded, mayHaveBeenRecorded);
+        if (writtenAgain > 0)
         {
-            _logger.OutcomesWrittenAgain(_queueName, (int)notRecorded);
+            _logger.OutcomesWrittenAgain(_queueName, (int)writtenAgain);
         }
-        else if (notRecorded > 0)
+
+        if (notRecorded > writtenAgain)
         {
-            _logger.OutcomesNotRecorded(_queueName, (int)notRecorded);
+            _logger.OutcomesNotRecorded(_queueName, (int)(notRecorded - writtenAgain));
         }
     }
 
