@@ -93,6 +93,21 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
     /// <summary>The node's threads that use the threads' pool when it only produces: outcomes, maintenance and the notifier.</summary>
     internal const int ProducingThreadsUsingThePool = 3;
 
+    /// <summary>The node's threads started so far that use the threads' pool, by loop name (for tests: checked against the counts above).</summary>
+    private readonly List<string> _threadsUsingThePool = [];
+
+    /// <summary>Gets the node's started threads that use the threads' pool, by loop name (for tests).</summary>
+    internal IReadOnlyList<string> ThreadsUsingThePool
+    {
+        get
+        {
+            lock (_threadsUsingThePool)
+            {
+                return [.. _threadsUsingThePool];
+            }
+        }
+    }
+
     /// <summary>The blocking producers (<c>TryEnqueue</c> callers) whose connections <see cref="WarmThreadsPool"/> opens ahead.</summary>
     internal const int BlockingProducersWarmed = 2;
 
@@ -304,7 +319,7 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         {
             StartCluster(); // the fleet-wide settings are read and applied before the first claim
             _claimThreads.Add(StartThread("claims", () => _claimLoop.Run(_claiming.Token)));
-            _claimThreads.Add(StartThread("listener", () => _listener.Run(_claiming.Token)));
+            _claimThreads.Add(StartThread("listener", () => _listener.Run(_claiming.Token), usesThreadsPool: false)); // its own connection, not pooled with them
             _backgroundThreads.Add(StartThread("leases", () => _leaseKeeper.Run(_background.Token)));
         }
 
@@ -567,7 +582,19 @@ internal sealed partial class PostgreSqlWorkQueue<T> : IWorkQueueStorage<T>, IPo
         }
     }
 
-    private StorageThread StartThread(string loop, Action body) => StorageThread.Start($"BoundedWork.PostgreSql {Name} {loop}", body);
+    /// <summary>Starts one of the node's threads; <paramref name="usesThreadsPool"/>: it runs its statements on the threads' pool (counted in <see cref="ThreadsUsingThePool"/>).</summary>
+    private StorageThread StartThread(string loop, Action body, bool usesThreadsPool = true)
+    {
+        if (usesThreadsPool)
+        {
+            lock (_threadsUsingThePool)
+            {
+                _threadsUsingThePool.Add(loop);
+            }
+        }
+
+        return StorageThread.Start($"BoundedWork.PostgreSql {Name} {loop}", body);
+    }
 
     private T? Deserialize(string payload) => JsonSerializer.Deserialize(payload, _json);
 }
