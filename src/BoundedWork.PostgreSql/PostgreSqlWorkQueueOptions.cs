@@ -43,8 +43,8 @@ public sealed partial class PostgreSqlWorkQueueOptions<T>
     /// write). The node holds up to <c>WorkerCount × ClaimsPerWorker</c> items (never more than the executor's workers
     /// plus its queue capacity), so resizing the executor at run time changes how much it claims, and a node that dies
     /// leaves at most that many items to run again. Raise it to drain a backlog of short items faster (on a two-core
-    /// machine the drain peaks at about 200 per worker: a node then holds 400 items with two workers); each claim takes
-    /// at most 500 items.
+    /// machine, of 2, 50, 100, 200 and 500 per worker, 200 drained fastest: a node then holds 400 items with two
+    /// workers); each claim takes at most 500 items.
     /// </summary>
     /// <value>Defaults to 2. Between 1 and 1,000.</value>
     public int ClaimsPerWorker { get; set; } = 2;

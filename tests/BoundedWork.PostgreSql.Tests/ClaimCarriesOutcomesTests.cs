@@ -266,15 +266,6 @@ public sealed class ClaimCarriesOutcomesTests(PostgresFixture postgres)
         Assert.Single(collector.GetSnapshot(), log => log.Id.Name == "OutcomesNotRecorded");
     }
 
-    private sealed class NoOwner : IStoredItemOwner
-    {
-        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
-
-        public void Run(StoredItem item) => throw new InvalidOperationException();
-
-        public void Release(StoredItem item) => throw new InvalidOperationException();
-    }
-
     /// <summary>
     /// A backlog of <see cref="Items"/> items (or as many as asked) drained by one node of one worker and two claims per
     /// worker (or as asked), each handler held until the test finishes its item.

@@ -152,13 +152,4 @@ public sealed class DeliveryOwnershipTests(PostgresFixture postgres)
     }
 
     private Task<short> StateAsync(string schema, long id) => postgres.ScalarAsync<short>($"SELECT state FROM {schema}.items WHERE id = {id}");
-
-    private sealed class NoOwner : IStoredItemOwner
-    {
-        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
-
-        public void Run(StoredItem item) => throw new InvalidOperationException();
-
-        public void Release(StoredItem item) => throw new InvalidOperationException();
-    }
 }

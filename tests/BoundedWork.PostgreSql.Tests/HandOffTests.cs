@@ -206,15 +206,6 @@ public sealed class HandOffTests(PostgresFixture postgres, ITestOutputHelper out
         Assert.Equal(7, settled);
     }
 
-    private sealed class NoOwner : IStoredItemOwner
-    {
-        public string DeliveryDescriptionPrefix => "handler.Handle(Notice";
-
-        public void Run(StoredItem item) => throw new InvalidOperationException();
-
-        public void Release(StoredItem item) => throw new InvalidOperationException();
-    }
-
     /// <summary>Records what the writer asks; never hands off.</summary>
     private sealed class RecordingHandOff : IOutcomeHandOff
     {

@@ -35,13 +35,13 @@ public sealed class StarvationTests(PostgresFixture postgres)
             (consume ? PostgreSqlWorkQueue<Notice>.ConsumingThreadsUsingThePool : PostgreSqlWorkQueue<Notice>.ProducingThreadsUsingThePool) + PostgreSqlWorkQueue<Notice>.BlockingProducersWarmed,
             maxPoolSize ?? int.MaxValue);
         Assert.True(total >= expected, $"The threads' pool holds {total} connections after the start; {expected} expected.");
+        Assert.True(total <= (maxPoolSize ?? int.MaxValue), $"The threads' pool holds {total} connections, above its maximum {maxPoolSize}.");
 
         // The counts the warm-up opens for are the node's threads that use that pool, as started (a loop added later
         // must be counted there too).
         var threads = ((PostgreSqlWorkQueue<Notice>)node.Queue).ThreadsUsingThePool;
         Assert.Equal(consume ? PostgreSqlWorkQueue<Notice>.ConsumingThreadsUsingThePool : PostgreSqlWorkQueue<Notice>.ProducingThreadsUsingThePool, threads.Count);
         Assert.Equal(threads.Count, threads.Distinct().Count());
-        Assert.True(total <= (maxPoolSize ?? int.MaxValue), $"The threads' pool holds {total} connections, above its maximum {maxPoolSize}.");
     }
 
     [Fact]
